@@ -1,0 +1,44 @@
+"""bayesfair: audit predictive models for intersectional bias with honest uncertainty.
+
+Data in (:class:`AuditData`), group aggregation (its per-intersection table),
+fairness metrics (:mod:`bayesfair.metrics`), data sets
+(:mod:`bayesfair.datasets`) and reports (:mod:`bayesfair.report`).
+"""
+
+from .audit import AuditResult, run_audit
+from .data import AuditData
+from .metrics import (
+    FairnessEstimate,
+    bias_amplification,
+    df_bias_amplification,
+    empirical_fairness,
+    epsilon_df,
+    epsilon_df_argmax,
+    gamma_sf,
+    gamma_sf_argmax,
+    group_auc,
+    group_rates,
+    sf_bias_amplification,
+)
+from .report import Report
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "AuditData",
+    "AuditResult",
+    "FairnessEstimate",
+    "Report",
+    "__version__",
+    "bias_amplification",
+    "df_bias_amplification",
+    "empirical_fairness",
+    "epsilon_df",
+    "epsilon_df_argmax",
+    "gamma_sf",
+    "gamma_sf_argmax",
+    "group_auc",
+    "group_rates",
+    "run_audit",
+    "sf_bias_amplification",
+]

@@ -1,0 +1,154 @@
+"""Input validation helpers shared by the public entry points.
+
+Every check raises a ``ValueError`` or ``TypeError`` that names the offending
+column or argument and says what was expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from numbers import Real
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "as_column_list",
+    "check_binary",
+    "check_probability",
+    "check_random_state",
+    "require_columns",
+]
+
+
+def as_column_list(value: str | Sequence[str] | None, argument: str) -> list[str]:
+    """Normalise a column-name argument to a list of strings."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, Iterable):
+        raise TypeError(
+            f"`{argument}` must be a column name or a list of column names, "
+            f"got {type(value).__name__}"
+        )
+    names = list(value)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"`{argument}` must contain column names (str), got {name!r} "
+                f"of type {type(name).__name__}"
+            )
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"`{argument}` names a column more than once: {dup}")
+    return names
+
+
+def require_columns(frame: pd.DataFrame, names: Iterable[str], role: str) -> None:
+    """Raise a ValueError naming every column of ``names`` that ``frame`` lacks."""
+    missing = [n for n in names if n not in frame.columns]
+    if missing:
+        shown = ", ".join(map(repr, list(frame.columns)[:20]))
+        raise ValueError(
+            f"{role} column(s) {missing} not found in the DataFrame; available columns: {shown}"
+        )
+
+
+def check_binary(
+    values: pd.Series, column: str, role: str, pos_label: object | None = None
+) -> np.ndarray:
+    """Return a column as a ``uint8`` 0/1 array, or raise a clear error.
+
+    Accepts booleans and numbers equal to 0 or 1; any other coding needs
+    ``pos_label`` (the value that means 1).
+    """
+    if values.isna().any():
+        n_bad = int(values.isna().sum())
+        raise ValueError(
+            f"{role} column {column!r} has {n_bad} missing value(s); expected 0/1 for every row"
+        )
+    if pos_label is not None:
+        hit = (values == pos_label).to_numpy()
+        if not hit.any():
+            seen = list(pd.unique(values))[:10]
+            raise ValueError(
+                f"pos_label={pos_label!r} does not occur in {role} column {column!r}; "
+                f"values seen: {seen}"
+            )
+        if hit.all():
+            raise ValueError(
+                f"every row of {role} column {column!r} equals pos_label={pos_label!r}; "
+                "a binary column needs two values"
+            )
+        n_values = values.nunique()
+        if n_values > 2:
+            raise ValueError(
+                f"{role} column {column!r} has {n_values} distinct values; expected two "
+                f"(one of them pos_label={pos_label!r})"
+            )
+        return hit.astype(np.uint8)
+    dtype = values.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return values.to_numpy(dtype=bool).astype(np.uint8)
+    if not pd.api.types.is_numeric_dtype(dtype):
+        seen = list(pd.unique(values))[:5]
+        raise ValueError(
+            f"{role} column {column!r} must be binary (bool or 0/1), got dtype {dtype} with "
+            f"values like {seen}; pass pos_label= to say which value means 1"
+        )
+    arr = values.to_numpy()
+    ok = (arr == 0) | (arr == 1)
+    if not ok.all():
+        bad = pd.unique(arr[~ok])[:5]
+        raise ValueError(
+            f"{role} column {column!r} must contain only 0 and 1, found {list(bad)}"
+        )
+    return arr.astype(np.uint8)
+
+
+def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
+    """Return a column of probabilities in [0, 1] as float64, or raise."""
+    if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(
+        values.dtype
+    ):
+        raise ValueError(
+            f"{role} column {column!r} must be numeric probabilities in [0, 1], "
+            f"got dtype {values.dtype}"
+        )
+    arr = values.to_numpy(dtype=np.float64)
+    nan = np.isnan(arr)
+    if nan.any():
+        raise ValueError(
+            f"{role} column {column!r} has {int(nan.sum())} missing value(s); "
+            "expected a probability in [0, 1] for every row"
+        )
+    out = (arr < 0) | (arr > 1)
+    if out.any():
+        raise ValueError(
+            f"{role} column {column!r} must lie in [0, 1]; {int(out.sum())} value(s) outside, "
+            f"range [{arr.min():g}, {arr.max():g}]"
+        )
+    return arr
+
+
+def check_scalar_probability(value: object, argument: str) -> float:
+    """Validate a scalar in [0, 1] (for thresholds and levels)."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"`{argument}` must be a number in [0, 1], got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0 or np.isnan(value):
+        raise ValueError(f"`{argument}` must be in [0, 1], got {value}")
+    return value
+
+
+def check_random_state(random_state: object) -> np.random.Generator:
+    """Turn ``None``, an int, a SeedSequence or a Generator into a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (int, np.integer, np.random.SeedSequence)):
+        return np.random.default_rng(random_state)
+    raise TypeError(
+        "`random_state` must be None, an int, a numpy SeedSequence or a numpy Generator, "
+        f"got {type(random_state).__name__}"
+    )

@@ -1,0 +1,414 @@
+"""Data in: a DataFrame plus column roles, aggregated to a per-intersection table.
+
+The per-intersection table of counts is the sufficient statistic that every
+model and count-based metric of the package consumes, so an audit of millions
+of rows costs one vectorised pass over the rows and nothing more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._validation import (
+    as_column_list,
+    check_binary,
+    check_probability,
+    check_scalar_probability,
+    require_columns,
+)
+
+__all__ = ["AuditData"]
+
+#: Largest Cartesian product of protected values the table may have.
+MAX_INTERSECTIONS = 2_000_000
+
+_TARGETS = ("outcome", "decision")
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    levels: list
+    codes: np.ndarray
+
+
+def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
+    """Integer-code one protected column; levels give the order of its values."""
+    n_missing = int(col.isna().sum())
+    if n_missing:
+        raise ValueError(
+            f"protected column {name!r} has {n_missing} missing value(s); recode them as an "
+            "explicit category (for example 'unknown') or remove those rows first"
+        )
+    if levels is not None:
+        levels = list(levels)
+        if len(set(levels)) != len(levels):
+            raise ValueError(f"levels for protected column {name!r} contain duplicates: {levels}")
+        try:
+            known = col.isin(levels).to_numpy()
+            if not known.all():
+                unknown = list(pd.unique(col[~known]))[:10]
+                raise ValueError(
+                    f"protected column {name!r} has values {unknown} that are not in the "
+                    f"levels given for it ({levels})"
+                )
+            codes = np.asarray(pd.Categorical(col, categories=levels).codes)
+        except TypeError as err:
+            raise ValueError(
+                f"protected column {name!r} holds unhashable values ({err}); "
+                "expected hashable categories such as strings or integers"
+            ) from None
+        return _Encoded(levels, codes.astype(np.int64))
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return _Encoded(list(col.cat.categories), np.asarray(col.cat.codes, dtype=np.int64))
+    try:
+        try:
+            codes, uniques = pd.factorize(col, sort=True)
+        except TypeError as err:
+            if "unhashable" in str(err):
+                raise
+            # Values of mixed types cannot be sorted: keep order of appearance.
+            codes, uniques = pd.factorize(col, sort=False)
+    except TypeError as err:
+        raise ValueError(
+            f"protected column {name!r} holds unhashable values ({err}); "
+            "expected hashable categories such as strings or integers"
+        ) from None
+    return _Encoded(list(uniques), codes.astype(np.int64))
+
+
+class AuditData:
+    """A validated audit data set aggregated to one row per intersection.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per individual.
+    protected : str or list of str
+        Sensitive attribute columns; the groups are the intersections of their
+        values (the full Cartesian product, including intersections with no rows).
+    outcome : str
+        Binary outcome (true label) column: bool, or numbers 0/1, or any two
+        values with ``pos_label``.
+    score : str, optional
+        Predicted probability of the positive outcome, in [0, 1].
+    decision : str, optional
+        Binary decision of the audited mechanism.  When absent and ``threshold``
+        is given, the decision is ``score >= threshold``.
+    threshold : float, optional
+        Threshold that turns ``score`` into a decision.
+    covariates : list of str, optional
+        Further columns kept for methods that condition on them (bias scans,
+        structured regression).  They are checked for presence only.
+    pos_label : object, optional
+        Value of the outcome column that means 1, for non-0/1 codings.
+    levels : mapping, optional
+        ``{column: [values...]}`` fixing the order of a protected column's values
+        and declaring values that may be absent from the data.
+
+    Attributes
+    ----------
+    protected : tuple of str
+    levels : dict
+        Ordered values of each protected column.
+    n_rows, n_intersections : int
+    table : pandas.DataFrame
+        Tidy per-intersection table: one column per protected attribute, then
+        ``intersection`` (a label), ``n``, ``positives`` (outcome = 1) and, with a
+        decision, ``decision_positives``, ``tp``, ``fp``, ``fn``, ``tn``; with a
+        score, ``mean_score``.  Intersections with no rows are kept with ``n = 0``.
+    empty_intersections : pandas.DataFrame
+        The rows of ``table`` with ``n == 0``.
+    row_group, row_outcome, row_decision, row_score : numpy.ndarray
+        Row-level arrays (intersection index, 0/1 outcome, 0/1 decision, score)
+        for methods that need more than counts (AUC, permutation tests, scans).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from bayesfair import AuditData
+    >>> df = pd.DataFrame({"race": ["a", "a", "b", "b"], "sex": ["f", "m", "f", "f"],
+    ...                    "y": [1, 0, 1, 1]})
+    >>> data = AuditData(df, protected=["race", "sex"], outcome="y")
+    >>> data.table[["intersection", "n", "positives"]]
+      intersection  n  positives
+    0         a, f  1          1
+    1         a, m  1          0
+    2         b, f  2          2
+    3         b, m  0          0
+    """
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        protected: str | Sequence[str],
+        outcome: str,
+        *,
+        score: str | None = None,
+        decision: str | None = None,
+        threshold: float | None = None,
+        covariates: str | Sequence[str] | None = None,
+        pos_label: object | None = None,
+        levels: Mapping[str, Sequence] | None = None,
+    ) -> None:
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"`frame` must be a pandas DataFrame, got {type(frame).__name__}")
+        if frame.columns.has_duplicates:
+            dup = sorted(map(str, frame.columns[frame.columns.duplicated()].unique()))
+            raise ValueError(f"the DataFrame has duplicate column names: {dup}")
+        protected_cols = as_column_list(protected, "protected")
+        if not protected_cols:
+            raise ValueError("`protected` must name at least one sensitive attribute column")
+        if not isinstance(outcome, str):
+            raise TypeError(f"`outcome` must be a column name (str), got {outcome!r}")
+        for arg, value in (("score", score), ("decision", decision)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"`{arg}` must be a column name (str) or None, got {value!r}")
+        covariate_cols = as_column_list(covariates, "covariates")
+
+        roles: dict[str, str] = {}
+        for role, cols in (
+            ("protected", protected_cols),
+            ("outcome", [outcome]),
+            ("score", [score] if score else []),
+            ("decision", [decision] if decision else []),
+            ("covariates", covariate_cols),
+        ):
+            for col in cols:
+                if col in roles:
+                    raise ValueError(
+                        f"column {col!r} is given two roles ({roles[col]} and {role}); "
+                        "each column may have one role"
+                    )
+                roles[col] = role
+        require_columns(frame, protected_cols, "protected")
+        require_columns(frame, [outcome], "outcome")
+        require_columns(frame, [c for c in (score, decision) if c], "score/decision")
+        require_columns(frame, covariate_cols, "covariate")
+        if len(frame) == 0:
+            raise ValueError("the DataFrame has no rows; an audit needs data")
+
+        if levels is not None:
+            if not isinstance(levels, Mapping):
+                raise TypeError("`levels` must be a mapping {protected column: [values...]}")
+            extra = [k for k in levels if k not in protected_cols]
+            if extra:
+                raise ValueError(f"`levels` names columns that are not protected: {extra}")
+        levels = dict(levels or {})
+
+        encoded = []
+        for col in protected_cols:
+            enc = _encode_protected(frame[col], col, levels.get(col))
+            if len(enc.levels) < 2:
+                raise ValueError(
+                    f"protected column {col!r} has a single value ({enc.levels[0]!r}); a "
+                    "sensitive attribute needs at least two values to compare groups"
+                )
+            encoded.append(enc)
+
+        dims = tuple(len(e.levels) for e in encoded)
+        n_int = math.prod(dims)
+        if n_int > MAX_INTERSECTIONS:
+            raise ValueError(
+                f"the protected columns {protected_cols} have {n_int:,} intersections "
+                f"(levels {dict(zip(protected_cols, dims, strict=True))}), more than "
+                f"{MAX_INTERSECTIONS:,}; use fewer or coarser attributes"
+            )
+
+        y = check_binary(frame[outcome], outcome, "outcome", pos_label)
+        s = check_probability(frame[score], score, "score") if score else None
+        if threshold is not None:
+            threshold = check_scalar_probability(threshold, "threshold")
+            if score is None:
+                raise ValueError("`threshold` turns `score` into a decision, but no score was given")
+            if decision is not None:
+                raise ValueError(
+                    "give either `decision` (a column) or `threshold` (applied to `score`), not both"
+                )
+        if decision is not None:
+            d = check_binary(frame[decision], decision, "decision")
+        elif threshold is not None:
+            d = (s >= threshold).astype(np.uint8)
+        else:
+            d = None
+
+        self.frame = frame
+        self.protected = tuple(protected_cols)
+        self.outcome = outcome
+        self.score = score
+        self.decision = decision
+        self.threshold = threshold
+        self.covariates = tuple(covariate_cols)
+        self.pos_label = pos_label
+        self.levels = {c: e.levels for c, e in zip(protected_cols, encoded, strict=True)}
+        self.shape_ = dims
+        self.n_rows = len(frame)
+        self.n_intersections = n_int
+        if len(encoded) == 1:
+            self.row_group = encoded[0].codes
+        else:
+            self.row_group = np.ravel_multi_index(tuple(e.codes for e in encoded), dims)
+        self.row_outcome = y
+        self.row_decision = d
+        self.row_score = s
+        self._counts = self._aggregate()
+
+    # ------------------------------------------------------------------ internals
+    def _aggregate(self) -> dict[str, np.ndarray]:
+        g, y, d = self.row_group, self.row_outcome, self.row_decision
+        G = self.n_intersections
+        out: dict[str, np.ndarray] = {}
+        if d is None:
+            cells = np.bincount(g * 2 + y, minlength=2 * G).reshape(G, 2)
+            out["n"] = cells.sum(axis=1)
+            out["positives"] = cells[:, 1]
+        else:
+            # cells[g, y, d]: the confusion matrix of every intersection in one pass.
+            cells = np.bincount(g * 4 + y * 2 + d, minlength=4 * G).reshape(G, 2, 2)
+            out["n"] = cells.sum(axis=(1, 2))
+            out["positives"] = cells[:, 1, :].sum(axis=1)
+            out["decision_positives"] = cells[:, :, 1].sum(axis=1)
+            out["tp"] = cells[:, 1, 1]
+            out["fp"] = cells[:, 0, 1]
+            out["fn"] = cells[:, 1, 0]
+            out["tn"] = cells[:, 0, 0]
+        if self.row_score is not None:
+            out["score_sum"] = np.bincount(g, weights=self.row_score, minlength=G)
+        return out
+
+    def _reduce(self, arr: np.ndarray, by: Sequence[str]) -> np.ndarray:
+        """Sum a per-intersection array over the attributes not in ``by``."""
+        keep = [self.protected.index(b) for b in by]
+        full = arr.reshape(self.shape_)
+        drop = tuple(i for i in range(len(self.protected)) if i not in keep)
+        reduced = full.sum(axis=drop) if drop else full
+        # Order the remaining axes as in ``by``.
+        remaining = [i for i in range(len(self.protected)) if i in keep]
+        order = [remaining.index(k) for k in keep]
+        return np.transpose(reduced, order).reshape(-1)
+
+    def _check_by(self, by: str | Sequence[str] | None) -> list[str]:
+        if by is None:
+            return list(self.protected)
+        cols = as_column_list(by, "by")
+        if not cols:
+            raise ValueError("`by` must name at least one protected column")
+        unknown = [c for c in cols if c not in self.protected]
+        if unknown:
+            raise ValueError(
+                f"`by` names {unknown}, which are not protected columns {list(self.protected)}"
+            )
+        return cols
+
+    def _check_target(self, target: str) -> None:
+        if target not in _TARGETS:
+            raise ValueError(f"`target` must be one of {_TARGETS}, got {target!r}")
+        if target == "decision" and self.row_decision is None:
+            raise ValueError(
+                "target='decision' needs a decision: give `decision=` or `score=` with `threshold=`"
+            )
+
+    # ------------------------------------------------------------------ public API
+    def grouping(self, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """The groups of ``by`` (default: all protected columns) in table order."""
+        cols = self._check_by(by)
+        index = pd.MultiIndex.from_product([self.levels[c] for c in cols], names=cols)
+        groups = index.to_frame(index=False)
+        for c in cols:
+            groups[c] = pd.Categorical(groups[c], categories=self.levels[c])
+        groups["intersection"] = [", ".join(map(str, t)) for t in index]
+        return groups
+
+    def table_for(self, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """Tidy count table for the groups of ``by`` (a subset of the protected columns).
+
+        ``by=None`` gives the full intersectional table; ``by="race"`` the
+        marginal table of one attribute.  Counts are sums over the other
+        attributes, so the table costs nothing extra to compute.
+        """
+        cols = self._check_by(by)
+        table = self.grouping(cols)
+        for key, arr in self._counts.items():
+            table[key] = self._reduce(arr, cols)
+        if "score_sum" in table:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                table["mean_score"] = table.pop("score_sum") / table["n"].where(table["n"] > 0)
+        return table
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The per-intersection table (see the class docstring)."""
+        return self.table_for(None)
+
+    @property
+    def empty_intersections(self) -> pd.DataFrame:
+        """Intersections of the Cartesian product that have no rows."""
+        t = self.grouping(None)
+        return t.loc[self._counts["n"] == 0].reset_index(drop=True)
+
+    @property
+    def group_labels(self) -> list[str]:
+        """Labels of the intersections, in table order."""
+        return self.grouping(None)["intersection"].tolist()
+
+    def counts(
+        self, target: str = "outcome", by: str | Sequence[str] | None = None
+    ) -> np.ndarray:
+        """Counts ``N[s, y]`` shaped ``(n_groups, 2)``: column 0 is y = 0, column 1 y = 1.
+
+        ``target`` is ``"outcome"`` (the true labels) or ``"decision"`` (the
+        audited mechanism's decisions).
+        """
+        self._check_target(target)
+        cols = self._check_by(by)
+        n = self._reduce(self._counts["n"], cols)
+        key = "positives" if target == "outcome" else "decision_positives"
+        pos = self._reduce(self._counts[key], cols)
+        return np.stack([n - pos, pos], axis=-1)
+
+    def probabilities(
+        self,
+        target: str = "outcome",
+        *,
+        alpha: float = 0.0,
+        by: str | Sequence[str] | None = None,
+    ) -> np.ndarray:
+        """Empirical ``P(y | s)`` shaped ``(n_groups, 2)``, smoothed by a Dirichlet ``alpha``.
+
+        With ``alpha = 0`` the rows of empty groups are NaN (the probability is
+        undefined); with ``alpha > 0`` they equal the prior mean ``1/2``.
+        """
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
+            raise TypeError(f"`alpha` must be a non-negative number, got {alpha!r}")
+        if not alpha >= 0:
+            raise ValueError(f"`alpha` must be non-negative, got {alpha}")
+        c = self.counts(target, by).astype(np.float64)
+        num = c + alpha
+        den = num.sum(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = num / den
+        return p
+
+    def group_sizes(self, by: str | Sequence[str] | None = None) -> np.ndarray:
+        """Number of rows of every group, in table order."""
+        return self._reduce(self._counts["n"], self._check_by(by))
+
+    def __repr__(self) -> str:
+        n_empty = int((self._counts["n"] == 0).sum())
+        parts = [
+            f"{self.n_rows:,} rows",
+            f"protected={list(self.protected)}",
+            f"{self.n_intersections} intersections ({n_empty} empty)",
+            f"outcome={self.outcome!r}",
+        ]
+        if self.score:
+            parts.append(f"score={self.score!r}")
+        if self.decision:
+            parts.append(f"decision={self.decision!r}")
+        elif self.threshold is not None:
+            parts.append(f"decision=score>={self.threshold:g}")
+        return "AuditData(" + ", ".join(parts) + ")"

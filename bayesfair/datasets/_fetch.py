@@ -1,0 +1,162 @@
+"""Finding reference data files: a data home first, else a checksummed download into a cache."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["REMOTE_FILES", "fetch_file", "get_cache_dir", "get_data_home"]
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A public file: where to download it and the sha256 digests accepted for it.
+
+    The first digest is the upstream file's.  Further digests are known
+    re-packagings with identical content (for example the UCI Adult files with
+    a header line added); the parsers read every accepted variant.
+    """
+
+    url: str
+    sha256: tuple[str, ...]
+
+
+REMOTE_FILES: dict[str, RemoteFile] = {
+    "compas-scores-two-years.csv": RemoteFile(
+        url=(
+            "https://raw.githubusercontent.com/propublica/compas-analysis/"
+            "bafff5da3f2e45eca6c2d5055faad269defd135a/compas-scores-two-years.csv"
+        ),
+        sha256=("c451db85908b2f7fef1d83203bedf6b71ecda0d5af468d82ae62178f91d0cc7d",),
+    ),
+    "adult.data": RemoteFile(
+        url="https://archive.ics.uci.edu/ml/machine-learning-databases/adult/adult.data",
+        sha256=(
+            "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+            "a5b3a620cb7325a48f5090531afd611ce4622440451a5cfbd11c49be2ed868e5",
+        ),
+    ),
+    "adult.test": RemoteFile(
+        url="https://archive.ics.uci.edu/ml/machine-learning-databases/adult/adult.test",
+        sha256=(
+            "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+            "0543912af15c52ba12336b042c8f9f96541d6134d9b3d48dba647281fb2b39d1",
+        ),
+    ),
+}
+
+
+def get_cache_dir() -> Path:
+    """The user cache for downloads: ``$BAYESFAIR_CACHE``, else ``$XDG_CACHE_HOME/bayesfair``,
+    else ``~/.cache/bayesfair``."""
+    if os.environ.get("BAYESFAIR_CACHE"):
+        return Path(os.environ["BAYESFAIR_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "bayesfair"
+
+
+def get_data_home(data_home: str | os.PathLike | None = None) -> Path | None:
+    """The data home: the argument, else ``$BAYESFAIR_DATA``, else None (use the cache)."""
+    if data_home is not None:
+        return Path(data_home).expanduser()
+    env = os.environ.get("BAYESFAIR_DATA")
+    return Path(env).expanduser() if env else None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verify(path: Path, remote: RemoteFile, name: str) -> None:
+    digest = _sha256(path)
+    if digest not in remote.sha256:
+        raise ValueError(
+            f"{path} has sha256 {digest}, which is not a known version of {name!r} "
+            f"(expected one of {list(remote.sha256)}); the file is corrupt or a different "
+            "data set. Remove it to download it again, or pass verify=False to use it anyway."
+        )
+
+
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK)
+
+
+def _download(url: str, target: Path, remote: RemoteFile, name: str, timeout: float) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=target.parent)
+    h = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            for chunk in iter(lambda: resp.read(1 << 20), b""):
+                h.update(chunk)
+                out.write(chunk)
+        digest = h.hexdigest()
+        if digest not in remote.sha256:
+            raise ValueError(
+                f"download of {name!r} from {url} has sha256 {digest}, expected one of "
+                f"{list(remote.sha256)}; the file was not kept"
+            )
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def fetch_file(
+    name: str,
+    data_home: str | os.PathLike | None = None,
+    *,
+    download_if_missing: bool = True,
+    mirror: str | None = None,
+    verify: bool = True,
+    timeout: float = 60.0,
+) -> Path:
+    """Path to a reference file, downloading it (checksum verified) when absent.
+
+    Looks in ``data_home`` (argument, else ``$BAYESFAIR_DATA``), then in the
+    user cache (:func:`get_cache_dir`).  A missing file is downloaded from its
+    public source, or from ``mirror`` (a base URL serving files by name), into
+    the data home when that folder is writable, else into the cache.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file is absent and ``download_if_missing`` is False.
+    ValueError
+        When a found or downloaded file fails its checksum.
+    """
+    if name not in REMOTE_FILES:
+        raise ValueError(f"unknown data file {name!r}; known: {sorted(REMOTE_FILES)}")
+    remote = REMOTE_FILES[name]
+    home = get_data_home(data_home)
+    cache = get_cache_dir()
+    places = [p for p in (home, cache) if p is not None]
+    for place in places:
+        candidate = place / name
+        if candidate.is_file():
+            if verify:
+                _verify(candidate, remote, name)
+            return candidate
+    if not download_if_missing:
+        raise FileNotFoundError(
+            f"{name!r} not found in {[str(p) for p in places]} and download_if_missing=False; "
+            "set BAYESFAIR_DATA or data_home= to the folder that holds it"
+        )
+    target_dir = home if home is not None and _writable_dir(home) else cache
+    url = remote.url if mirror is None else mirror.rstrip("/") + "/" + name
+    target = target_dir / name
+    _download(url, target, remote, name, timeout)
+    return target

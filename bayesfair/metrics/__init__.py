@@ -1,0 +1,29 @@
+"""Fairness metrics: the array core (epsilon-DF, gamma-SF), empirical estimates, group rates."""
+
+from .empirical import FairnessEstimate, bias_amplification, empirical_fairness
+from .fairness import (
+    df_bias_amplification,
+    epsilon_df,
+    epsilon_df_argmax,
+    gamma_sf,
+    gamma_sf_argmax,
+    outcome_probabilities,
+    sf_bias_amplification,
+)
+from .rates import RATE_DEFINITIONS, group_auc, group_rates
+
+__all__ = [
+    "RATE_DEFINITIONS",
+    "FairnessEstimate",
+    "bias_amplification",
+    "df_bias_amplification",
+    "empirical_fairness",
+    "epsilon_df",
+    "epsilon_df_argmax",
+    "gamma_sf",
+    "gamma_sf_argmax",
+    "group_auc",
+    "group_rates",
+    "outcome_probabilities",
+    "sf_bias_amplification",
+]

@@ -1,0 +1,162 @@
+"""Empirical (EDF) and smoothed empirical (Dirichlet) fairness estimates from the table."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..data import AuditData
+from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
+
+__all__ = ["FairnessEstimate", "bias_amplification", "empirical_fairness"]
+
+
+@dataclass(frozen=True)
+class FairnessEstimate:
+    """Point estimates of epsilon-DF and gamma-SF with the groups that attain them.
+
+    Attributes
+    ----------
+    epsilon, gamma : float
+    epsilon_pair : tuple
+        ``(group_high, group_low, outcome)``: ``P(outcome | group_high) /
+        P(outcome | group_low) = exp(epsilon)``.
+    gamma_group : str
+        The intersection that attains gamma.
+    groups : pandas.DataFrame
+        Per-intersection ``n``, ``p`` (P(y=1|s) used), ``p_s`` and whether the
+        intersection entered epsilon (``in_epsilon``).
+    excluded : list of str
+        Intersections left out of epsilon because they have no rows.
+    method, target : str
+    alpha : float
+    """
+
+    epsilon: float
+    gamma: float
+    epsilon_pair: tuple[str, str, int]
+    gamma_group: str
+    groups: pd.DataFrame
+    excluded: list[str]
+    method: str
+    target: str
+    alpha: float
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> pd.DataFrame:
+        """One-row-per-metric table: value, where it is attained, and the settings."""
+        hi, lo, y = self.epsilon_pair
+        return pd.DataFrame(
+            {
+                "metric": ["epsilon-DF", "gamma-SF"],
+                "value": [self.epsilon, self.gamma],
+                "attained_by": [f"P(y={y}|{hi}) / P(y={y}|{lo})", self.gamma_group],
+                "method": [self.method] * 2,
+                "target": [self.target] * 2,
+                "alpha": [self.alpha] * 2,
+                "excluded_intersections": [len(self.excluded)] * 2,
+            }
+        )
+
+
+def empirical_fairness(
+    data: AuditData,
+    *,
+    target: str = "outcome",
+    alpha: float = 0.0,
+    include_empty: bool = False,
+) -> FairnessEstimate:
+    """Empirical differential fairness (EDF) and subgroup fairness from counts.
+
+    With ``alpha = 0`` this is EDF (Foulds et al. eq. 3): ``P(y|s) = N_{y,s} /
+    N_s``, over intersections with ``N_s > 0``.  With ``alpha > 0`` it is the
+    smoothed EDF of eq. 4, the posterior predictive of a Dirichlet-multinomial
+    with symmetric concentration ``alpha`` per outcome.
+
+    Parameters
+    ----------
+    data : AuditData
+    target : {"outcome", "decision"}
+        Fairness of the true labels (the data) or of the mechanism's decisions.
+    alpha : float, default 0
+        Dirichlet smoothing per outcome.
+    include_empty : bool, default False
+        Whether intersections without rows enter epsilon, with their prior
+        predictive 1/2.  Definition 2.1 quantifies only over intersections with
+        P(s) > 0, so by default they are left out (and listed in ``excluded``,
+        with a warning); ``True`` needs ``alpha > 0``.  They never affect gamma,
+        which weights by P(s) = 0.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.metrics import empirical_fairness
+    >>> ds = make_gaussian_threshold(n_rows=2000, random_state=0)
+    >>> est = empirical_fairness(ds.audit_data(), alpha=1.0)
+    >>> est.epsilon > 0
+    True
+    """
+    if not isinstance(data, AuditData):
+        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    if include_empty and not alpha > 0:
+        raise ValueError("include_empty=True needs alpha > 0: P(y|s) of an empty group is undefined")
+    p = data.probabilities(target, alpha=alpha)
+    n = data.group_sizes()
+    labels = data.group_labels
+    empty = n == 0
+    excluded = [lab for lab, e in zip(labels, empty, strict=True) if e] if not include_empty else []
+    p_eps = p.copy()
+    if not include_empty:
+        p_eps[empty] = np.nan
+    if excluded:
+        warnings.warn(
+            f"{len(excluded)} empty intersection(s) left out of epsilon-DF "
+            f"(no rows): {excluded[:5]}{' ...' if len(excluded) > 5 else ''}",
+            UserWarning,
+            stacklevel=2,
+        )
+    eps = float(epsilon_df(p_eps))
+    i, j, y = (int(v) for v in epsilon_df_argmax(p_eps))
+    p1 = p[:, 1]
+    gam = float(gamma_sf(p1, n))
+    g = int(gamma_sf_argmax(p1, n))
+    groups = data.grouping()
+    groups["n"] = n
+    groups["p"] = p1
+    groups["p_s"] = n / n.sum()
+    groups["in_epsilon"] = ~np.isnan(p_eps).any(axis=1)
+    return FairnessEstimate(
+        epsilon=eps,
+        gamma=gam,
+        epsilon_pair=(labels[i], labels[j], y),
+        gamma_group=labels[g],
+        groups=groups,
+        excluded=excluded,
+        method="EDF" if alpha == 0 else f"smoothed EDF (alpha={alpha:g})",
+        target=target,
+        alpha=float(alpha),
+    )
+
+
+def bias_amplification(mechanism: FairnessEstimate, data: FairnessEstimate) -> pd.DataFrame:
+    """DF and SF bias amplification (mechanism minus data), Definition 2.2.
+
+    Both estimates must use the same method and smoothing, or the difference
+    mixes estimators.
+    """
+    if (mechanism.method, mechanism.alpha) != (data.method, data.alpha):
+        raise ValueError(
+            f"estimates use different methods ({mechanism.method} vs {data.method}); "
+            "bias amplification compares like with like"
+        )
+    return pd.DataFrame(
+        {
+            "metric": ["epsilon-DF", "gamma-SF"],
+            "data": [data.epsilon, data.gamma],
+            "mechanism": [mechanism.epsilon, mechanism.gamma],
+            "amplification": [mechanism.epsilon - data.epsilon, mechanism.gamma - data.gamma],
+        }
+    )

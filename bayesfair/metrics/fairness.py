@@ -1,0 +1,199 @@
+"""Intersectional fairness metrics as functions of P(y|s) arrays.
+
+The functions here are the stable array core of the package.  They accept any
+number of leading *draw* dimensions, so the same code computes a metric from
+empirical frequencies (no leading dimension) and its posterior from an array
+of posterior draws of P(y|s) shaped ``(chain, draw, n_intersections, ...)``.
+
+Conventions
+-----------
+``p`` is shaped ``(..., n_intersections, n_outcomes)`` and holds P(y | s).
+An intersection whose row contains NaN is *absent* (P(s) = 0): it takes no part
+in epsilon-DF, as Definition 2.1 of Foulds et al. requires.
+``p1`` is shaped ``(..., n_intersections)`` and holds P(y = 1 | s); ``p_s``
+holds P(s) (or counts, which are normalised), broadcastable against ``p1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "df_bias_amplification",
+    "epsilon_df",
+    "epsilon_df_argmax",
+    "gamma_sf",
+    "gamma_sf_argmax",
+    "outcome_probabilities",
+    "sf_bias_amplification",
+]
+
+_ATOL = 1e-6
+
+
+def _as_p(p: object) -> np.ndarray:
+    arr = np.asarray(p, dtype=np.float64)
+    if arr.ndim < 2:
+        raise ValueError(
+            "`p` must be shaped (..., n_intersections, n_outcomes); got shape "
+            f"{arr.shape}. For positive rates use outcome_probabilities(p1)."
+        )
+    if arr.shape[-1] < 2:
+        raise ValueError(f"`p` needs at least two outcomes on its last axis, got {arr.shape[-1]}")
+    finite = arr[~np.isnan(arr)]
+    if finite.size and (finite.min() < 0 or finite.max() > 1):
+        raise ValueError(
+            f"`p` must hold probabilities in [0, 1]; range [{finite.min():g}, {finite.max():g}]"
+        )
+    present = ~np.isnan(arr).any(axis=-1)
+    sums = np.where(present, np.nan_to_num(arr).sum(axis=-1), 1.0)
+    if np.abs(sums - 1).max(initial=0.0) > _ATOL:
+        raise ValueError("each row of `p` (an intersection) must sum to 1 over outcomes")
+    return arr
+
+
+def outcome_probabilities(p1: object) -> np.ndarray:
+    """Stack positive rates ``p1`` (..., n) into ``p`` (..., n, 2) = [1 - p1, p1]."""
+    p1 = np.asarray(p1, dtype=np.float64)
+    return np.stack([1.0 - p1, p1], axis=-1)
+
+
+def _log_extremes(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    present = ~np.isnan(p).any(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        logp = np.log(np.where(present, p, 1.0))
+    hi = np.where(present, logp, -np.inf)
+    lo = np.where(present, logp, np.inf)
+    return hi, lo, present[..., 0]
+
+
+def epsilon_df(p: object) -> np.ndarray:
+    r"""Epsilon of differential fairness (Foulds et al., Definition 2.1).
+
+    .. math:: \epsilon = \max_{y, s_i, s_j} \log P(y|s_i) - \log P(y|s_j)
+
+    over the intersections present (rows without NaN).
+
+    Parameters
+    ----------
+    p : array_like, shape (..., n_intersections, n_outcomes)
+        P(y | s); NaN rows mark absent intersections.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        Epsilon for every leading index.  It is ``inf`` when an outcome has
+        probability 0 in one present intersection and not in another, and 0
+        when fewer than two intersections are present.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.metrics import epsilon_df
+    >>> float(epsilon_df([[0.5, 0.5], [0.75, 0.25]]))  # log(0.5 / 0.25)
+    0.6931471805599453
+    """
+    p = _as_p(p)
+    hi, lo, present = _log_extremes(p)
+    mx = hi.max(axis=-2)
+    mn = lo.min(axis=-2)
+    with np.errstate(invalid="ignore"):
+        gap = mx - mn
+    # Outcomes impossible in every present group, and no groups at all, give no gap.
+    gap = np.where(np.isnan(gap) | (mx == -np.inf), 0.0, gap)
+    return gap.max(axis=-1)
+
+
+def epsilon_df_argmax(p: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where epsilon-DF is attained: ``(i, j, y)`` with ``P(y|s_i) / P(y|s_j) = exp(eps)``.
+
+    Returns three integer arrays shaped like :func:`epsilon_df`'s result:
+    the intersection with the larger probability, the one with the smaller,
+    and the outcome.
+    """
+    p = _as_p(p)
+    hi, lo, _ = _log_extremes(p)
+    with np.errstate(invalid="ignore"):
+        gap = hi.max(axis=-2) - lo.min(axis=-2)
+    gap = np.where(np.isnan(gap), -np.inf, gap)
+    y = gap.argmax(axis=-1)
+    i_all = hi.argmax(axis=-2)
+    j_all = lo.argmin(axis=-2)
+    i = np.take_along_axis(i_all, y[..., None], axis=-1)[..., 0]
+    j = np.take_along_axis(j_all, y[..., None], axis=-1)[..., 0]
+    return i, j, y
+
+
+def _as_p1_ps(p1: object, p_s: object) -> tuple[np.ndarray, np.ndarray]:
+    p1 = np.asarray(p1, dtype=np.float64)
+    p_s = np.asarray(p_s, dtype=np.float64)
+    if p1.ndim < 1:
+        raise ValueError("`p1` must be shaped (..., n_intersections)")
+    try:
+        p1, p_s = np.broadcast_arrays(p1, p_s)
+    except ValueError:
+        raise ValueError(
+            f"`p1` {p1.shape} and `p_s` {p_s.shape} must broadcast over intersections"
+        ) from None
+    if np.isnan(p_s).any() or (p_s < 0).any():
+        raise ValueError("`p_s` must be non-negative probabilities or counts without NaN")
+    total = p_s.sum(axis=-1, keepdims=True)
+    if (total <= 0).any():
+        raise ValueError("`p_s` must have a positive total over intersections")
+    p_s = p_s / total
+    bad = np.isnan(p1) & (p_s > 0)
+    if bad.any():
+        raise ValueError("`p1` is NaN for an intersection with positive probability `p_s`")
+    finite = p1[~np.isnan(p1)]
+    if finite.size and (finite.min() < 0 or finite.max() > 1):
+        raise ValueError("`p1` must hold probabilities in [0, 1]")
+    return np.where(p_s > 0, p1, 0.0), p_s
+
+
+def _sf_terms(p1: object, p_s: object) -> np.ndarray:
+    p1, p_s = _as_p1_ps(p1, p_s)
+    overall = (p1 * p_s).sum(axis=-1, keepdims=True)
+    return np.abs(overall - p1) * p_s
+
+
+def gamma_sf(p1: object, p_s: object) -> np.ndarray:
+    r"""Gamma of statistical-parity subgroup fairness (Kearns et al.; Foulds et al. Def. 2.3).
+
+    .. math:: \gamma = \max_s |P(y=1) - P(y=1|s)| \, P(s),
+              \quad P(y=1) = \sum_s P(s) P(y=1|s)
+
+    over all intersections ``s`` (the group class of all attribute assignments).
+
+    Parameters
+    ----------
+    p1 : array_like, shape (..., n_intersections)
+        P(y = 1 | s).  NaN is allowed where ``p_s`` is 0.
+    p_s : array_like, broadcastable to ``p1``
+        P(s), or counts; normalised over the last axis.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> from bayesfair.metrics import gamma_sf
+    >>> float(gamma_sf([0.2, 0.6], [0.5, 0.5]))  # overall 0.4; |0.4-0.2| * 0.5
+    0.1
+    """
+    return _sf_terms(p1, p_s).max(axis=-1)
+
+
+def gamma_sf_argmax(p1: object, p_s: object) -> np.ndarray:
+    """Index of the intersection that attains gamma-SF, shaped like :func:`gamma_sf`."""
+    return _sf_terms(p1, p_s).argmax(axis=-1)
+
+
+def df_bias_amplification(p_mechanism: object, p_data: object) -> np.ndarray:
+    """DF bias amplification ``epsilon(mechanism) - epsilon(data)`` (Definition 2.2)."""
+    return epsilon_df(p_mechanism) - epsilon_df(p_data)
+
+
+def sf_bias_amplification(p1_mechanism: object, p1_data: object, p_s: object) -> np.ndarray:
+    """SF bias amplification ``gamma(mechanism) - gamma(data)`` with shared P(s)."""
+    return gamma_sf(p1_mechanism, p_s) - gamma_sf(p1_data, p_s)

@@ -1,0 +1,176 @@
+"""A self-contained HTML report: escaped text, tables and embedded PNG figures.
+
+Later capabilities extend a report by adding sections; nothing in a report
+refers to the network.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure as _MplFigure
+
+__all__ = ["Figure", "KeyValues", "Report", "Section", "Table", "Text"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{border-bottom:2px solid #335;padding-bottom:.2em}
+h2{margin-top:2em;color:#335}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+th,td{border:1px solid #ccd;padding:.25em .6em;text-align:right}
+th{background:#eef}
+td:first-child,th:first-child{text-align:left}
+caption{caption-side:bottom;font-size:.85em;color:#555;text-align:left;padding-top:.3em}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
+img{max-width:100%}
+.meta{color:#666;font-size:.85em}
+dl.kv{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}
+dl.kv dt{font-weight:600}dl.kv dd{margin:0}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+@dataclass
+class Text:
+    """A paragraph of plain text (escaped)."""
+
+    text: str
+
+    def to_html(self) -> str:
+        return f"<p>{_e(self.text)}</p>"
+
+
+@dataclass
+class Table:
+    """A DataFrame rendered as an HTML table; every cell and label is escaped."""
+
+    frame: pd.DataFrame
+    caption: str | None = None
+    float_format: str = "{:.4g}"
+    max_rows: int = 200
+
+    def to_html(self) -> str:
+        df = self.frame
+        note = ""
+        if len(df) > self.max_rows:
+            note = f" (first {self.max_rows} of {len(df)} rows)"
+            df = df.head(self.max_rows)
+        body = df.to_html(
+            index=False,
+            escape=True,
+            border=0,
+            na_rep="—",
+            float_format=lambda v: self.float_format.format(v),
+        )
+        if self.caption or note:
+            cap = f"<caption>{_e((self.caption or '') + note)}</caption>"
+            body = body.replace(">", ">" + cap, 1) if body.startswith("<table") else body
+        return body
+
+
+@dataclass
+class Figure:
+    """A matplotlib figure embedded as a base64 PNG."""
+
+    figure: _MplFigure
+    caption: str | None = None
+    dpi: int = 110
+
+    def to_html(self) -> str:
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=self.dpi, bbox_inches="tight")
+        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        alt = _e(self.caption or "figure")
+        cap = f"<figcaption>{_e(self.caption)}</figcaption>" if self.caption else ""
+        return f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"/>{cap}</figure>'
+
+
+@dataclass
+class KeyValues:
+    """A definition list of labelled values."""
+
+    items: Mapping[str, object]
+
+    def to_html(self) -> str:
+        rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in self.items.items())
+        return f'<dl class="kv">{rows}</dl>'
+
+
+Block = Text | Table | Figure | KeyValues
+
+
+@dataclass
+class Section:
+    """A titled list of blocks."""
+
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    def add(self, block: Block) -> Section:
+        if not hasattr(block, "to_html"):
+            raise TypeError(f"a report block needs to_html(), got {type(block).__name__}")
+        self.blocks.append(block)
+        return self
+
+    def to_html(self) -> str:
+        inner = "\n".join(b.to_html() for b in self.blocks)
+        return f"<section><h2>{_e(self.title)}</h2>\n{inner}\n</section>"
+
+
+class Report:
+    """An HTML audit report built from sections.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from bayesfair.report import Report, Table, Text
+    >>> rep = Report("Audit <draft>")
+    >>> _ = rep.section("Data").add(Text("a & b")).add(Table(pd.DataFrame({"x": [1]})))
+    >>> "Audit &lt;draft&gt;" in rep.to_html() and "a &amp; b" in rep.to_html()
+    True
+    """
+
+    def __init__(self, title: str, subtitle: str | None = None) -> None:
+        self.title = title
+        self.subtitle = subtitle
+        self.sections: list[Section] = []
+
+    def section(self, title: str) -> Section:
+        """Append a new section and return it."""
+        sec = Section(title)
+        self.sections.append(sec)
+        return sec
+
+    def to_html(self) -> str:
+        from .. import __version__
+
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        sub = f"<p>{_e(self.subtitle)}</p>" if self.subtitle else ""
+        toc = "".join(f"<li>{_e(s.title)}</li>" for s in self.sections)
+        body = "\n".join(s.to_html() for s in self.sections)
+        return (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>'
+            f"<title>{_e(self.title)}</title><style>{_CSS}</style></head><body>"
+            f"<h1>{_e(self.title)}</h1>{sub}"
+            f'<p class="meta">bayesfair {_e(__version__)} · generated {_e(stamp)}</p>'
+            f"<ol>{toc}</ol>\n{body}\n</body></html>\n"
+        )
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the report and return its absolute path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_html(), encoding="utf-8")
+        return path.resolve()

@@ -1,0 +1,39 @@
+"""Shared fixtures: the reference data home, and a private download cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def _data_home() -> Path | None:
+    env = os.environ.get("BAYESFAIR_DATA")
+    for cand in ([Path(env)] if env else []) + [SHARED_DATA]:
+        if (cand / "compas-scores-two-years.csv").is_file() and (cand / "adult.data").is_file():
+            return cand
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Downloads in tests go to a temporary cache, never the user's."""
+    monkeypatch.setenv("BAYESFAIR_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="session")
+def data_home() -> Path:
+    home = _data_home()
+    if home is None:
+        pytest.skip(
+            "reference data not found: set BAYESFAIR_DATA or place ../shared/data beside the "
+            "repository (it holds compas-scores-two-years.csv and adult.data/.test)"
+        )
+    return home

@@ -1,0 +1,182 @@
+"""The data layer: aggregation against brute force, empty intersections, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesfair import AuditData
+
+
+def _frame(n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "race": rng.choice(["a", "b", "c"], n),
+            "sex": rng.choice(["f", "m"], n),
+            "y": rng.integers(0, 2, n),
+            "s": rng.random(n),
+            "d": rng.integers(0, 2, n),
+            "x": rng.normal(size=n),
+        }
+    )
+
+
+def test_table_matches_pandas_groupby():
+    df = _frame()
+    data = AuditData(df, ["race", "sex"], "y", score="s", decision="d")
+    t = data.table.set_index(["race", "sex"])
+    for (r, s), g in df.groupby(["race", "sex"]):
+        row = t.loc[(r, s)]
+        assert row["n"] == len(g)
+        assert row["positives"] == g["y"].sum()
+        assert row["decision_positives"] == g["d"].sum()
+        assert row["tp"] == ((g.y == 1) & (g.d == 1)).sum()
+        assert row["fp"] == ((g.y == 0) & (g.d == 1)).sum()
+        assert row["fn"] == ((g.y == 1) & (g.d == 0)).sum()
+        assert row["tn"] == ((g.y == 0) & (g.d == 0)).sum()
+        assert row["mean_score"] == pytest.approx(g["s"].mean())
+    assert t["n"].sum() == len(df)
+
+
+def test_empty_intersections_are_kept_and_reported():
+    df = pd.DataFrame({"a": ["x", "x", "y"], "b": ["p", "q", "p"], "y": [0, 1, 1]})
+    data = AuditData(df, ["a", "b"], "y")
+    assert data.n_intersections == 4
+    assert data.table["n"].tolist() == [1, 1, 1, 0]
+    assert data.empty_intersections["intersection"].tolist() == ["y, q"]
+    assert "1 empty" in repr(data)
+    assert np.isnan(data.probabilities()[3]).all()
+    assert data.probabilities(alpha=1.0)[3].tolist() == [0.5, 0.5]
+
+
+def test_levels_declare_unobserved_values_and_order():
+    df = pd.DataFrame({"a": ["x", "y", "x"], "y": [0, 1, 1]})
+    data = AuditData(df, "a", "y", levels={"a": ["y", "x", "z"]})
+    assert data.levels["a"] == ["y", "x", "z"]
+    assert data.table["n"].tolist() == [1, 2, 0]
+
+
+def test_categorical_dtype_keeps_unobserved_categories():
+    df = pd.DataFrame({"a": pd.Categorical(["x", "x"], categories=["x", "y"]), "y": [0, 1]})
+    data = AuditData(df, "a", "y")
+    assert data.table["n"].tolist() == [2, 0]
+
+
+def test_marginal_tables_sum_the_intersections():
+    df = _frame(800, seed=3)
+    data = AuditData(df, ["race", "sex"], "y", decision="d")
+    by_sex = data.table_for("sex").set_index("sex")
+    for s, g in df.groupby("sex"):
+        assert by_sex.loc[s, "n"] == len(g)
+        assert by_sex.loc[s, "fp"] == ((g.y == 0) & (g.d == 1)).sum()
+    # order of `by` is respected
+    t = data.table_for(["sex", "race"])
+    assert list(t.columns[:2]) == ["sex", "race"]
+    assert t.set_index(["sex", "race"])["n"].to_dict() == df.groupby(["sex", "race"]).size().to_dict()
+
+
+def test_threshold_derives_the_decision():
+    df = _frame()
+    data = AuditData(df, ["race"], "y", score="s", threshold=0.3)
+    assert data.table["decision_positives"].sum() == (df["s"] >= 0.3).sum()
+
+
+def test_pos_label_and_bool_outcomes():
+    df = pd.DataFrame({"g": ["a", "b", "a"], "y": ["yes", "no", "no"], "b": [True, False, True]})
+    assert AuditData(df, "g", "y", pos_label="yes").table["positives"].tolist() == [1, 0]
+    assert AuditData(df, "g", "b").table["positives"].tolist() == [2, 0]
+
+
+def test_counts_and_probabilities_shapes():
+    data = AuditData(_frame(), ["race", "sex"], "y", decision="d")
+    c = data.counts("decision")
+    assert c.shape == (6, 2)
+    assert c.sum() == 500
+    p = data.probabilities(alpha=2.0)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+# ---------------------------------------------------------------- bad input
+BASE = pd.DataFrame(
+    {"g": ["a", "b", "a", "b"], "h": ["u", "u", "v", "v"], "y": [0, 1, 1, 0], "s": [0.1, 0.9, 0.5, 0.2]}
+)
+
+
+def _with(**cols):
+    df = BASE.copy()
+    for k, v in cols.items():
+        df[k] = v
+    return df
+
+
+BAD_INPUTS = [
+    # (id, frame, kwargs, exception, message fragment)
+    ("not-a-frame", BASE.to_dict(), dict(protected="g", outcome="y"), TypeError, "DataFrame"),
+    ("no-protected", BASE, dict(protected=[], outcome="y"), ValueError, "at least one"),
+    ("protected-not-str", BASE, dict(protected=[1], outcome="y"), TypeError, "protected"),
+    ("missing-protected", BASE, dict(protected=["race"], outcome="y"), ValueError, "'race'"),
+    ("missing-outcome", BASE, dict(protected="g", outcome="label"), ValueError, "'label'"),
+    ("missing-score", BASE, dict(protected="g", outcome="y", score="p"), ValueError, "'p'"),
+    ("missing-covariate", BASE, dict(protected="g", outcome="y", covariates=["age"]), ValueError, "'age'"),
+    ("nan-protected", _with(g=["a", None, "a", "b"]), dict(protected="g", outcome="y"), ValueError, "'g' has 1 missing"),
+    ("nan-outcome", _with(y=[0, 1, np.nan, 0]), dict(protected="g", outcome="y"), ValueError, "'y' has 1 missing"),
+    ("non-binary-outcome", _with(y=[0, 1, 2, 0]), dict(protected="g", outcome="y"), ValueError, "only 0 and 1"),
+    ("string-outcome", _with(y=["p", "n", "p", "n"]), dict(protected="g", outcome="y"), ValueError, "pos_label"),
+    ("pos-label-absent", _with(y=["p", "n", "p", "n"]), dict(protected="g", outcome="y", pos_label="yes"), ValueError, "does not occur"),
+    ("three-valued-pos-label", _with(y=["p", "n", "q", "n"]), dict(protected="g", outcome="y", pos_label="p"), ValueError, "3 distinct"),
+    ("score-above-one", _with(s=[0.1, 1.5, 0.5, 0.2]), dict(protected="g", outcome="y", score="s"), ValueError, "[0, 1]"),
+    ("score-nan", _with(s=[0.1, np.nan, 0.5, 0.2]), dict(protected="g", outcome="y", score="s"), ValueError, "'s' has 1 missing"),
+    ("score-text", _with(s=["a", "b", "c", "d"]), dict(protected="g", outcome="y", score="s"), ValueError, "numeric"),
+    ("decision-non-binary", _with(d=[0, 3, 1, 0]), dict(protected="g", outcome="y", decision="d"), ValueError, "'d'"),
+    ("threshold-no-score", BASE, dict(protected="g", outcome="y", threshold=0.5), ValueError, "no score"),
+    ("threshold-out-of-range", BASE, dict(protected="g", outcome="y", score="s", threshold=2), ValueError, "threshold"),
+    ("threshold-not-number", BASE, dict(protected="g", outcome="y", score="s", threshold="half"), TypeError, "threshold"),
+    ("decision-and-threshold", _with(d=[0, 1, 1, 0]), dict(protected="g", outcome="y", score="s", decision="d", threshold=0.5), ValueError, "not both"),
+    ("single-value-protected", _with(g=["a"] * 4), dict(protected="g", outcome="y"), ValueError, "single value"),
+    ("unhashable-protected", _with(g=[[1], [2], [1], [2]]), dict(protected="g", outcome="y"), ValueError, "unhashable"),
+    ("two-roles", BASE, dict(protected=["g", "y"], outcome="y"), ValueError, "two roles"),
+    ("duplicate-protected", BASE, dict(protected=["g", "g"], outcome="y"), ValueError, "more than once"),
+    ("empty-frame", BASE.iloc[:0], dict(protected="g", outcome="y"), ValueError, "no rows"),
+    ("value-outside-levels", BASE, dict(protected="g", outcome="y", levels={"g": ["a"]}), ValueError, "not in the levels"),
+    ("levels-unknown-column", BASE, dict(protected="g", outcome="y", levels={"h": ["u", "v"]}), ValueError, "not protected"),
+    ("outcome-not-str", BASE, dict(protected="g", outcome=["y"]), TypeError, "outcome"),
+]
+
+
+@pytest.mark.parametrize(
+    ("frame", "kwargs", "exc", "fragment"),
+    [case[1:] for case in BAD_INPUTS],
+    ids=[case[0] for case in BAD_INPUTS],
+)
+def test_bad_input_gets_a_clear_error(frame, kwargs, exc, fragment):
+    with pytest.raises(exc) as info:
+        AuditData(frame, **kwargs)
+    assert fragment in str(info.value)
+
+
+def test_duplicate_frame_columns_are_refused():
+    df = pd.DataFrame([[0, 1, 1]], columns=["g", "g", "y"])
+    with pytest.raises(ValueError, match="duplicate column"):
+        AuditData(df, "g", "y")
+
+
+def test_too_many_intersections_are_refused():
+    n = 60
+    df = pd.DataFrame({f"a{i}": np.arange(n) % 50 for i in range(4)})
+    df["y"] = np.arange(n) % 2
+    with pytest.raises(ValueError, match="intersections"):
+        AuditData(df, [f"a{i}" for i in range(4)], "y")
+
+
+def test_bad_target_and_by():
+    data = AuditData(BASE, ["g", "h"], "y")
+    with pytest.raises(ValueError, match="needs a decision"):
+        data.counts("decision")
+    with pytest.raises(ValueError, match="target"):
+        data.counts("label")
+    with pytest.raises(ValueError, match="not protected"):
+        data.table_for("y")
+    with pytest.raises(ValueError, match="non-negative"):
+        data.probabilities(alpha=-1.0)

@@ -1,0 +1,94 @@
+"""Report, CLI and audit specs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesfair import AuditData, run_audit
+from bayesfair.cli import main
+from bayesfair.report import Report, Table, Text
+from bayesfair.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_demo_writes_a_self_contained_report(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["demo", "--out", str(out), "--n-rows", "4000"]) == 0
+    html = out.read_text()
+    assert "report written to" in capsys.readouterr().out
+    assert "Per-intersection counts" in html and "epsilon-DF" in html and "gamma-SF" in html
+    assert "data:image/png;base64," in html
+    assert "Ground truth" in html
+    assert not re.search(r"(src|href)=\"https?://", html)  # nothing from the network
+    assert "Group D, Male, over 45" in html  # the empty intersection is shown, not dropped
+
+
+def test_user_strings_are_escaped(tmp_path):
+    evil = "<script>alert(1)</script>"
+    df = pd.DataFrame({evil: ["a&b", "<i>x</i>", "a&b", "<i>x</i>"], "y": [0, 1, 1, 1]})
+    result = run_audit(AuditData(df, evil, "y"), name=evil)
+    html = result.report().to_html()
+    assert "<script>" not in html and "<i>x</i>" not in html
+    assert "&lt;script&gt;" in html and "a&amp;b" in html
+    rep = Report("t")
+    rep.section("<b>s</b>").add(Text("<b>")).add(Table(pd.DataFrame({"<c>": ["<d>"]}), caption="<e>"))
+    assert "<b>" not in rep.to_html() and "<d>" not in rep.to_html()
+    assert rep.save(tmp_path / "r.html").is_file()
+
+
+def test_audit_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b"], 300),
+            "h": rng.choice(["u", "v", "w"], 300),
+            "label": rng.choice(["yes", "no"], 300),
+            "p": rng.random(300),
+        }
+    )
+    csv = tmp_path / "d.csv"
+    df.to_csv(csv, index=False)
+    out = tmp_path / "r.html"
+    argv = ["audit", str(csv), "--protected", "g", "h", "--outcome", "label", "--pos-label", "yes",
+            "--score", "p", "--threshold", "0.5", "--out", str(out)]
+    assert main(argv) == 0
+    assert "Per-intersection AUC" in out.read_text()
+
+
+def test_cli_errors_exit_2(tmp_path, capsys):
+    df = pd.DataFrame({"g": ["a", "b"], "y": [0, 3]})
+    csv = tmp_path / "d.csv"
+    df.to_csv(csv, index=False)
+    assert main(["audit", str(csv), "--protected", "g", "--outcome", "y"]) == 2
+    assert "'y'" in capsys.readouterr().err
+    assert main(["audit", str(tmp_path / "missing.csv")]) == 2
+    assert main(["audit", str(csv)]) == 2
+
+
+@pytest.mark.parametrize("spec", sorted((REPO / "models" / "specs").glob("*.toml")), ids=lambda p: p.stem)
+def test_every_spec_in_models_runs(spec, data_home, tmp_path):
+    out = tmp_path / "r.html"
+    assert main(["audit", str(spec), "--data-home", str(data_home), "--out", str(out)]) == 0
+    assert "epsilon-DF" in out.read_text()
+
+
+def test_spec_validation(tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('[data]\ndataset = "mnist"\n')
+    with pytest.raises(ValueError, match="dataset must be one of"):
+        load_spec(p)
+    p.write_text('[data]\ndataset = "csv"\npath = "x.csv"\n[columns]\noutcome = "y"\n')
+    with pytest.raises(ValueError, match="protected"):
+        load_spec(p)
+    p.write_text('[data]\ndataset = "compas"\n[colums]\n')
+    with pytest.raises(ValueError, match="unknown section"):
+        load_spec(p)
+    p.write_text("[data\n")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        load_spec(p)
