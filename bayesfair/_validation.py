@@ -101,17 +101,13 @@ def check_binary(
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = pd.unique(arr[~ok])[:5]
-        raise ValueError(
-            f"{role} column {column!r} must contain only 0 and 1, found {list(bad)}"
-        )
+        raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {list(bad)}")
     return arr.astype(np.uint8)
 
 
 def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
     """Return a column of probabilities in [0, 1] as float64, or raise."""
-    if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(
-        values.dtype
-    ):
+    if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
         raise ValueError(
             f"{role} column {column!r} must be numeric probabilities in [0, 1], "
             f"got dtype {values.dtype}"

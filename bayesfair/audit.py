@@ -57,7 +57,7 @@ class AuditResult:
     def fairness_table(self) -> pd.DataFrame:
         """epsilon-DF and gamma-SF for every target and method, with where they are attained."""
         rows = []
-        for (target, _), est in self.estimates.items():
+        for est in self.estimates.values():
             s = est.summary()
             s.insert(0, "target", s.pop("target"))
             rows.append(s)

@@ -46,7 +46,11 @@ def _demo(args: argparse.Namespace) -> int:
     truth = ds.truth["table"].copy()
     truth.insert(len(DEMO_LEVELS), "intersection", data.group_labels)
     sec = rep.section("Ground truth of the synthetic data")
-    sec.add(Text(f"True epsilon-DF = {ds.truth['epsilon']:.4f}, true gamma-SF = {ds.truth['gamma']:.4f}."))
+    sec.add(
+        Text(
+            f"True epsilon-DF = {ds.truth['epsilon']:.4f}, true gamma-SF = {ds.truth['gamma']:.4f}."
+        )
+    )
     sec.add(Table(truth, float_format="{:.4f}"))
     path = rep.save(args.out)
     print(result.fairness_table().to_string(index=False))

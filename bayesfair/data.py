@@ -224,10 +224,13 @@ class AuditData:
         if threshold is not None:
             threshold = check_scalar_probability(threshold, "threshold")
             if score is None:
-                raise ValueError("`threshold` turns `score` into a decision, but no score was given")
+                raise ValueError(
+                    "`threshold` turns `score` into a decision, but no score was given"
+                )
             if decision is not None:
                 raise ValueError(
-                    "give either `decision` (a column) or `threshold` (applied to `score`), not both"
+                    "give either `decision` (a column) or `threshold` (applied to `score`), "
+                    "not both"
                 )
         if decision is not None:
             d = check_binary(frame[decision], decision, "decision")
@@ -355,9 +358,7 @@ class AuditData:
         """Labels of the intersections, in table order."""
         return self.grouping(None)["intersection"].tolist()
 
-    def counts(
-        self, target: str = "outcome", by: str | Sequence[str] | None = None
-    ) -> np.ndarray:
+    def counts(self, target: str = "outcome", by: str | Sequence[str] | None = None) -> np.ndarray:
         """Counts ``N[s, y]`` shaped ``(n_groups, 2)``: column 0 is y = 0, column 1 y = 1.
 
         ``target`` is ``"outcome"`` (the true labels) or ``"decision"`` (the

@@ -69,14 +69,20 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             raise ValueError(f"{path}: not valid TOML ({err})") from None
     unknown = set(raw) - _SECTIONS
     if unknown:
-        raise ValueError(f"{path}: unknown section(s) {sorted(unknown)}; allowed {sorted(_SECTIONS)}")
+        raise ValueError(
+            f"{path}: unknown section(s) {sorted(unknown)}; allowed {sorted(_SECTIONS)}"
+        )
     data = dict(raw.get("data", {}))
     if data.get("dataset") not in _DATASETS:
-        raise ValueError(f"{path}: [data] dataset must be one of {_DATASETS}, got {data.get('dataset')!r}")
+        raise ValueError(
+            f"{path}: [data] dataset must be one of {_DATASETS}, got {data.get('dataset')!r}"
+        )
     columns = dict(raw.get("columns", {}))
     bad = set(columns) - _COLUMN_KEYS
     if bad:
-        raise ValueError(f"{path}: unknown [columns] key(s) {sorted(bad)}; allowed {sorted(_COLUMN_KEYS)}")
+        raise ValueError(
+            f"{path}: unknown [columns] key(s) {sorted(bad)}; allowed {sorted(_COLUMN_KEYS)}"
+        )
     if data["dataset"] == "csv":
         if "path" not in data:
             raise ValueError(f"{path}: [data] dataset = 'csv' needs a path")

@@ -24,7 +24,7 @@ def _frame(n: int, seed: int = 0) -> pd.DataFrame:
 
 
 def _pandas_table(df: pd.DataFrame) -> pd.DataFrame:
-    """What a user writes by hand: decision, confusion cells and a groupby over the intersections."""
+    """What a user writes by hand: decision, confusion cells, a groupby over intersections."""
     d = (df["score"] >= 0.5).astype(np.int8)
     y = df["y"]
     work = pd.DataFrame(

@@ -32,7 +32,9 @@ def main() -> int:
         print(f"running {path.name} ...", file=sys.stderr, flush=True)
         rows.extend(module.run(quick=args.quick))
     print(f"\nbayesfair benchmarks — python {platform.python_version()}, {platform.machine()}")
-    header = f"{'benchmark':<52} {'bayesfair':>11} {'baseline':<34} {'baseline':>11} {'speed-up':>9}"
+    header = (
+        f"{'benchmark':<52} {'bayesfair':>11} {'baseline':<34} {'baseline':>11} {'speed-up':>9}"
+    )
     print(header)
     print("-" * len(header))
     for r in rows:

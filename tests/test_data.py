@@ -74,7 +74,9 @@ def test_marginal_tables_sum_the_intersections():
     # order of `by` is respected
     t = data.table_for(["sex", "race"])
     assert list(t.columns[:2]) == ["sex", "race"]
-    assert t.set_index(["sex", "race"])["n"].to_dict() == df.groupby(["sex", "race"]).size().to_dict()
+    assert (
+        t.set_index(["sex", "race"])["n"].to_dict() == df.groupby(["sex", "race"]).size().to_dict()
+    )
 
 
 def test_threshold_derives_the_decision():
@@ -100,7 +102,12 @@ def test_counts_and_probabilities_shapes():
 
 # ---------------------------------------------------------------- bad input
 BASE = pd.DataFrame(
-    {"g": ["a", "b", "a", "b"], "h": ["u", "u", "v", "v"], "y": [0, 1, 1, 0], "s": [0.1, 0.9, 0.5, 0.2]}
+    {
+        "g": ["a", "b", "a", "b"],
+        "h": ["u", "u", "v", "v"],
+        "y": [0, 1, 1, 0],
+        "s": [0.1, 0.9, 0.5, 0.2],
+    }
 )
 
 
@@ -119,28 +126,148 @@ BAD_INPUTS = [
     ("missing-protected", BASE, dict(protected=["race"], outcome="y"), ValueError, "'race'"),
     ("missing-outcome", BASE, dict(protected="g", outcome="label"), ValueError, "'label'"),
     ("missing-score", BASE, dict(protected="g", outcome="y", score="p"), ValueError, "'p'"),
-    ("missing-covariate", BASE, dict(protected="g", outcome="y", covariates=["age"]), ValueError, "'age'"),
-    ("nan-protected", _with(g=["a", None, "a", "b"]), dict(protected="g", outcome="y"), ValueError, "'g' has 1 missing"),
-    ("nan-outcome", _with(y=[0, 1, np.nan, 0]), dict(protected="g", outcome="y"), ValueError, "'y' has 1 missing"),
-    ("non-binary-outcome", _with(y=[0, 1, 2, 0]), dict(protected="g", outcome="y"), ValueError, "only 0 and 1"),
-    ("string-outcome", _with(y=["p", "n", "p", "n"]), dict(protected="g", outcome="y"), ValueError, "pos_label"),
-    ("pos-label-absent", _with(y=["p", "n", "p", "n"]), dict(protected="g", outcome="y", pos_label="yes"), ValueError, "does not occur"),
-    ("three-valued-pos-label", _with(y=["p", "n", "q", "n"]), dict(protected="g", outcome="y", pos_label="p"), ValueError, "3 distinct"),
-    ("score-above-one", _with(s=[0.1, 1.5, 0.5, 0.2]), dict(protected="g", outcome="y", score="s"), ValueError, "[0, 1]"),
-    ("score-nan", _with(s=[0.1, np.nan, 0.5, 0.2]), dict(protected="g", outcome="y", score="s"), ValueError, "'s' has 1 missing"),
-    ("score-text", _with(s=["a", "b", "c", "d"]), dict(protected="g", outcome="y", score="s"), ValueError, "numeric"),
-    ("decision-non-binary", _with(d=[0, 3, 1, 0]), dict(protected="g", outcome="y", decision="d"), ValueError, "'d'"),
-    ("threshold-no-score", BASE, dict(protected="g", outcome="y", threshold=0.5), ValueError, "no score"),
-    ("threshold-out-of-range", BASE, dict(protected="g", outcome="y", score="s", threshold=2), ValueError, "threshold"),
-    ("threshold-not-number", BASE, dict(protected="g", outcome="y", score="s", threshold="half"), TypeError, "threshold"),
-    ("decision-and-threshold", _with(d=[0, 1, 1, 0]), dict(protected="g", outcome="y", score="s", decision="d", threshold=0.5), ValueError, "not both"),
-    ("single-value-protected", _with(g=["a"] * 4), dict(protected="g", outcome="y"), ValueError, "single value"),
-    ("unhashable-protected", _with(g=[[1], [2], [1], [2]]), dict(protected="g", outcome="y"), ValueError, "unhashable"),
+    (
+        "missing-covariate",
+        BASE,
+        dict(protected="g", outcome="y", covariates=["age"]),
+        ValueError,
+        "'age'",
+    ),
+    (
+        "nan-protected",
+        _with(g=["a", None, "a", "b"]),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "'g' has 1 missing",
+    ),
+    (
+        "nan-outcome",
+        _with(y=[0, 1, np.nan, 0]),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "'y' has 1 missing",
+    ),
+    (
+        "non-binary-outcome",
+        _with(y=[0, 1, 2, 0]),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "only 0 and 1",
+    ),
+    (
+        "string-outcome",
+        _with(y=["p", "n", "p", "n"]),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "pos_label",
+    ),
+    (
+        "pos-label-absent",
+        _with(y=["p", "n", "p", "n"]),
+        dict(protected="g", outcome="y", pos_label="yes"),
+        ValueError,
+        "does not occur",
+    ),
+    (
+        "three-valued-pos-label",
+        _with(y=["p", "n", "q", "n"]),
+        dict(protected="g", outcome="y", pos_label="p"),
+        ValueError,
+        "3 distinct",
+    ),
+    (
+        "score-above-one",
+        _with(s=[0.1, 1.5, 0.5, 0.2]),
+        dict(protected="g", outcome="y", score="s"),
+        ValueError,
+        "[0, 1]",
+    ),
+    (
+        "score-nan",
+        _with(s=[0.1, np.nan, 0.5, 0.2]),
+        dict(protected="g", outcome="y", score="s"),
+        ValueError,
+        "'s' has 1 missing",
+    ),
+    (
+        "score-text",
+        _with(s=["a", "b", "c", "d"]),
+        dict(protected="g", outcome="y", score="s"),
+        ValueError,
+        "numeric",
+    ),
+    (
+        "decision-non-binary",
+        _with(d=[0, 3, 1, 0]),
+        dict(protected="g", outcome="y", decision="d"),
+        ValueError,
+        "'d'",
+    ),
+    (
+        "threshold-no-score",
+        BASE,
+        dict(protected="g", outcome="y", threshold=0.5),
+        ValueError,
+        "no score",
+    ),
+    (
+        "threshold-out-of-range",
+        BASE,
+        dict(protected="g", outcome="y", score="s", threshold=2),
+        ValueError,
+        "threshold",
+    ),
+    (
+        "threshold-not-number",
+        BASE,
+        dict(protected="g", outcome="y", score="s", threshold="half"),
+        TypeError,
+        "threshold",
+    ),
+    (
+        "decision-and-threshold",
+        _with(d=[0, 1, 1, 0]),
+        dict(protected="g", outcome="y", score="s", decision="d", threshold=0.5),
+        ValueError,
+        "not both",
+    ),
+    (
+        "single-value-protected",
+        _with(g=["a"] * 4),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "single value",
+    ),
+    (
+        "unhashable-protected",
+        _with(g=[[1], [2], [1], [2]]),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "unhashable",
+    ),
     ("two-roles", BASE, dict(protected=["g", "y"], outcome="y"), ValueError, "two roles"),
-    ("duplicate-protected", BASE, dict(protected=["g", "g"], outcome="y"), ValueError, "more than once"),
+    (
+        "duplicate-protected",
+        BASE,
+        dict(protected=["g", "g"], outcome="y"),
+        ValueError,
+        "more than once",
+    ),
     ("empty-frame", BASE.iloc[:0], dict(protected="g", outcome="y"), ValueError, "no rows"),
-    ("value-outside-levels", BASE, dict(protected="g", outcome="y", levels={"g": ["a"]}), ValueError, "not in the levels"),
-    ("levels-unknown-column", BASE, dict(protected="g", outcome="y", levels={"h": ["u", "v"]}), ValueError, "not protected"),
+    (
+        "value-outside-levels",
+        BASE,
+        dict(protected="g", outcome="y", levels={"g": ["a"]}),
+        ValueError,
+        "not in the levels",
+    ),
+    (
+        "levels-unknown-column",
+        BASE,
+        dict(protected="g", outcome="y", levels={"h": ["u", "v"]}),
+        ValueError,
+        "not protected",
+    ),
     ("outcome-not-str", BASE, dict(protected="g", outcome=["y"]), TypeError, "outcome"),
 ]
 

@@ -48,7 +48,9 @@ def test_compas_cbs_facts(compas_cbs):
 
 
 def test_compas_cbs_false_positive_rates(compas_cbs):
-    f = compas_cbs.frame.assign(black=lambda d: np.where(d["race"] == "African-American", "Black", "non-Black"))
+    f = compas_cbs.frame.assign(
+        black=lambda d: np.where(d["race"] == "African-American", "Black", "non-Black")
+    )
     data = AuditData(f, ["black", "sex"], "two_year_recid", decision="high_risk")
     fpr = group_rates(data, ["fpr"], by="black").set_index("black")["value"]
     assert round(fpr["Black"], 2) == 0.42 and round(fpr["non-Black"], 2) == 0.20
@@ -146,7 +148,9 @@ def test_download_adult_in_upstream_layout(http_root, data_home, tmp_path):
     assert len(ds) == 48842 and ds.audit_data().n_intersections == 16
 
 
-def test_download_into_cache_when_data_home_is_read_only(http_root, data_home, tmp_path, monkeypatch):
+def test_download_into_cache_when_data_home_is_read_only(
+    http_root, data_home, tmp_path, monkeypatch
+):
     root, url = http_root
     shutil.copy(data_home / "compas-scores-two-years.csv", root)
     cache = tmp_path / "cache"
@@ -190,7 +194,9 @@ def test_gaussian_threshold_truth_is_the_generating_probability():
     t = ds.truth["table"]
     k = data.counts()[:, 1]
     # every group's positive count is consistent with its true probability
-    pvals = [binomtest(int(ki), 4000, float(p)).pvalue for ki, p in zip(k, t["p_true"], strict=True)]
+    pvals = [
+        binomtest(int(ki), 4000, float(p)).pvalue for ki, p in zip(k, t["p_true"], strict=True)
+    ]
     assert min(pvals) > 0.001 / 16  # Bonferroni at 0.001
     # truth epsilon/gamma come from the metric functions on the true P(y|s)
     mu = t["w"] * (np.indices((4, 2, 2)).reshape(3, -1) + 1).sum(axis=0)

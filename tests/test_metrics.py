@@ -103,7 +103,7 @@ def test_draw_dimensions_broadcast():
         assert eps[c, d] == pytest.approx(_brute_epsilon(outcome_probabilities(p1[c, d])))
         assert gam[c, d] == pytest.approx(_brute_gamma(p1[c, d], ps))
     i, j, y = epsilon_df_argmax(outcome_probabilities(p1))
-    assert i.shape == (3, 50)
+    assert i.shape == j.shape == y.shape == (3, 50)
     amp = df_bias_amplification(outcome_probabilities(p1), outcome_probabilities(p1[..., ::-1]))
     np.testing.assert_allclose(amp, 0.0, atol=1e-12)  # epsilon ignores group order
     np.testing.assert_allclose(sf_bias_amplification(p1, p1, ps), 0.0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
@@ -23,7 +22,10 @@ def test_notebook_runs(path, data_home, monkeypatch):
     )
     client.execute()
     errors = [
-        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
         if o.get("output_type") == "error"
     ]
     assert not errors

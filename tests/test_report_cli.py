@@ -37,7 +37,9 @@ def test_user_strings_are_escaped(tmp_path):
     assert "<script>" not in html and "<i>x</i>" not in html
     assert "&lt;script&gt;" in html and "a&amp;b" in html
     rep = Report("t")
-    rep.section("<b>s</b>").add(Text("<b>")).add(Table(pd.DataFrame({"<c>": ["<d>"]}), caption="<e>"))
+    rep.section("<b>s</b>").add(Text("<b>")).add(
+        Table(pd.DataFrame({"<c>": ["<d>"]}), caption="<e>")
+    )
     assert "<b>" not in rep.to_html() and "<d>" not in rep.to_html()
     assert rep.save(tmp_path / "r.html").is_file()
 
@@ -55,8 +57,23 @@ def test_audit_csv(tmp_path):
     csv = tmp_path / "d.csv"
     df.to_csv(csv, index=False)
     out = tmp_path / "r.html"
-    argv = ["audit", str(csv), "--protected", "g", "h", "--outcome", "label", "--pos-label", "yes",
-            "--score", "p", "--threshold", "0.5", "--out", str(out)]
+    argv = [
+        "audit",
+        str(csv),
+        "--protected",
+        "g",
+        "h",
+        "--outcome",
+        "label",
+        "--pos-label",
+        "yes",
+        "--score",
+        "p",
+        "--threshold",
+        "0.5",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     assert "Per-intersection AUC" in out.read_text()
 
@@ -71,7 +88,9 @@ def test_cli_errors_exit_2(tmp_path, capsys):
     assert main(["audit", str(csv)]) == 2
 
 
-@pytest.mark.parametrize("spec", sorted((REPO / "models" / "specs").glob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "spec", sorted((REPO / "models" / "specs").glob("*.toml")), ids=lambda p: p.stem
+)
 def test_every_spec_in_models_runs(spec, data_home, tmp_path):
     out = tmp_path / "r.html"
     assert main(["audit", str(spec), "--data-home", str(data_home), "--out", str(out)]) == 0

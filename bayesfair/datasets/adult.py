@@ -58,9 +58,7 @@ def _code(frame: pd.DataFrame) -> pd.DataFrame:
     race = frame["race"].where(
         frame["race"].isin(["White", "Black", "Asian-Pac-Islander"]), "Other"
     )
-    nationality = frame["native_country"].where(
-        frame["native_country"] == "United-States", "Other"
-    )
+    nationality = frame["native_country"].where(frame["native_country"] == "United-States", "Other")
     out = frame.drop(columns=["race", "sex"]).copy()
     out.insert(0, "race", pd.Categorical(race, ["White", "Black", "Asian-Pac-Islander", "Other"]))
     out.insert(1, "sex", pd.Categorical(frame["sex"], ["Male", "Female"]))

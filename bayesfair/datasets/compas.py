@@ -81,7 +81,9 @@ def _cbs(raw: pd.DataFrame) -> Dataset:
 
 
 def _foulds(raw: pd.DataFrame) -> Dataset:
-    race = raw["race"].where(raw["race"].isin(["African-American", "Caucasian", "Hispanic"]), "Other")
+    race = raw["race"].where(
+        raw["race"].isin(["African-American", "Caucasian", "Hispanic"]), "Other"
+    )
     frame = pd.DataFrame(
         {
             "race": pd.Categorical(

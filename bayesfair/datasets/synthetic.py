@@ -253,7 +253,9 @@ def make_cbs_semisynthetic(
     if covariates is None:
         covariates = pd.DataFrame(
             {
-                name: pd.Categorical(rng.choice(values, size=n_rows, p=np.divide(p, sum(p))), values)
+                name: pd.Categorical(
+                    rng.choice(values, size=n_rows, p=np.divide(p, sum(p))), values
+                )
                 for name, (values, p) in _CBS_MARGINALS.items()
             }
         )
@@ -294,8 +296,10 @@ def make_cbs_semisynthetic(
         else:
             subgroup[c] = list(levels[c])
 
-    weights = {c: dict(zip(levels[c], rng.normal(0, weight_sd, len(levels[c])), strict=True))
-               for c in scan_attrs}
+    weights = {
+        c: dict(zip(levels[c], rng.normal(0, weight_sd, len(levels[c])), strict=True))
+        for c in scan_attrs
+    }
     n = len(frame)
     true_logit = np.zeros(n)
     for c in scan_attrs:

@@ -102,7 +102,9 @@ def empirical_fairness(
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     if include_empty and not alpha > 0:
-        raise ValueError("include_empty=True needs alpha > 0: P(y|s) of an empty group is undefined")
+        raise ValueError(
+            "include_empty=True needs alpha > 0: P(y|s) of an empty group is undefined"
+        )
     p = data.probabilities(target, alpha=alpha)
     n = data.group_sizes()
     labels = data.group_labels

@@ -94,7 +94,7 @@ def epsilon_df(p: object) -> np.ndarray:
     0.6931471805599453
     """
     p = _as_p(p)
-    hi, lo, present = _log_extremes(p)
+    hi, lo, _ = _log_extremes(p)
     mx = hi.max(axis=-2)
     mn = lo.min(axis=-2)
     with np.errstate(invalid="ignore"):

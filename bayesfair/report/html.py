@@ -21,7 +21,8 @@ from matplotlib.figure import Figure as _MplFigure
 __all__ = ["Figure", "KeyValues", "Report", "Section", "Table", "Text"]
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;
+margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #335;padding-bottom:.2em}
 h2{margin-top:2em;color:#335}

@@ -11,7 +11,9 @@ from ..data import AuditData
 __all__ = ["jeffreys_interval", "plot_group_rates"]
 
 
-def jeffreys_interval(k: np.ndarray, n: np.ndarray, prob: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+def jeffreys_interval(
+    k: np.ndarray, n: np.ndarray, prob: float = 0.9
+) -> tuple[np.ndarray, np.ndarray]:
     """Jeffreys interval for binomial proportions (NaN where n = 0)."""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
