@@ -5,19 +5,88 @@ The package sets its own interval defaults rather than inheriting ArviZ's.
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
+from collections.abc import Mapping, Sequence
 
-__all__ = ["CI_PROB", "hdi"]
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "CI_PROB",
+    "compare",
+    "diagnostics",
+    "from_draws",
+    "hdi",
+    "posterior_array",
+]
 
 #: Default probability mass of credible intervals in bayesfair (ArviZ's default is 0.94).
 CI_PROB = 0.90
 
 
+def _az():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ 0.2x announces its refactor on import
+        import arviz as az
+    return az
+
+
 def hdi(draws: np.ndarray, prob: float = CI_PROB) -> np.ndarray:
     """Highest-density interval over the leading (sample) axis of ``draws``: shape (2, ...)."""
-    import arviz as az
-
+    az = _az()
     draws = np.asarray(draws, dtype=float)
-    # ArviZ 0.2x reads arrays as (chain, draw, *shape); one chain of all samples.
-    out = az.hdi(draws.reshape(1, draws.shape[0], *draws.shape[1:]), hdi_prob=prob)
-    return np.moveaxis(np.asarray(out), -1, 0)
+    if draws.ndim == 1:
+        return np.asarray(az.hdi(draws, hdi_prob=prob))
+    flat = draws.reshape(1, draws.shape[0], *draws.shape[1:])  # one chain of all samples
+    return np.moveaxis(np.asarray(az.hdi(flat, hdi_prob=prob)), -1, 0)
+
+
+def from_draws(
+    posterior: Mapping[str, np.ndarray],
+    *,
+    log_likelihood: Mapping[str, np.ndarray] | None = None,
+    observed: Mapping[str, np.ndarray] | None = None,
+    coords: Mapping[str, Sequence] | None = None,
+    dims: Mapping[str, list[str]] | None = None,
+):
+    """An InferenceData from arrays shaped (chain, draw, ...)."""
+    az = _az()
+    return az.from_dict(
+        posterior=dict(posterior),
+        log_likelihood=dict(log_likelihood) if log_likelihood else None,
+        observed_data=dict(observed) if observed else None,
+        coords=dict(coords or {}),
+        dims=dict(dims or {}),
+    )
+
+
+def posterior_array(idata, name: str) -> np.ndarray:
+    """A posterior variable as a numpy array (chain, draw, ...)."""
+    return np.asarray(idata.posterior[name].values)
+
+
+def diagnostics(idata, var_names: Sequence[str] | None = None) -> dict[str, float]:
+    """Divergences, largest R-hat and smallest bulk/tail ESS of the free parameters."""
+    az = _az()
+    out: dict[str, float] = {"divergences": 0.0, "r_hat_max": np.nan, "ess_bulk_min": np.nan}
+    if "sample_stats" in idata.groups() and "diverging" in idata.sample_stats:
+        out["divergences"] = float(idata.sample_stats["diverging"].sum())
+    n_chains = idata.posterior.sizes.get("chain", 1)
+    if n_chains >= 2 and idata.posterior.sizes.get("draw", 1) >= 4:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            summ = az.summary(
+                idata, var_names=list(var_names) if var_names else None, kind="diagnostics"
+            )
+        out["r_hat_max"] = float(summ["r_hat"].max())
+        out["ess_bulk_min"] = float(summ["ess_bulk"].min())
+        out["ess_tail_min"] = float(summ["ess_tail"].min())
+    return out
+
+
+def compare(idatas: Mapping[str, object], method: str) -> pd.DataFrame:
+    """ArviZ's LOO comparison with ``method`` in {"stacking", "BB-pseudo-BMA", "pseudo-BMA"}."""
+    az = _az()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return az.compare(dict(idatas), ic="loo", method=method)

@@ -1,0 +1,74 @@
+"""What every model of P(y|s) sees: the per-intersection counts and the attribute codes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..data import AuditData
+
+__all__ = ["Design", "design_from"]
+
+
+@dataclass(frozen=True)
+class Design:
+    """Counts and codes of a table, in the table's intersection order.
+
+    Attributes
+    ----------
+    n, k : numpy.ndarray, shape (n_intersections,)
+        Rows and positives per intersection.
+    codes : numpy.ndarray, shape (n_attributes, n_intersections)
+        0-based value code of every attribute for every intersection.
+    levels : dict
+        Attribute -> list of values.
+    labels : list of str
+        Intersection labels.
+    target : str
+    """
+
+    n: np.ndarray
+    k: np.ndarray
+    codes: np.ndarray
+    levels: dict[str, list]
+    labels: list[str]
+    target: str
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.n)
+
+    @property
+    def attributes(self) -> list[str]:
+        return list(self.levels)
+
+    def coords(self) -> dict[str, list]:
+        """PyMC/ArviZ coords: ``intersection`` and one dim per attribute (``<attr>_value``)."""
+        out: dict[str, list] = {"intersection": self.labels}
+        for a, lv in self.levels.items():
+            out[f"{a}_value"] = [str(v) for v in lv]
+        return out
+
+    def one_hot(self) -> np.ndarray:
+        """Indicator matrix (n_intersections, total number of attribute values)."""
+        blocks = []
+        for d, lv in enumerate(self.levels.values()):
+            blocks.append(np.eye(len(lv))[self.codes[d]])
+        return np.concatenate(blocks, axis=1)
+
+
+def design_from(data: AuditData, target: str = "outcome") -> Design:
+    """The :class:`Design` of an :class:`~bayesfair.AuditData` for ``target``."""
+    if not isinstance(data, AuditData):
+        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    c = data.counts(target)
+    codes = np.indices(data.shape_).reshape(len(data.shape_), -1)
+    return Design(
+        n=c.sum(axis=1).astype(np.int64),
+        k=c[:, 1].astype(np.int64),
+        codes=codes,
+        levels={a: list(v) for a, v in data.levels.items()},
+        labels=data.group_labels,
+        target=target,
+    )

@@ -1,0 +1,146 @@
+"""Model averaging over fitted models of P(y|s): the paper's BMA, LOO stacking, pseudo-BMA."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from .. import _arviz
+from .base import FairnessModel
+
+__all__ = ["ModelAverage", "model_average"]
+
+METHODS = ("bma", "stacking", "pseudo-bma", "bb-pseudo-bma")
+
+
+class ModelAverage(FairnessModel):
+    """A weighted mixture of fitted models; usable wherever a fitted model is.
+
+    Attributes
+    ----------
+    weights_ : pandas.Series
+        Weight of every model (index: model names).
+    p_draws_ : numpy.ndarray, shape (1, draws, n_intersections)
+        Draws from the mixture posterior (each model contributes draws in
+        proportion to its weight).
+    comparison_ : pandas.DataFrame or None
+        ArviZ's LOO comparison table (stacking and pseudo-BMA).
+    """
+
+    name = "Ensemble"
+
+    def __init__(
+        self,
+        models: Sequence[FairnessModel],
+        method: str = "bma",
+        *,
+        draws: int = 4000,
+        random_state: int | None = 0,
+    ) -> None:
+        super().__init__(method="map", draws=draws, random_state=random_state)
+        self.models = list(models)
+        self.averaging = method
+
+    def get_params(self):
+        return {
+            "models": self.models,
+            "method": self.averaging,
+            "draws": self.draws,
+            "random_state": self.random_state,
+        }
+
+    def fit(self, data=None, target: str = "outcome") -> ModelAverage:
+        """Compute the weights and the mixture (the models must be fitted already)."""
+        if self.averaging not in METHODS:
+            raise ValueError(f"`method` must be one of {METHODS}, got {self.averaging!r}")
+        if len(self.models) < 2:
+            raise ValueError("model averaging needs at least two fitted models")
+        for m in self.models:
+            m._check_fitted()
+        d = self.models[0].design_
+        for m in self.models[1:]:
+            if (
+                m.design_.labels != d.labels
+                or not np.array_equal(m.design_.n, d.n)
+                or not (np.array_equal(m.design_.k, d.k))
+            ):
+                raise ValueError("all models must be fitted on the same table")
+        names = _unique_names(self.models)
+        self.comparison_ = None
+        if self.averaging == "bma":
+            # Foulds et al. Section 4: P(M_k | D) proportional to prod_(y,s) P(y | s, M_k) with
+            # the posterior predictive, under a uniform prior over models.
+            ll = np.array([_predictive_loglik(m) for m in self.models])
+            w = np.exp(ll - ll.max())
+        else:
+            for m in self.models:
+                if m.p_draws_.shape[0] * m.p_draws_.shape[1] < 2:
+                    raise ValueError(
+                        f"{names[self.models.index(m)]} has one draw (MAP): LOO needs a posterior"
+                    )
+            method = {
+                "stacking": "stacking",
+                "pseudo-bma": "pseudo-BMA",
+                "bb-pseudo-bma": "BB-pseudo-BMA",
+            }[self.averaging]
+            comp = _arviz.compare(
+                dict(zip(names, (m.idata_ for m in self.models), strict=True)), method
+            )
+            self.comparison_ = comp
+            w = comp.loc[names, "weight"].to_numpy(dtype=float)
+        w = w / w.sum()
+        self.weights_ = pd.Series(w, index=names, name="weight")
+        rng = np.random.default_rng(self.random_state)
+        counts = rng.multinomial(self.draws, w)
+        parts = []
+        for m, c in zip(self.models, counts, strict=True):
+            flat = m.p_draws_.reshape(-1, d.n_groups)
+            if c:
+                parts.append(flat[rng.integers(0, len(flat), c)])
+        self.p_draws_ = np.concatenate(parts)[None, :, :]
+        self.design_ = d
+        self.p_point_ = np.sum(
+            [wi * np.nan_to_num(m.p_point_, nan=0.5) for wi, m in zip(w, self.models, strict=True)],
+            axis=0,
+        )
+        self._predictive = np.sum(
+            [wi * m.predict_proba() for wi, m in zip(w, self.models, strict=True)], axis=0
+        )
+        self.idata_ = _arviz.from_draws(
+            {"p": self.p_draws_}, coords=d.coords(), dims={"p": ["intersection"]}
+        )
+        self.warnings_, self.diagnostics_ = [], {}
+        return self
+
+    def predict_proba(self) -> np.ndarray:
+        """The mixture's posterior predictive: the weighted mean of the models'."""
+        self._check_fitted()
+        return self._predictive
+
+
+def _predictive_loglik(m: FairnessModel) -> float:
+    d = m.design_
+    p = np.clip(m.predict_proba(), 1e-12, 1 - 1e-12)
+    return float(np.sum(d.k * np.log(p) + (d.n - d.k) * np.log1p(-p)))
+
+
+def _unique_names(models: Sequence[FairnessModel]) -> list[str]:
+    names, seen = [], {}
+    for m in models:
+        base = f"{m.name}-{m.method}"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}#{seen[base]}")
+    return names
+
+
+def model_average(models: Sequence[FairnessModel], method: str = "bma", **kwargs) -> ModelAverage:
+    """Average fitted models: ``"bma"`` (the paper's eq. 5 weights), ``"stacking"``,
+    ``"pseudo-bma"`` or ``"bb-pseudo-bma"`` (LOO over intersections, through ArviZ).
+
+    Note that LOO here leaves out one *intersection* at a time (the models see
+    the aggregated table), which asks how well a model predicts an unseen
+    group, not an unseen row.
+    """
+    return ModelAverage(models, method, **kwargs).fit()

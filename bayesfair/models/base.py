@@ -1,0 +1,302 @@
+"""The base class of the Bayesian models of P(y|s): configuration, fit, inference backends."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binom
+
+from .. import _arviz
+from ..data import AuditData
+from ._design import Design, design_from
+
+__all__ = ["FairnessModel", "SamplerWarning"]
+
+METHODS = ("nuts", "advi", "map")
+_NUTPIE_CACHE: dict[tuple, Any] = {}
+
+
+class SamplerWarning(UserWarning):
+    """Divergences, R-hat above 1.01 or low ESS in a fit."""
+
+
+def _have_nutpie() -> bool:
+    try:
+        import nutpie  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def binomial_loglik(p: np.ndarray, design: Design) -> np.ndarray:
+    """Binomial log-likelihood of every intersection's counts, per draw of P(y=1|s)."""
+    with np.errstate(divide="ignore"):
+        return binom.logpmf(design.k, design.n, np.clip(p, 1e-300, 1 - 1e-16))
+
+
+class FairnessModel:
+    """Base of every model of P(y = 1 | s) fitted on the per-intersection table.
+
+    Subclasses set their hyperparameters in ``__init__`` and build a PyMC
+    model in :meth:`build_model`; conjugate models override :meth:`_fit_exact`.
+
+    Parameters
+    ----------
+    method : {"nuts", "advi", "map"}
+        Full Bayes by NUTS (nutpie when installed, else PyMC's sampler), full
+        Bayes by ADVI (the paper's choice), or the MAP point estimate ("PE").
+    draws, tune, chains : int
+        NUTS settings; ``draws`` is also the number of ADVI posterior draws.
+    target_accept : float
+    advi_iterations : int
+    sampler : {"auto", "nutpie", "pymc"}
+    random_state : int, optional
+
+    Attributes
+    ----------
+    design_ : Design
+        The counts the model was fitted on.
+    idata_ : arviz.InferenceData
+        Posterior (with ``p`` of dims (chain, draw, intersection)) and the
+        binomial log-likelihood of each intersection.
+    p_draws_ : numpy.ndarray, shape (chain, draw, n_intersections)
+        Draws of P(y = 1 | s); one draw for ``method="map"``.
+    p_point_ : numpy.ndarray, shape (n_intersections,)
+        The point estimate ("PE", the paper's "O"): MAP, or counts for
+        conjugate models.
+    diagnostics_ : dict
+        Divergences, largest R-hat, smallest ESS (NUTS).
+    warnings_ : list of str
+    """
+
+    name = "model"
+    #: whether :meth:`fit` draws exactly from the posterior (conjugate models)
+    exact = False
+
+    def __init__(
+        self,
+        *,
+        method: str = "nuts",
+        draws: int = 1000,
+        tune: int = 1000,
+        chains: int = 4,
+        target_accept: float = 0.9,
+        advi_iterations: int = 30_000,
+        sampler: str = "auto",
+        random_state: int | None = None,
+    ) -> None:
+        self.method = method
+        self.draws = draws
+        self.tune = tune
+        self.chains = chains
+        self.target_accept = target_accept
+        self.advi_iterations = advi_iterations
+        self.sampler = sampler
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ configuration
+    def get_params(self) -> dict[str, Any]:
+        import inspect
+
+        names = [
+            p
+            for cls in type(self).__mro__
+            if cls is not object and "__init__" in vars(cls)
+            for p in inspect.signature(cls.__init__).parameters
+            if p not in ("self", "kwargs")
+        ]
+        return {n: getattr(self, n) for n in dict.fromkeys(names)}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def _validate(self) -> None:
+        allowed = METHODS if not self.exact else (*METHODS, "exact")
+        if self.method not in allowed:
+            raise ValueError(f"`method` must be one of {allowed}, got {self.method!r}")
+        for arg in ("draws", "chains", "advi_iterations"):
+            v = getattr(self, arg)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"`{arg}` must be a positive integer, got {v!r}")
+        if not isinstance(self.tune, (int, np.integer)) or self.tune < 0:
+            raise ValueError(f"`tune` must be a non-negative integer, got {self.tune!r}")
+        if not 0 < self.target_accept < 1:
+            raise ValueError(f"`target_accept` must be in (0, 1), got {self.target_accept}")
+        if self.sampler not in ("auto", "nutpie", "pymc"):
+            raise ValueError(f"`sampler` must be 'auto', 'nutpie' or 'pymc', got {self.sampler!r}")
+        if self.sampler == "nutpie" and not _have_nutpie():
+            raise ValueError("sampler='nutpie' needs nutpie: pip install 'bayesfair[fast]'")
+
+    # ------------------------------------------------------------------ to implement
+    def build_model(self, design: Design):
+        """Return a ``pymc.Model`` with ``pm.Data`` ``n`` and ``k``, Deterministic ``p``
+        (dims ``intersection``) and observed Binomial ``y``."""
+        raise NotImplementedError
+
+    def cache_key(self, design: Design) -> tuple:
+        """What determines the compiled model apart from the data values."""
+        shape = tuple(len(v) for v in design.levels.values())
+        return (type(self).__name__, shape, tuple(sorted(self._hyper().items())))
+
+    def _hyper(self) -> dict[str, Any]:
+        base = FairnessModel.__init__.__code__.co_varnames
+        return {k: v for k, v in self.get_params().items() if k not in base}
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, data: AuditData | Design, target: str = "outcome") -> FairnessModel:
+        """Fit the model to the table of ``data`` (``target``: outcome or decision)."""
+        self._validate()
+        design = data if isinstance(data, Design) else design_from(data, target)
+        self.design_ = design
+        self.warnings_: list[str] = []
+        self.diagnostics_: dict[str, float] = {}
+        if self.exact:
+            self._fit_exact(design)
+        else:
+            self._fit_pymc(design)
+        self.p_draws_ = _arviz.posterior_array(self.idata_, "p")
+        return self
+
+    def _seed(self) -> int:
+        return int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+
+    def _fit_pymc(self, design: Design) -> None:
+        import pymc as pm
+
+        model = self.build_model(design)
+        seed = self._seed()
+        self._model, self._map_seed = model, seed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            if self.method == "map":
+                idata = _arviz.from_draws(
+                    {"p": self.p_point_[None, None, :]},
+                    coords=design.coords(),
+                    dims={"p": ["intersection"]},
+                )
+            elif self.method == "advi":
+                with model:
+                    approx = pm.fit(
+                        n=self.advi_iterations, method="advi", random_seed=seed, progressbar=False
+                    )
+                    idata = approx.sample(self.draws, random_seed=seed + 1)
+            else:
+                idata = self._nuts(model, design, seed)
+        self.idata_ = idata
+        p = _arviz.posterior_array(idata, "p")
+        ll = binomial_loglik(p, design)
+        idata.add_groups(
+            {"log_likelihood": {"y": ll}},
+            coords={"intersection": design.labels},
+            dims={"y": ["intersection"]},
+        )
+        if self.method == "nuts":
+            self._check_diagnostics(idata)
+
+    @property
+    def p_point_(self) -> np.ndarray:
+        """The point estimate ("PE", the paper's "O"): the MAP, computed on first use."""
+        if "_p_point" not in self.__dict__:
+            if not hasattr(self, "_model"):
+                raise ValueError(f"this {type(self).__name__} is not fitted yet")
+            import pymc as pm
+
+            with self._model, warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                point = pm.find_MAP(progressbar=False, seed=self._map_seed)
+            self._p_point = np.asarray(point["p"], dtype=float)
+        return self._p_point
+
+    @p_point_.setter
+    def p_point_(self, value: np.ndarray) -> None:
+        self._p_point = np.asarray(value, dtype=float)
+
+    def _nuts(self, model, design: Design, seed: int):
+        import pymc as pm
+
+        use_nutpie = self.sampler == "nutpie" or (self.sampler == "auto" and _have_nutpie())
+        if use_nutpie:
+            import nutpie
+
+            key = self.cache_key(design)
+            compiled = _NUTPIE_CACHE.get(key)
+            if compiled is None:
+                compiled = nutpie.compile_pymc_model(model)
+                _NUTPIE_CACHE[key] = compiled
+            compiled = compiled.with_data(n=design.n, k=design.k)
+            return nutpie.sample(
+                compiled,
+                draws=self.draws,
+                tune=self.tune,
+                chains=self.chains,
+                seed=seed,
+                target_accept=self.target_accept,
+                progress_bar=False,
+            )
+        with model:
+            return pm.sample(
+                draws=self.draws,
+                tune=self.tune,
+                chains=self.chains,
+                cores=1,
+                random_seed=seed,
+                target_accept=self.target_accept,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+
+    def _check_diagnostics(self, idata) -> None:
+        free = [v for v in idata.posterior.data_vars if v not in ("p", "logit_p", "gamma")]
+        diag = _arviz.diagnostics(idata, free)
+        self.diagnostics_ = diag
+        msgs = []
+        if diag["divergences"] > 0:
+            msgs.append(f"{int(diag['divergences'])} divergent transitions")
+        if diag.get("r_hat_max", 0) > 1.01:
+            msgs.append(f"R-hat up to {diag['r_hat_max']:.3f} (> 1.01)")
+        if diag.get("ess_bulk_min", np.inf) < 100 * self.chains:
+            msgs.append(f"bulk ESS as low as {diag['ess_bulk_min']:.0f} (< {100 * self.chains})")
+        for m in msgs:
+            text = f"{type(self).__name__}: {m}"
+            self.warnings_.append(text)
+            warnings.warn(text, SamplerWarning, stacklevel=3)
+
+    # ------------------------------------------------------------------ results
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "idata_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
+
+    def predict_proba(self) -> np.ndarray:
+        """Posterior predictive P(y = 1 | s) per intersection (the paper's "X" plug-in)."""
+        self._check_fitted()
+        return self.p_draws_.mean(axis=(0, 1))
+
+    def summary(self) -> pd.DataFrame:
+        """Per-intersection posterior of P(y=1|s) next to the counts, with fit diagnostics
+        in ``.attrs``."""
+        self._check_fitted()
+        p = self.p_draws_.reshape(-1, self.design_.n_groups)
+        lo, hi = _arviz.hdi(p) if p.shape[0] > 1 else (p[0], p[0])
+        d = self.design_
+        with np.errstate(invalid="ignore", divide="ignore"):
+            emp = np.where(d.n > 0, d.k / np.maximum(d.n, 1), np.nan)
+        out = pd.DataFrame(
+            {
+                "intersection": d.labels,
+                "n": d.n,
+                "positives": d.k,
+                "empirical": emp,
+                "point": self.p_point_,
+                "mean": p.mean(axis=0),
+                f"hdi_{_arviz.CI_PROB:.0%}_low": lo,
+                f"hdi_{_arviz.CI_PROB:.0%}_high": hi,
+            }
+        )
+        out.attrs["model"] = repr(self)
+        out.attrs["diagnostics"] = dict(self.diagnostics_)
+        out.attrs["warnings"] = list(self.warnings_)
+        return out

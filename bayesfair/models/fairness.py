@@ -1,0 +1,208 @@
+"""Posterior epsilon-DF, gamma-SF and bias amplification from fitted models (Algorithm 1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .. import _arviz
+from ..metrics.fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
+from .base import FairnessModel
+
+__all__ = ["PosteriorFairness", "posterior_fairness"]
+
+
+def _p_full(p1: np.ndarray, present: np.ndarray) -> np.ndarray:
+    p = np.stack([1.0 - p1, p1], axis=-1)
+    return np.where(present[..., :, None], p, np.nan)
+
+
+def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[str, float]:
+    flat = draws.reshape(-1)
+    finite = flat[np.isfinite(flat)]
+    out = {"O (point estimate)": o, "X (posterior predictive)": x}
+    if len(flat) > 1:
+        lo, hi = _arviz.hdi(finite, prob) if len(finite) > 2 else (np.nan, np.nan)
+        out.update(
+            {
+                "mean": float(finite.mean()) if len(finite) else np.nan,
+                "q25": float(np.quantile(flat, 0.25)),
+                "median": float(np.quantile(flat, 0.5)),
+                "q75": float(np.quantile(flat, 0.75)),
+                f"hdi_{prob:.0%}_low": float(lo),
+                f"hdi_{prob:.0%}_high": float(hi),
+                "share_infinite": float(np.mean(~np.isfinite(flat))),
+            }
+        )
+    return out
+
+
+@dataclass
+class PosteriorFairness:
+    """The paper's three estimates of each metric, with where they are attained.
+
+    Attributes
+    ----------
+    draws : dict of numpy.ndarray
+        Posterior draws (chain, draw) of ``epsilon``, ``gamma`` and, with a
+        mechanism model, ``epsilon_mechanism``, ``gamma_mechanism`` and the
+        amplifications ``df_amplification``, ``sf_amplification``.
+    x, o : dict of float
+        Plug-in of the posterior predictive ("X") and of the point estimate ("O").
+    pairs : pandas.DataFrame
+        Posterior probability of each (high group, low group, outcome) being the
+        pair that attains epsilon (of the data model, or of the mechanism when
+        given).
+    gamma_groups : pandas.DataFrame
+        Posterior probability of each intersection attaining gamma.
+    prob : float
+        Credible mass of the reported intervals.
+    """
+
+    draws: dict[str, np.ndarray]
+    x: dict[str, float]
+    o: dict[str, float]
+    pairs: pd.DataFrame
+    gamma_groups: pd.DataFrame
+    model_names: tuple[str, ...]
+    prob: float = _arviz.CI_PROB
+    excluded: list[str] = field(default_factory=list)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per metric: O, X, posterior mean, quartiles, HDI, share of infinite draws."""
+        rows = []
+        for name, d in self.draws.items():
+            row = {"metric": name}
+            row.update(_metric_summary(d, self.x[name], self.o[name], self.prob))
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def plot(self) -> Figure:
+        """Box plots of the posterior of every metric with the O and X markers (paper Fig. 4)."""
+        names = list(self.draws)
+        fig = Figure(figsize=(2.2 * len(names) + 1, 3.6))
+        axes = fig.subplots(1, len(names), squeeze=False)[0]
+        for ax, name in zip(axes, names, strict=True):
+            d = self.draws[name].reshape(-1)
+            d = d[np.isfinite(d)]
+            ax.boxplot(d, widths=0.5, showfliers=False)
+            ax.plot([1], [self.o[name]], "o", mfc="none", mec="k", ms=9, label="O (point est.)")
+            ax.plot([1], [self.x[name]], "x", color="C3", ms=9, label="X (post. predictive)")
+            ax.set_title(name, fontsize=9)
+            ax.set_xticks([])
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].legend(fontsize=7, loc="best")
+        fig.suptitle(" vs ".join(self.model_names), fontsize=9)
+        fig.tight_layout()
+        return fig
+
+
+def _pair_table(p_full: np.ndarray, labels: list[str]) -> pd.DataFrame:
+    i, j, y = (a.reshape(-1) for a in epsilon_df_argmax(p_full))
+    key = pd.DataFrame({"high": np.asarray(labels)[i], "low": np.asarray(labels)[j], "outcome": y})
+    out = key.value_counts(normalize=True).rename("probability").reset_index()
+    return out
+
+
+def _draws_of(model: FairnessModel, n_draws: int | None, rng) -> np.ndarray:
+    p = model.p_draws_.reshape(-1, model.p_draws_.shape[-1])
+    if n_draws is None or len(p) == n_draws:
+        return p
+    return p[rng.integers(0, len(p), n_draws)]
+
+
+def posterior_fairness(
+    model: FairnessModel,
+    mechanism: FairnessModel | None = None,
+    *,
+    include_empty: bool = False,
+    prob: float = _arviz.CI_PROB,
+    random_state: int | None = 0,
+) -> PosteriorFairness:
+    """epsilon-DF and gamma-SF of a fitted model of P(y|s), and the bias amplification of a
+    mechanism (Foulds et al. Algorithm 1).
+
+    Parameters
+    ----------
+    model : FairnessModel
+        Fitted on the true labels (or any target of interest).
+    mechanism : FairnessModel, optional
+        Fitted on the mechanism's decisions for the same intersections; adds
+        the mechanism's metrics and the amplification ``mechanism - data``.
+        The two posteriors are independent, so their draws are paired at random.
+    include_empty : bool
+        Whether intersections without rows enter epsilon (default: no, as
+        P(s) = 0 there).  P(s) for gamma is the empirical frequency.
+    prob : float
+        Credible mass (default: the package's 0.90).
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import DirichletMultinomial, posterior_fairness
+    >>> data = make_gaussian_threshold(n_rows=3000, random_state=0).audit_data()
+    >>> fit = DirichletMultinomial(random_state=0).fit(data)
+    >>> posterior_fairness(fit).summary()["metric"].tolist()
+    ['epsilon', 'gamma']
+    """
+    for m in (model, mechanism):
+        if m is not None:
+            m._check_fitted()
+    d = model.design_
+    if mechanism is not None and (
+        mechanism.design_.labels != d.labels or not np.array_equal(mechanism.design_.n, d.n)
+    ):
+        raise ValueError(
+            "`model` and `mechanism` must be fitted on the same intersections and rows"
+        )
+    rng = np.random.default_rng(random_state)
+    present = (d.n > 0) | include_empty
+    excluded = [lab for lab, pr in zip(d.labels, present, strict=True) if not pr]
+    p_s = d.n / d.n.sum()
+
+    models = {"": model} if mechanism is None else {"": model, "_mechanism": mechanism}
+    n_draws = max(m.p_draws_.shape[0] * m.p_draws_.shape[1] for m in models.values())
+    draws: dict[str, np.ndarray] = {}
+    x: dict[str, float] = {}
+    o: dict[str, float] = {}
+    pairs = gamma_groups = None
+    for suffix, m in models.items():
+        p1 = _draws_of(m, n_draws if mechanism is not None else None, rng)
+        pf = _p_full(p1, present)
+        draws["epsilon" + suffix] = epsilon_df(pf)
+        draws["gamma" + suffix] = gamma_sf(p1, p_s)
+        pp = m.predict_proba()
+        x["epsilon" + suffix] = float(epsilon_df(_p_full(pp, present)))
+        x["gamma" + suffix] = float(gamma_sf(pp, p_s))
+        po = m.p_point_
+        po_ok = np.where(present, po, 0.5)
+        o["epsilon" + suffix] = float(epsilon_df(_p_full(po_ok, present)))
+        o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), p_s))
+        pairs = _pair_table(pf, d.labels)
+        g = gamma_sf_argmax(p1, p_s)
+        gamma_groups = (
+            pd.Series(np.asarray(d.labels)[g], name="intersection")
+            .value_counts(normalize=True)
+            .rename("probability")
+            .reset_index()
+        )
+    if mechanism is not None:
+        for metric in ("epsilon", "gamma"):
+            amp = "df_amplification" if metric == "epsilon" else "sf_amplification"
+            draws[amp] = draws[f"{metric}_mechanism"] - draws[metric]
+            x[amp] = x[f"{metric}_mechanism"] - x[metric]
+            o[amp] = o[f"{metric}_mechanism"] - o[metric]
+    names = tuple(type(m).__name__ for m in models.values())
+    return PosteriorFairness(
+        draws=draws,
+        x=x,
+        o=o,
+        pairs=pairs,
+        gamma_groups=gamma_groups,
+        model_names=names,
+        prob=prob,
+        excluded=excluded,
+    )
