@@ -14,7 +14,7 @@ from .audit import run_audit
 from .data import AuditData
 from .datasets import make_gaussian_threshold
 from .report import Table, Text
-from .spec import load_spec
+from .spec import load_spec, run_study
 
 __all__ = ["main"]
 
@@ -97,6 +97,23 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reproduce(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    if not spec.study:
+        print(
+            f"bayesfair: {args.spec} has no [study] section; use `bayesfair audit`", file=sys.stderr
+        )
+        return 2
+    table = run_study(spec, data_home=args.data_home, small=args.small)
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(f"{spec.name}\n")
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"\ntable written to {Path(args.csv).resolve()}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesfair", description="Audit predictive models for intersectional bias."
@@ -118,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
+    r = sub.add_parser("reproduce", help="run a paper reproduction spec ([study] section)")
+    r.add_argument("spec", help="a .toml spec with a [study] section, from models/specs/")
+    r.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
+    r.add_argument("--small", action="store_true", help="few draws and replicates (smoke run)")
+    r.add_argument("--csv", help="also write the table to this CSV file")
     return parser
 
 
@@ -127,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "reproduce":
+            return _reproduce(args)
         return _audit(args)
     except (ValueError, TypeError, FileNotFoundError) as err:
         print(f"bayesfair: error: {err}", file=sys.stderr)

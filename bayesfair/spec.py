@@ -15,7 +15,8 @@ from .datasets import load_adult, load_compas
 
 __all__ = ["AuditSpec", "load_spec"]
 
-_SECTIONS = {"audit", "data", "columns", "metrics", "published"}
+_SECTIONS = {"audit", "data", "columns", "metrics", "published", "study", "inference"}
+STUDIES = ("foulds-table2", "foulds-table3", "foulds-compas-case", "foulds-calibration")
 _COLUMN_KEYS = {"protected", "outcome", "score", "decision", "threshold", "covariates", "pos_label"}
 _DATASETS = ("compas", "adult", "csv")
 
@@ -44,6 +45,8 @@ class AuditSpec:
     metrics: dict[str, Any] = field(default_factory=dict)
     published: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
+    study: dict[str, Any] = field(default_factory=dict)
+    inference: dict[str, Any] = field(default_factory=dict)
 
     def audit_data(self, data_home: str | os.PathLike | None = None) -> AuditData:
         """Load the data the spec names and apply its column roles."""
@@ -73,6 +76,21 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             f"{path}: unknown section(s) {sorted(unknown)}; allowed {sorted(_SECTIONS)}"
         )
     data = dict(raw.get("data", {}))
+    study = dict(raw.get("study", {}))
+    if study:
+        if study.get("name") not in STUDIES:
+            raise ValueError(
+                f"{path}: [study] name must be one of {STUDIES}, got {study.get('name')!r}"
+            )
+        audit = raw.get("audit", {})
+        return AuditSpec(
+            name=str(audit.get("name", path.stem)),
+            data=data,
+            published=raw.get("published", []),
+            path=path,
+            study=study,
+            inference=dict(raw.get("inference", {})),
+        )
     if data.get("dataset") not in _DATASETS:
         raise ValueError(
             f"{path}: [data] dataset must be one of {_DATASETS}, got {data.get('dataset')!r}"
@@ -100,4 +118,49 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
         metrics=dict(raw.get("metrics", {})),
         published=published,
         path=path,
+    )
+
+
+def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small: bool = False):
+    """Run the reproduction a spec's ``[study]`` names; returns a DataFrame.
+
+    ``small`` shrinks draws and replicates for a smoke run (the test suite uses it).
+    """
+    from .models import DirichletMultinomial, HierarchicalLogisticRegression
+    from .replication import foulds
+
+    st, inf = spec.study, spec.inference
+    if small:  # a smoke run: every code path, little sampling, no neural network
+        draws, chains, dnn, dnn_iter = 100, 2, False, 0
+    else:
+        draws = int(inf.get("draws", 1000))
+        chains = int(inf.get("chains", 4))
+        dnn = bool(inf.get("dnn", True))
+        dnn_iter = int(inf.get("dnn_iterations", 30_000))
+    seed = int(st.get("seed", 0))
+    models = foulds.default_models(draws=draws, chains=chains, dnn=dnn, dnn_iterations=dnn_iter)
+    name = st["name"]
+    if name == "foulds-table2":
+        return foulds.table2(st["dataset"], models=models, data_home=data_home, random_state=seed)
+    if name == "foulds-table3":
+        reps = 2 if small else int(st.get("replicates", 10))
+        return foulds.table3(
+            st["dataset"], models=models, data_home=data_home, replicates=reps, random_state=seed
+        )
+    if name == "foulds-compas-case":
+        pf = foulds.compas_case_study(
+            HierarchicalLogisticRegression(draws=draws, tune=draws, chains=chains),
+            data_home=data_home,
+            random_state=seed,
+        )
+        return pf.summary()
+    reps = 5 if small else int(st.get("replicates", 50))
+    factories = {
+        "EDF": lambda s: DirichletMultinomial(alpha=0.5, draws=draws, random_state=s),
+        "HLR": lambda s: HierarchicalLogisticRegression(
+            draws=draws, tune=draws, chains=chains, random_state=s
+        ),
+    }
+    return foulds.calibration_study(
+        factories, replicates=reps, n_rows=int(st.get("n_rows", 7214)), random_state=seed
     )

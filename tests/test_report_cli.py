@@ -88,13 +88,32 @@ def test_cli_errors_exit_2(tmp_path, capsys):
     assert main(["audit", str(csv)]) == 2
 
 
-@pytest.mark.parametrize(
-    "spec", sorted((REPO / "models" / "specs").glob("*.toml")), ids=lambda p: p.stem
-)
-def test_every_spec_in_models_runs(spec, data_home, tmp_path):
+SPECS = sorted((REPO / "models" / "specs").glob("*.toml"))
+AUDIT_SPECS = [p for p in SPECS if not load_spec(p).study]
+STUDY_SPECS = [p for p in SPECS if load_spec(p).study]
+
+
+@pytest.mark.parametrize("spec", AUDIT_SPECS, ids=lambda p: p.stem)
+def test_every_audit_spec_in_models_runs(spec, data_home, tmp_path):
     out = tmp_path / "r.html"
     assert main(["audit", str(spec), "--data-home", str(data_home), "--out", str(out)]) == 0
     assert "epsilon-DF" in out.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", STUDY_SPECS, ids=lambda p: p.stem)
+def test_every_study_spec_in_models_runs_small(spec, data_home, tmp_path, capsys):
+    csv = tmp_path / "t.csv"
+    argv = ["reproduce", str(spec), "--data-home", str(data_home), "--small", "--csv", str(csv)]
+    assert main(argv) == 0
+    table = pd.read_csv(csv)
+    assert len(table) > 0 and table.select_dtypes("number").notna().any().any()
+    assert load_spec(spec).name in capsys.readouterr().out
+
+
+def test_reproduce_refuses_audit_specs(capsys):
+    assert main(["reproduce", str(AUDIT_SPECS[0])]) == 2
+    assert "no [study]" in capsys.readouterr().err
 
 
 def test_spec_validation(tmp_path):

@@ -58,13 +58,20 @@ def outcome_probabilities(p1: object) -> np.ndarray:
     return np.stack([1.0 - p1, p1], axis=-1)
 
 
-def _log_extremes(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _extremes(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """P(y|s) with absent intersections at -inf (for max) and +inf (for min)."""
     present = ~np.isnan(p).any(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore"):
-        logp = np.log(np.where(present, p, 1.0))
-    hi = np.where(present, logp, -np.inf)
-    lo = np.where(present, logp, np.inf)
-    return hi, lo, present[..., 0]
+    hi = np.where(present, p, -np.inf)
+    lo = np.where(present, p, np.inf)
+    return hi, lo
+
+
+def _log_ratio(mx: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    # log(max / min) of one division is exact to rounding, so rates one ulp apart give eps > 0;
+    # an outcome impossible everywhere (or no present group) gives 0, possible somewhere only inf.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.log(mx / mn)
+    return np.where((mx <= 0) | ~np.isfinite(mn), 0.0, r)
 
 
 def epsilon_df(p: object) -> np.ndarray:
@@ -94,14 +101,8 @@ def epsilon_df(p: object) -> np.ndarray:
     0.6931471805599453
     """
     p = _as_p(p)
-    hi, lo, _ = _log_extremes(p)
-    mx = hi.max(axis=-2)
-    mn = lo.min(axis=-2)
-    with np.errstate(invalid="ignore"):
-        gap = mx - mn
-    # Outcomes impossible in every present group, and no groups at all, give no gap.
-    gap = np.where(np.isnan(gap) | (mx == -np.inf), 0.0, gap)
-    return gap.max(axis=-1)
+    hi, lo = _extremes(p)
+    return _log_ratio(hi.max(axis=-2), lo.min(axis=-2)).max(axis=-1)
 
 
 def epsilon_df_argmax(p: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,15 +113,11 @@ def epsilon_df_argmax(p: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     and the outcome.
     """
     p = _as_p(p)
-    hi, lo, _ = _log_extremes(p)
-    with np.errstate(invalid="ignore"):
-        gap = hi.max(axis=-2) - lo.min(axis=-2)
-    gap = np.where(np.isnan(gap), -np.inf, gap)
+    hi, lo = _extremes(p)
+    gap = _log_ratio(hi.max(axis=-2), lo.min(axis=-2))
     y = gap.argmax(axis=-1)
-    i_all = hi.argmax(axis=-2)
-    j_all = lo.argmin(axis=-2)
-    i = np.take_along_axis(i_all, y[..., None], axis=-1)[..., 0]
-    j = np.take_along_axis(j_all, y[..., None], axis=-1)[..., 0]
+    i = np.take_along_axis(hi.argmax(axis=-2), y[..., None], axis=-1)[..., 0]
+    j = np.take_along_axis(lo.argmin(axis=-2), y[..., None], axis=-1)[..., 0]
     return i, j, y
 
 

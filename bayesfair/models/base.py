@@ -263,7 +263,7 @@ class FairnessModel:
         for m in msgs:
             text = f"{type(self).__name__}: {m}"
             self.warnings_.append(text)
-            warnings.warn(text, SamplerWarning, stacklevel=3)
+            warnings.warn(text, SamplerWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ results
     def _check_fitted(self) -> None:

@@ -120,6 +120,7 @@ def posterior_fairness(
     *,
     include_empty: bool = False,
     prob: float = _arviz.CI_PROB,
+    point: bool = True,
     random_state: int | None = 0,
 ) -> PosteriorFairness:
     """epsilon-DF and gamma-SF of a fitted model of P(y|s), and the bias amplification of a
@@ -138,6 +139,9 @@ def posterior_fairness(
         P(s) = 0 there).  P(s) for gamma is the empirical frequency.
     prob : float
         Credible mass (default: the package's 0.90).
+    point : bool, default True
+        Compute the point-estimate ("O") values; for PyMC models this runs an
+        optimisation (MAP), which simulation studies may skip (O is then NaN).
 
     Examples
     --------
@@ -177,10 +181,12 @@ def posterior_fairness(
         pp = m.predict_proba()
         x["epsilon" + suffix] = float(epsilon_df(_p_full(pp, present)))
         x["gamma" + suffix] = float(gamma_sf(pp, p_s))
-        po = m.p_point_
-        po_ok = np.where(present, po, 0.5)
-        o["epsilon" + suffix] = float(epsilon_df(_p_full(po_ok, present)))
-        o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), p_s))
+        if point:
+            po = m.p_point_
+            o["epsilon" + suffix] = float(epsilon_df(_p_full(np.where(present, po, 0.5), present)))
+            o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), p_s))
+        else:
+            o["epsilon" + suffix] = o["gamma" + suffix] = np.nan
         pairs = _pair_table(pf, d.labels)
         g = gamma_sf_argmax(p1, p_s)
         gamma_groups = (

@@ -1,0 +1,230 @@
+"""Bayesian models of P(y|s): conjugate exactness, posterior fairness, averaging, evaluation."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesfair import AuditData
+from bayesfair.datasets import make_gaussian_threshold
+from bayesfair.metrics import epsilon_df, gamma_sf, outcome_probabilities
+from bayesfair.models import (
+    DirichletMultinomial,
+    HierarchicalLogisticRegression,
+    LogisticRegression,
+    NaiveBayes,
+    NeuralNetwork,
+    design_from,
+    model_average,
+    negative_cross_entropy,
+    posterior_fairness,
+)
+
+
+@pytest.fixture(scope="module")
+def synth():
+    return make_gaussian_threshold(n_rows=4000, random_state=11)
+
+
+def test_dirichlet_multinomial_is_exact(synth):
+    data = synth.audit_data()
+    fit = DirichletMultinomial(alpha=2.0, draws=2000, random_state=0).fit(data)
+    c = data.counts()
+    expected = (c[:, 1] + 2.0) / (c.sum(axis=1) + 4.0)
+    np.testing.assert_allclose(fit.predict_proba(), expected)
+    np.testing.assert_allclose(fit.p_draws_.mean(axis=(0, 1)), expected, atol=0.01)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(fit.p_point_, c[:, 1] / c.sum(axis=1))
+    assert fit.p_draws_.shape == (4, 2000, 16)
+    post = fit.idata_.posterior["p"]
+    assert post.dims == ("chain", "draw", "intersection")
+    assert list(post["intersection"].values) == data.group_labels
+    assert fit.idata_.log_likelihood["y"].shape == (4, 2000, 16)
+    # the posterior variance is the Beta's
+    a, b = c[:, 1] + 2.0, c[:, 0] + 2.0
+    var = a * b / ((a + b) ** 2 * (a + b + 1))
+    np.testing.assert_allclose(fit.p_draws_.var(axis=(0, 1)), var, rtol=0.15)
+
+
+def test_naive_bayes_point_estimate_by_hand():
+    df = pd.DataFrame(
+        {
+            "a": ["x", "x", "y", "y", "y", "x"],
+            "b": ["u", "v", "u", "u", "v", "u"],
+            "y": [1, 0, 1, 0, 0, 1],
+        }
+    )
+    data = AuditData(df, ["a", "b"], "y")
+    fit = NaiveBayes(random_state=0).fit(data)
+    # MLE: P(y=1)=1/2; P(a=x|1)=2/3, P(a=x|0)=1/3; P(b=u|1)=1, P(b=u|0)=1/3
+    pa = {("x", 1): 2 / 3, ("x", 0): 1 / 3, ("y", 1): 1 / 3, ("y", 0): 2 / 3}
+    pb = {("u", 1): 1.0, ("u", 0): 1 / 3, ("v", 1): 0.0, ("v", 0): 2 / 3}
+    for idx, lab in enumerate(data.group_labels):
+        a, b = lab.split(", ")
+        num = 0.5 * pa[(a, 1)] * pb[(b, 1)]
+        den = num + 0.5 * pa[(a, 0)] * pb[(b, 0)]
+        assert fit.p_point_[idx] == pytest.approx(num / den)
+    assert np.all((fit.p_draws_ > 0) & (fit.p_draws_ < 1))
+
+
+def test_posterior_fairness_recovers_truth_with_much_data():
+    ds = make_gaussian_threshold(group_sizes=np.full(16, 20_000), random_state=3)
+    fit = DirichletMultinomial(alpha=1.0, random_state=1).fit(ds.audit_data())
+    pf = posterior_fairness(fit)
+    s = pf.summary().set_index("metric")
+    assert (
+        s.loc["epsilon", "hdi_90%_low"] <= ds.truth["epsilon"] <= s.loc["epsilon", "hdi_90%_high"]
+    )
+    assert abs(s.loc["gamma", "X (posterior predictive)"] - ds.truth["gamma"]) < 0.005
+    assert pf.pairs["probability"].sum() == pytest.approx(1.0)
+    assert pf.draws["epsilon"].shape == (4000,)
+    # X is the metric of the predictive mean; O of the point estimate
+    p = fit.predict_proba()
+    assert s.loc["epsilon", "X (posterior predictive)"] == pytest.approx(
+        float(epsilon_df(outcome_probabilities(p)))
+    )
+    assert s.loc["gamma", "O (point estimate)"] == pytest.approx(
+        float(gamma_sf(fit.p_point_, fit.design_.n))
+    )
+    fig = pf.plot()
+    assert len(fig.axes) == 2
+
+
+def test_bias_amplification_draws_are_differences(synth):
+    data = synth.audit_data()
+    y = DirichletMultinomial(random_state=0).fit(data, target="outcome")
+    d = DirichletMultinomial(random_state=1).fit(data, target="decision")
+    pf = posterior_fairness(y, d)
+    np.testing.assert_allclose(
+        pf.draws["df_amplification"], pf.draws["epsilon_mechanism"] - pf.draws["epsilon"]
+    )
+    assert pf.x["sf_amplification"] == pytest.approx(pf.x["gamma_mechanism"] - pf.x["gamma"])
+    assert set(pf.summary()["metric"]) >= {"df_amplification", "sf_amplification"}
+    other = make_gaussian_threshold(n_rows=100, random_state=1).audit_data()
+    with pytest.raises(ValueError, match="same intersections"):
+        posterior_fairness(y, DirichletMultinomial().fit(other))
+
+
+def test_empty_intersections_are_left_out_of_epsilon():
+    sizes = np.full(16, 300)
+    sizes[5] = 0
+    data = make_gaussian_threshold(group_sizes=sizes, random_state=2).audit_data()
+    fit = DirichletMultinomial(random_state=0).fit(data)
+    pf = posterior_fairness(fit)
+    assert pf.excluded == [data.group_labels[5]]
+    assert data.group_labels[5] not in set(pf.pairs["high"]) | set(pf.pairs["low"])
+
+
+def test_model_average_weights(synth):
+    data = synth.audit_data()
+    fits = [DirichletMultinomial(random_state=0).fit(data), NaiveBayes(random_state=0).fit(data)]
+    avg = model_average(fits, "bma")
+    assert avg.weights_.sum() == pytest.approx(1.0)
+    assert avg.p_draws_.shape == (1, 4000, 16)
+    # the paper's weights follow the predictive likelihood of the data
+    ll = [
+        np.sum(data.counts() * np.log(np.stack([1 - f.predict_proba(), f.predict_proba()], 1)))
+        for f in fits
+    ]
+    assert avg.weights_.idxmax().startswith("EDF" if ll[0] > ll[1] else "NB")
+    stack = model_average(fits, "stacking")
+    assert stack.weights_.sum() == pytest.approx(1.0) and stack.comparison_ is not None
+    assert posterior_fairness(stack).summary().shape[0] == 2
+    with pytest.raises(ValueError, match="at least two"):
+        model_average(fits[:1])
+    with pytest.raises(ValueError, match="method"):
+        model_average(fits, "vote")
+
+
+def test_negative_cross_entropy_by_hand():
+    train = AuditData(pd.DataFrame({"g": ["a", "a", "b", "b"], "y": [1, 0, 1, 1]}), "g", "y")
+    test = AuditData(pd.DataFrame({"g": ["a", "a", "a", "b"], "y": [1, 1, 0, 0]}), "g", "y")
+    p = np.array([0.5, 0.8])
+    expected = ((2 / 3) * np.log(0.5) + (1 / 3) * np.log(0.5) + np.log(0.2)) / 2
+    assert negative_cross_entropy(p, test) == pytest.approx(expected)
+    fit = DirichletMultinomial(alpha=1.0).fit(train)
+    assert negative_cross_entropy(fit, test) == pytest.approx(
+        negative_cross_entropy(fit.predict_proba(), test)
+    )
+
+
+def test_model_validation(synth):
+    data = synth.audit_data()
+    with pytest.raises(ValueError, match="method"):
+        LogisticRegression(method="gibbs").fit(data)
+    with pytest.raises(ValueError, match="effects"):
+        LogisticRegression(effects="dummy").fit(data)
+    with pytest.raises(ValueError, match="draws"):
+        HierarchicalLogisticRegression(draws=0).fit(data)
+    with pytest.raises(ValueError, match="parameterization"):
+        HierarchicalLogisticRegression(parameterization="wide").fit(data)
+    with pytest.raises(ValueError, match="hidden"):
+        NeuralNetwork(hidden=()).fit(data)
+    with pytest.raises(ValueError, match="alpha"):
+        DirichletMultinomial(alpha=0).fit(data)
+    with pytest.raises(ValueError, match="not fitted"):
+        DirichletMultinomial().predict_proba()
+    assert "lam=10.0" in repr(HierarchicalLogisticRegression())
+    paper = HierarchicalLogisticRegression.paper()
+    assert (paper.effects, paper.method, paper.advi_iterations) == ("one_hot", "advi", 200_000)
+
+
+def test_design_one_hot(synth):
+    d = design_from(synth.audit_data())
+    x = d.one_hot()
+    assert x.shape == (16, 8) and np.all(x.sum(axis=1) == 3)
+
+
+# ---------------------------------------------------------------- PyMC fits (compile: slow)
+@pytest.fixture(scope="module")
+def small():
+    return make_gaussian_threshold(
+        {"a": 3, "b": 2}, group_sizes=[400, 300, 50, 20, 200, 5], random_state=4
+    )
+
+
+@pytest.mark.slow
+def test_hlr_nuts_samples_cleanly_and_covers(small):
+    data = small.audit_data()
+    fit = HierarchicalLogisticRegression(draws=500, tune=500, chains=2, random_state=0).fit(data)
+    assert fit.p_draws_.shape == (2, 500, 6)
+    assert fit.diagnostics_["divergences"] == 0
+    assert fit.diagnostics_["r_hat_max"] <= 1.02
+    s = fit.summary()
+    truth = small.truth["table"]["p_true"].to_numpy()
+    inside = (s["hdi_90%_low"] <= truth) & (truth <= s["hdi_90%_high"])
+    assert inside.sum() >= 5
+    names = set(fit.idata_.posterior.data_vars)
+    assert {"c", "beta_a", "beta_b", "sigma2", "z", "gamma", "p"} <= names
+    assert fit.idata_.posterior["beta_a"].dims[-1] == "a_value"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["advi", "map"])
+def test_lr_advi_and_map(small, method):
+    data = small.audit_data()
+    fit = LogisticRegression(method=method, advi_iterations=10_000, draws=200, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit.fit(data)
+    p = fit.predict_proba()
+    emp = data.probabilities()[:, 1]
+    big = data.group_sizes() >= 200
+    assert np.all(np.abs(p - emp)[big] < 0.03)
+    assert np.all(np.abs(p - fit.p_point_)[big] < 0.02)  # ADVI mean near the MAP
+    assert fit.p_draws_.shape == ((1, 1, 6) if method == "map" else (1, 200, 6))
+
+
+@pytest.mark.slow
+def test_neural_network_advi(small):
+    fit = NeuralNetwork(
+        hidden=(4, 4), method="advi", advi_iterations=2000, draws=100, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit.fit(small.audit_data())
+    assert fit.p_draws_.shape == (1, 100, 6)
+    assert np.all((fit.predict_proba() > 0) & (fit.predict_proba() < 1))
