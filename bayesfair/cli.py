@@ -13,7 +13,7 @@ import pandas as pd
 from .audit import run_audit
 from .data import AuditData
 from .datasets import make_gaussian_threshold
-from .report import Table, Text
+from .report import Table, Text, add_bayesian_section
 from .spec import load_spec, run_study
 
 __all__ = ["main"]
@@ -34,11 +34,32 @@ def demo_dataset(n_rows: int = 20_000, seed: int = 2024):
     return make_gaussian_threshold(DEMO_LEVELS, group_sizes=sizes, random_state=rng)
 
 
+def _bayesian_fits(data: AuditData, seed: int, draws: int = 1000) -> tuple[dict, dict | None]:
+    """Dirichlet-multinomial and HLR fits of the labels (and of the decisions, if any)."""
+    from .models import DirichletMultinomial, HierarchicalLogisticRegression
+
+    def fits(target: str, offset: int) -> dict:
+        return {
+            "EDF": DirichletMultinomial(alpha=0.5, draws=draws, random_state=seed + offset).fit(
+                data, target
+            ),
+            "HLR": HierarchicalLogisticRegression(
+                draws=draws, tune=draws, random_state=seed + offset + 1
+            ).fit(data, target),
+        }
+
+    labels = fits("outcome", 0)
+    decisions = fits("decision", 10) if data.row_decision is not None else None
+    return labels, decisions
+
+
 def _demo(args: argparse.Namespace) -> int:
     ds = demo_dataset(args.n_rows, args.seed)
     data = ds.audit_data()
     result = run_audit(data, alpha=args.alpha, name="synthetic demo", truth=ds.truth)
     rep = result.report()
+    if not args.no_bayes:
+        add_bayesian_section(rep, *_bayesian_fits(data, args.seed))
     rep.subtitle = (
         "Synthetic data from the Gaussian threshold model of Foulds et al. (known ground truth): "
         + ds.description
@@ -88,6 +109,8 @@ def _audit(args: argparse.Namespace) -> int:
         name = source.name
     result = run_audit(data, alpha=alpha, name=name)
     rep = result.report()
+    if args.bayes:
+        add_bayesian_section(rep, *_bayesian_fits(data, 0))
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))
@@ -124,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--n-rows", type=int, default=20_000)
     d.add_argument("--seed", type=int, default=2024)
     d.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
+    d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
     a = sub.add_parser("audit", help="audit a CSV file or run a spec from models/specs/")
     a.add_argument("source", help="a CSV file, or a .toml audit spec")
     a.add_argument("--protected", nargs="+", help="sensitive attribute columns")
@@ -134,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--pos-label", help="outcome value that means 1 (for non-0/1 codings)")
     a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
+    a.add_argument("--bayes", action="store_true", help="add the Bayesian section (EDF, HLR fits)")
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
     r = sub.add_parser("reproduce", help="run a paper reproduction spec ([study] section)")
     r.add_argument("spec", help="a .toml spec with a [study] section, from models/specs/")

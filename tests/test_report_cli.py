@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_demo_writes_a_self_contained_report(tmp_path, capsys):
     out = tmp_path / "report.html"
-    assert main(["demo", "--out", str(out), "--n-rows", "4000"]) == 0
+    assert main(["demo", "--out", str(out), "--n-rows", "4000", "--no-bayes"]) == 0
     html = out.read_text()
     assert "report written to" in capsys.readouterr().out
     assert "Per-intersection counts" in html and "epsilon-DF" in html and "gamma-SF" in html
@@ -130,3 +130,13 @@ def test_spec_validation(tmp_path):
     p.write_text("[data\n")
     with pytest.raises(ValueError, match="not valid TOML"):
         load_spec(p)
+
+
+@pytest.mark.slow
+def test_demo_with_bayesian_section(tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["demo", "--out", str(out), "--n-rows", "3000"]) == 0
+    html = out.read_text()
+    assert "Bayesian intersectional fairness" in html
+    assert "Model-averaging weights" in html and "LOO stacking" in html
+    assert html.count("data:image/png;base64,") >= 3

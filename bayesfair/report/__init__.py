@@ -1,7 +1,13 @@
 """Reports: a self-contained HTML document of sections, and the plots that fill them."""
 
+from .bayesian import add_bayesian_section
 from .html import Figure, KeyValues, Report, Section, Table, Text
-from .plots import jeffreys_interval, plot_group_rates
+from .plots import (
+    jeffreys_interval,
+    plot_group_rates,
+    plot_posterior_boxes,
+    plot_posterior_rates,
+)
 
 __all__ = [
     "Figure",
@@ -10,6 +16,9 @@ __all__ = [
     "Section",
     "Table",
     "Text",
+    "add_bayesian_section",
     "jeffreys_interval",
     "plot_group_rates",
+    "plot_posterior_boxes",
+    "plot_posterior_rates",
 ]

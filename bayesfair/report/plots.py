@@ -8,7 +8,7 @@ from scipy.stats import beta
 
 from ..data import AuditData
 
-__all__ = ["jeffreys_interval", "plot_group_rates"]
+__all__ = ["jeffreys_interval", "plot_group_rates", "plot_posterior_boxes", "plot_posterior_rates"]
 
 
 def jeffreys_interval(
@@ -64,5 +64,84 @@ def plot_group_rates(data: AuditData, *, prob: float = 0.9) -> Figure:
     ax.set_xlabel("positive rate")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_posterior_boxes(results: dict) -> Figure:
+    """Box plots of posterior epsilon-DF and gamma-SF per model, with O and X markers.
+
+    ``results`` maps a model name to its :class:`~bayesfair.models.PosteriorFairness`.
+    """
+    metrics = [
+        m
+        for m in ("epsilon", "gamma", "df_amplification")
+        if all(m in r.draws for r in results.values())
+    ]
+    fig = Figure(figsize=(3.4 * len(metrics) + 0.5, 3.6))
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    names = list(results)
+    for ax, metric in zip(axes, metrics, strict=True):
+        data = []
+        for name in names:
+            d = np.asarray(results[name].draws[metric]).reshape(-1)
+            data.append(d[np.isfinite(d)])
+        ax.boxplot(data, widths=0.5, showfliers=False)
+        pos = np.arange(1, len(names) + 1)
+        ax.plot(
+            pos,
+            [results[n].o[metric] for n in names],
+            "o",
+            mfc="none",
+            mec="k",
+            ms=8,
+            label="O: point estimate",
+        )
+        ax.plot(
+            pos,
+            [results[n].x[metric] for n in names],
+            "x",
+            color="C3",
+            ms=8,
+            label="X: posterior predictive",
+        )
+        ax.set_xticks(pos)
+        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+        ax.set_title(metric, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_posterior_rates(model, *, prob: float = 0.9) -> Figure:
+    """Posterior interval of P(y=1|s) per intersection next to the empirical rate, by size."""
+    s = model.summary()
+    lo, hi = s.columns[-2], s.columns[-1]
+    order = np.argsort(-s["n"].to_numpy(), kind="stable")
+    s = s.iloc[order]
+    fig = Figure(figsize=(8.5, max(2.5, 0.28 * len(s) + 1.2)))
+    ax = fig.add_subplot(1, 1, 1)
+    y = np.arange(len(s))
+    ax.errorbar(
+        s["mean"],
+        y + 0.15,
+        xerr=np.vstack([s["mean"] - s[lo], s[hi] - s["mean"]]),
+        fmt="o",
+        ms=4,
+        capsize=2,
+        color="#1f5fa8",
+        label=f"{model.name} posterior, {lo[4:7]} HDI",
+    )
+    ax.plot(s["empirical"], y - 0.15, "s", ms=4, color="#888", label="empirical rate")
+    ax.set_yticks(y)
+    ax.set_yticklabels(
+        [f"{a}  (n={n:,})" for a, n in zip(s["intersection"], s["n"], strict=True)], fontsize=8
+    )
+    ax.invert_yaxis()
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("P(y = 1 | s)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig

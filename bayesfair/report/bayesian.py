@@ -1,0 +1,92 @@
+"""The report's Bayesian section: posterior fairness per model, averaging weights, P(y|s)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..models import FairnessModel, model_average, posterior_fairness
+from .html import Figure, Report, Table, Text
+from .plots import plot_posterior_boxes, plot_posterior_rates
+
+__all__ = ["add_bayesian_section"]
+
+
+def add_bayesian_section(
+    report: Report,
+    models: Mapping[str, FairnessModel],
+    mechanism: Mapping[str, FairnessModel] | None = None,
+    *,
+    detail: str | None = None,
+) -> Report:
+    """Add posterior epsilon-DF / gamma-SF of every fitted model to ``report``.
+
+    Parameters
+    ----------
+    models : mapping name -> fitted model of the labels (or one target)
+    mechanism : mapping name -> fitted model of the decisions, same names
+        Adds the mechanism's metrics and the bias amplification.
+    detail : str, optional
+        The model whose per-intersection posterior is shown (default: HLR if
+        present, else the first).
+    """
+    if not models:
+        raise ValueError("`models` must name at least one fitted model")
+    results = {
+        name: posterior_fairness(m, None if mechanism is None else mechanism[name])
+        for name, m in models.items()
+    }
+    sec = report.section("Bayesian intersectional fairness")
+    sec.add(
+        Text(
+            "Each model of P(y|s) gives three estimates (Foulds et al.): O, the metric of the "
+            "point estimate; X, the metric of the posterior predictive; and the posterior distribution "
+            "of the metric (box: quartiles; whiskers: 1.5 IQR). Intervals are 90% HDIs."
+        )
+    )
+    rows = []
+    for name, r in results.items():
+        s = r.summary()
+        s.insert(0, "model", name)
+        rows.append(s)
+    sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
+    sec.add(
+        Figure(
+            plot_posterior_boxes(results), caption="Posterior of the fairness metrics per model."
+        )
+    )
+    pairs = []
+    for name, r in results.items():
+        top = r.pairs.head(3).copy()
+        top.insert(0, "model", name)
+        pairs.append(top)
+    sec.add(Text("Which pair of intersections attains epsilon, with its posterior probability:"))
+    sec.add(Table(pd.concat(pairs, ignore_index=True), float_format="{:.3f}"))
+    diag = pd.DataFrame(
+        [
+            {"model": n, **m.diagnostics_, "warnings": "; ".join(m.warnings_) or "none"}
+            for n, m in models.items()
+        ]
+    )
+    sec.add(Text("Sampler diagnostics (NUTS fits):"))
+    sec.add(Table(diag, float_format="{:.3f}"))
+    if len(models) >= 2:
+        fitted = list(models.values())
+        weights = pd.DataFrame(
+            {"BMA (paper, eq. 5)": model_average(fitted, "bma").weights_.to_numpy()},
+            index=list(models),
+        )
+        if all(m.p_draws_.shape[0] * m.p_draws_.shape[1] > 1 for m in fitted):
+            weights["LOO stacking"] = model_average(fitted, "stacking").weights_.to_numpy()
+        sec.add(Text("Model-averaging weights:"))
+        sec.add(Table(weights.reset_index(names="model"), float_format="{:.4f}"))
+    name = detail or ("HLR" if "HLR" in models else next(iter(models)))
+    sec.add(
+        Figure(
+            plot_posterior_rates(models[name]),
+            caption=f"{name}: posterior of P(y=1|s) per intersection beside the empirical rate; "
+            "small groups borrow strength, and their intervals show what the data cannot say.",
+        )
+    )
+    return report
