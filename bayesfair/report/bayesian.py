@@ -42,7 +42,8 @@ def add_bayesian_section(
         Text(
             "Each model of P(y|s) gives three estimates (Foulds et al.): O, the metric of the "
             "point estimate; X, the metric of the posterior predictive; and the posterior "
-            "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). Intervals are 90% HDIs."
+            "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). "
+            "Intervals are 90% HDIs."
         )
     )
     rows = []
