@@ -20,6 +20,15 @@ from .metrics import (
     group_rates,
     sf_bias_amplification,
 )
+from .models import (
+    DirichletMultinomial,
+    HierarchicalLogisticRegression,
+    LogisticRegression,
+    NaiveBayes,
+    NeuralNetwork,
+    model_average,
+    posterior_fairness,
+)
 from .report import Report
 
 __version__ = "0.1.0.dev0"
@@ -27,7 +36,12 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AuditData",
     "AuditResult",
+    "DirichletMultinomial",
     "FairnessEstimate",
+    "HierarchicalLogisticRegression",
+    "LogisticRegression",
+    "NaiveBayes",
+    "NeuralNetwork",
     "Report",
     "__version__",
     "bias_amplification",
@@ -39,6 +53,8 @@ __all__ = [
     "gamma_sf_argmax",
     "group_auc",
     "group_rates",
+    "model_average",
+    "posterior_fairness",
     "run_audit",
     "sf_bias_amplification",
 ]

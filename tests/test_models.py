@@ -12,6 +12,7 @@ from bayesfair import AuditData
 from bayesfair.datasets import make_gaussian_threshold
 from bayesfair.metrics import epsilon_df, gamma_sf, outcome_probabilities
 from bayesfair.models import (
+    Design,
     DirichletMultinomial,
     HierarchicalLogisticRegression,
     LogisticRegression,
@@ -228,3 +229,16 @@ def test_neural_network_advi(small):
         fit.fit(small.audit_data())
     assert fit.p_draws_.shape == (1, 100, 6)
     assert np.all((fit.predict_proba() > 0) & (fit.predict_proba() < 1))
+
+
+def test_hlr_auto_parameterization_follows_the_information():
+    base = design_from(make_gaussian_threshold(n_rows=2000, random_state=0).audit_data())
+    n = np.full(16, 600_000)
+    rich = Design(
+        n=n, k=n // 5, codes=base.codes, levels=base.levels, labels=base.labels, target="outcome"
+    )
+    hlr = HierarchicalLogisticRegression()  # lam = 10: centre when n p (1-p) > 10,000 everywhere
+    assert hlr.resolved_parameterization(base) == "noncentered"
+    assert hlr.resolved_parameterization(rich) == "centered"
+    fixed = HierarchicalLogisticRegression(parameterization="noncentered")
+    assert fixed.resolved_parameterization(rich) == "noncentered"

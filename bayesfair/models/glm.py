@@ -101,16 +101,20 @@ class HierarchicalLogisticRegression(LogisticRegression):
         Rate of the exponential prior on ``sigma2`` (prior mean 1/lam).
     effects : {"sum_to_zero", "one_hot"}
         See :class:`LogisticRegression`; default sum-to-zero.
-    parameterization : {"noncentered", "centered"}
-        ``gamma_j = eta_j + sigma2 z_j`` with ``z_j ~ N(0, 1)`` (default, for
-        NUTS) or ``gamma_j ~ N(eta_j, sigma2)``.
+    parameterization : {"auto", "noncentered", "centered"}
+        ``gamma_j = eta_j + sigma2 z_j`` with ``z_j ~ N(0, 1)``, or ``gamma_j ~
+        N(eta_j, sigma2)``.  ``"auto"`` (default) centres when every
+        non-empty intersection's data pin its log-odds down far more tightly
+        than the prior scale of the deviations (``n p (1-p) > 100 lam^2``, e.g.
+        millions of rows in few groups) and otherwise does not.
     target_accept : float, default 0.95
 
     Notes
     -----
-    Defaults: sum-to-zero effects, non-centred deviations and
-    ``target_accept=0.95`` give NUTS fits without divergences on Adult and
-    COMPAS.  :meth:`paper` returns the settings of the authors' public code.
+    Defaults: sum-to-zero effects, automatic centring and
+    ``target_accept=0.95`` give NUTS fits without divergences on Adult,
+    COMPAS and 10 million synthetic rows.  :meth:`paper` returns the settings
+    of the authors' public code.
     """
 
     name = "HLR"
@@ -121,7 +125,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
         sigma1: float = 1.0,
         lam: float = 10.0,
         effects: str = "sum_to_zero",
-        parameterization: str = "noncentered",
+        parameterization: str = "auto",
         *,
         target_accept: float = 0.95,
         **kwargs: Any,
@@ -156,13 +160,25 @@ class HierarchicalLogisticRegression(LogisticRegression):
     def _validate(self) -> None:
         self.sigma = self.sigma1
         super()._validate()
-        if self.parameterization not in ("noncentered", "centered"):
+        if self.parameterization not in ("auto", "noncentered", "centered"):
             raise ValueError(
-                "`parameterization` must be 'noncentered' or 'centered', "
+                "`parameterization` must be 'auto', 'noncentered' or 'centered', "
                 f"got {self.parameterization!r}"
             )
         if not self.lam > 0:
             raise ValueError(f"`lam` must be positive, got {self.lam}")
+
+    def resolved_parameterization(self, design: Design) -> str:
+        """The parameterisation ``"auto"`` picks for ``design`` (see the class docstring)."""
+        if self.parameterization != "auto":
+            return self.parameterization
+        seen = design.n > 0
+        p = (design.k[seen] + 0.5) / (design.n[seen] + 1.0)
+        info = design.n[seen] * p * (1 - p)
+        return "centered" if info.min() > 100 * self.lam**2 else "noncentered"
+
+    def cache_key(self, design: Design) -> tuple:
+        return (*super().cache_key(design), self.resolved_parameterization(design))
 
     def build_model(self, design: Design):
         import pymc as pm
@@ -171,7 +187,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
         eta = self._linear(model, design, self.sigma1)
         with model:
             sigma2 = pm.Exponential("sigma2", self.lam)
-            if self.parameterization == "noncentered":
+            if self.resolved_parameterization(design) == "noncentered":
                 z = pm.Normal("z", 0.0, 1.0, dims="intersection")
                 gamma = pm.Deterministic("gamma", eta + sigma2 * z, dims="intersection")
             else:
