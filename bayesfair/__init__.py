@@ -7,6 +7,7 @@ fairness metrics (:mod:`bayesfair.metrics`), data sets
 
 from .audit import AuditResult, run_audit
 from .data import AuditData
+from .frequentist import discrimination_test, permutation_test
 from .metrics import (
     FairnessEstimate,
     bias_amplification,
@@ -46,6 +47,7 @@ __all__ = [
     "__version__",
     "bias_amplification",
     "df_bias_amplification",
+    "discrimination_test",
     "empirical_fairness",
     "epsilon_df",
     "epsilon_df_argmax",
@@ -54,6 +56,7 @@ __all__ = [
     "group_auc",
     "group_rates",
     "model_average",
+    "permutation_test",
     "posterior_fairness",
     "run_audit",
     "sf_bias_amplification",

@@ -25,6 +25,7 @@ def test_demo_writes_a_self_contained_report(tmp_path, capsys):
     assert "Per-intersection counts" in html and "epsilon-DF" in html and "gamma-SF" in html
     assert "data:image/png;base64," in html
     assert "Ground truth" in html
+    assert "Frequentist companions" in html
     assert not re.search(r"(src|href)=\"https?://", html)  # nothing from the network
     assert "Group D, Male, over 45" in html  # the empty intersection is shown, not dropped
 

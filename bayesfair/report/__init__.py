@@ -1,6 +1,7 @@
 """Reports: a self-contained HTML document of sections, and the plots that fill them."""
 
 from .bayesian import add_bayesian_section
+from .frequentist import add_frequentist_section
 from .html import Figure, KeyValues, Report, Section, Table, Text
 from .plots import (
     jeffreys_interval,
@@ -17,6 +18,7 @@ __all__ = [
     "Table",
     "Text",
     "add_bayesian_section",
+    "add_frequentist_section",
     "jeffreys_interval",
     "plot_group_rates",
     "plot_posterior_boxes",

@@ -1,0 +1,51 @@
+"""Resampling loops through joblib, seeded so that results do not depend on the backend.
+
+Work is split into a fixed number of chunks, each seeded from one
+``numpy.random.SeedSequence``; the chunks, not the workers, determine the
+random streams, so ``n_jobs=1``, ``n_jobs=2`` or a Dask cluster (through
+``joblib.parallel_config(backend="dask")``) give identical results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from joblib import Parallel, delayed
+
+__all__ = ["chunked_resamples"]
+
+#: How many chunks a resampling loop is split into (independent of n_jobs).
+N_CHUNKS = 16
+
+
+def chunked_resamples(
+    fn: Callable[[int, np.random.Generator], np.ndarray],
+    n_resamples: int,
+    random_state: int | np.random.SeedSequence | None,
+    n_jobs: int | None = 1,
+    n_chunks: int = N_CHUNKS,
+) -> np.ndarray:
+    """Run ``fn(size, rng)`` over chunks that add up to ``n_resamples``; concatenate results.
+
+    ``fn`` returns an array whose first axis has length ``size``.
+    """
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")
+    seq = (
+        random_state
+        if isinstance(random_state, np.random.SeedSequence)
+        else np.random.SeedSequence(random_state)
+    )
+    k = int(min(n_chunks, n_resamples))
+    sizes = np.full(k, n_resamples // k)
+    sizes[: n_resamples % k] += 1
+    seeds = seq.spawn(k)
+    if n_jobs in (None, 1):
+        parts = [fn(int(s), np.random.default_rng(sd)) for s, sd in zip(sizes, seeds, strict=True)]
+    else:
+        parts = Parallel(n_jobs=n_jobs)(
+            delayed(fn)(int(s), np.random.default_rng(sd))
+            for s, sd in zip(sizes, seeds, strict=True)
+        )
+    return np.concatenate(parts, axis=0)

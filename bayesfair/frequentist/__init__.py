@@ -1,0 +1,24 @@
+"""Frequentist companions: studentized permutation tests and discrimination tests."""
+
+from .discrimination import DiscriminationTestResult, discrimination_test
+from .permutation import (
+    IntersectionalPermutationResult,
+    PermutationTestResult,
+    intersectional_permutation_test,
+    minimum_detectable_difference,
+    permutation_test,
+    permutation_test_counts,
+    required_sample_size,
+)
+
+__all__ = [
+    "DiscriminationTestResult",
+    "IntersectionalPermutationResult",
+    "PermutationTestResult",
+    "discrimination_test",
+    "intersectional_permutation_test",
+    "minimum_detectable_difference",
+    "permutation_test",
+    "permutation_test_counts",
+    "required_sample_size",
+]

@@ -1,0 +1,150 @@
+"""Discrimination level of a loss between two groups, with its z-test (Chen, Johansson, Sontag)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from ..data import AuditData
+
+__all__ = ["DiscriminationTestResult", "discrimination_test"]
+
+
+def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+@dataclass
+class DiscriminationTestResult:
+    """``Gamma = |gamma_a - gamma_b|`` for the mean loss ``gamma`` of each group.
+
+    Attributes
+    ----------
+    gamma : dict
+        Mean loss per group.
+    statistic : float
+        Discrimination level Gamma.
+    z, pvalue : float
+        Two-sided z-test of gamma_a = gamma_b (unpooled variances).
+    interval : tuple
+        Confidence interval of gamma_a - gamma_b: Newcombe's hybrid score
+        interval for a binary loss (good in small samples), else Wald.
+    """
+
+    groups: tuple[str, str]
+    gamma: dict[str, float]
+    n: dict[str, int]
+    statistic: float
+    difference: float
+    z: float
+    pvalue: float
+    interval: tuple[float, float]
+    level: float
+    method: str
+
+    def summary(self) -> pd.DataFrame:
+        a, b = self.groups
+        return pd.DataFrame(
+            [
+                {
+                    "group_a": a,
+                    "group_b": b,
+                    "loss_a": self.gamma[a],
+                    "loss_b": self.gamma[b],
+                    "n_a": self.n[a],
+                    "n_b": self.n[b],
+                    "Gamma": self.statistic,
+                    "z": self.z,
+                    "pvalue": self.pvalue,
+                    f"ci_{self.level:.0%}_low": self.interval[0],
+                    f"ci_{self.level:.0%}_high": self.interval[1],
+                    "interval": self.method,
+                }
+            ]
+        )
+
+
+def discrimination_test(
+    loss: np.ndarray | str,
+    group: np.ndarray | None = None,
+    *,
+    data: AuditData | None = None,
+    level: float = 0.95,
+) -> DiscriminationTestResult:
+    """z-test and interval for the discrimination level of a loss between two groups.
+
+    Parameters
+    ----------
+    loss : array or "zero_one"
+        Per-row loss (for example 0-1 loss or squared error); ``"zero_one"``
+        with ``data`` uses ``outcome != decision``.
+    group : array, optional
+        Per-row group labels with exactly two values (default with ``data``:
+        its single protected column, which must have two values).
+    data : AuditData, optional
+    level : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.frequentist import discrimination_test
+    >>> rng = np.random.default_rng(0)
+    >>> g = np.repeat(["a", "b"], [300, 100])
+    >>> res = discrimination_test(rng.random(400) < np.where(g == "a", 0.2, 0.35), g)
+    >>> res.pvalue < 0.05
+    True
+    """
+    if isinstance(loss, str):
+        if loss != "zero_one" or data is None or data.row_decision is None:
+            raise ValueError("loss='zero_one' needs `data` with a decision")
+        loss = (data.row_outcome != data.row_decision).astype(float)
+        if group is None:
+            if len(data.protected) != 1:
+                raise ValueError("give `group` when `data` has more than one protected column")
+            group = data.frame[data.protected[0]].to_numpy()
+    loss = np.asarray(loss, dtype=float)
+    group = np.asarray(group)
+    if loss.shape != group.shape or loss.ndim != 1:
+        raise ValueError("`loss` and `group` must be 1-d arrays of the same length")
+    if np.isnan(loss).any():
+        raise ValueError("`loss` has missing values")
+    labels = list(pd.unique(group))
+    if len(labels) != 2:
+        raise ValueError(f"`group` must have exactly two values, got {len(labels)}: {labels[:5]}")
+    labels = sorted(labels, key=str)
+    a, b = (loss[group == g] for g in labels)
+    ma, mb = a.mean(), b.mean()
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    diff = ma - mb
+    se = np.sqrt(va + vb)
+    z = diff / se if se > 0 else (0.0 if diff == 0 else np.sign(diff) * np.inf)
+    p = float(2 * norm.sf(abs(z)))
+    zc = norm.ppf(0.5 + level / 2)
+    binary = np.isin(loss, (0.0, 1.0)).all()
+    if binary:
+        la, ua = _wilson(a.sum(), len(a), zc)
+        lb, ub = _wilson(b.sum(), len(b), zc)
+        lo = diff - np.sqrt((ma - la) ** 2 + (ub - mb) ** 2)
+        hi = diff + np.sqrt((ua - ma) ** 2 + (mb - lb) ** 2)
+        method = "Newcombe hybrid score"
+    else:
+        lo, hi = diff - zc * se, diff + zc * se
+        method = "Wald"
+    return DiscriminationTestResult(
+        groups=(str(labels[0]), str(labels[1])),
+        gamma={str(labels[0]): float(ma), str(labels[1]): float(mb)},
+        n={str(labels[0]): len(a), str(labels[1]): len(b)},
+        statistic=float(abs(diff)),
+        difference=float(diff),
+        z=float(z),
+        pvalue=p,
+        interval=(float(lo), float(hi)),
+        level=level,
+        method=method,
+    )

@@ -1,0 +1,513 @@
+"""Studentized permutation tests of a metric difference between groups (DiCiccio et al.).
+
+For confusion-matrix rates the permutation distribution depends only on the
+cell counts, so permuted tables are drawn from the (multivariate)
+hypergeometric distribution: the cost does not grow with the number of rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy.stats import beta as _beta
+from scipy.stats import norm
+
+from .._parallel import chunked_resamples
+from ..data import AuditData
+from ..metrics.rates import RATE_DEFINITIONS
+
+__all__ = [
+    "IntersectionalPermutationResult",
+    "PermutationTestResult",
+    "intersectional_permutation_test",
+    "minimum_detectable_difference",
+    "permutation_test",
+    "permutation_test_counts",
+    "required_sample_size",
+]
+
+CELLS = ("tp", "fp", "fn", "tn")
+ALTERNATIVES = ("two-sided", "greater", "less")
+PERMUTATIONS = ("free", "within_outcome")
+
+
+def _rate(cells: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rate and denominator from cells (..., 4) ordered as CELLS."""
+    num_c, den_c = RATE_DEFINITIONS[metric]
+    idx = {c: i for i, c in enumerate(CELLS)}
+    num = sum(cells[..., idx[c]] for c in num_c)
+    den = sum(cells[..., idx[c]] for c in den_c)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(den > 0, num / np.maximum(den, 1), np.nan)
+    return r, den
+
+
+def _stat(a: np.ndarray, b: np.ndarray, metric: str, studentize: bool) -> np.ndarray:
+    """Difference of rates (a - b), studentized by the unpooled binomial standard error."""
+    ra, da = _rate(a, metric)
+    rb, db = _rate(b, metric)
+    diff = ra - rb
+    if not studentize:
+        return diff
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(ra * (1 - ra) / da + rb * (1 - rb) / db)
+        z = diff / se
+    # No variability and no difference: 0; no variability but a difference: +-inf.
+    with np.errstate(invalid="ignore"):
+        inf = np.sign(diff) * np.inf
+    return np.where(se > 0, z, np.where(diff == 0, 0.0, inf))
+
+
+def _pvalue(null: np.ndarray, observed: float, alternative: str) -> tuple[float, int]:
+    if alternative == "two-sided":
+        hits = np.abs(null) >= abs(observed) - 1e-12 * max(1.0, abs(observed))
+    elif alternative == "greater":
+        hits = null >= observed - 1e-12 * max(1.0, abs(observed))
+    else:
+        hits = null <= observed + 1e-12 * max(1.0, abs(observed))
+    k = int(np.sum(hits & ~np.isnan(null)))
+    return (k + 1) / (len(null) + 1), k
+
+
+def _clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(_beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(_beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
+
+
+@dataclass
+class PermutationTestResult:
+    """A permutation test of ``metric(A) == metric(B)``.
+
+    Attributes
+    ----------
+    statistic : float
+        Observed difference ``metric(A) - metric(B)``.
+    studentized_statistic : float
+        The difference divided by its standard error (the test statistic when
+        ``studentize=True``).
+    pvalue : float
+        ``(1 + #{permuted statistics at least as extreme}) / (1 + n_resamples)``.
+    pvalue_ci : tuple of float
+        99% Clopper-Pearson interval of the exact permutation p-value, from
+        the Monte Carlo sample.
+    null_distribution : numpy.ndarray
+        The permuted test statistics.
+    """
+
+    metric: str
+    groups: tuple[str, str]
+    statistic: float
+    studentized_statistic: float
+    pvalue: float
+    pvalue_ci: tuple[float, float]
+    null_distribution: np.ndarray
+    estimates: pd.DataFrame
+    studentize: bool
+    permute: str
+    alternative: str
+    n_resamples: int
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> pd.DataFrame:
+        """A one-row table: groups, rates, difference, statistic, p-value and its interval."""
+        a, b = self.groups
+        ra, rb = self.estimates["value"].tolist()
+        return pd.DataFrame(
+            [
+                {
+                    "metric": self.metric,
+                    "group_a": a,
+                    "group_b": b,
+                    "value_a": ra,
+                    "value_b": rb,
+                    "difference": self.statistic,
+                    "z": self.studentized_statistic,
+                    "test": (
+                        "studentized" if self.studentize else "UNSTUDENTIZED (not valid in general)"
+                    )
+                    + f", {self.permute} permutation",
+                    "alternative": self.alternative,
+                    "pvalue": self.pvalue,
+                    "pvalue_ci_low": self.pvalue_ci[0],
+                    "pvalue_ci_high": self.pvalue_ci[1],
+                    "n_resamples": self.n_resamples,
+                }
+            ]
+        )
+
+    def plot(self) -> Figure:
+        """The permutation distribution with the observed statistic."""
+        fig = Figure(figsize=(6, 3.2))
+        ax = fig.add_subplot(1, 1, 1)
+        null = self.null_distribution[np.isfinite(self.null_distribution)]
+        ax.hist(null, bins=60, color="#9ab", density=True)
+        obs = self.studentized_statistic if self.studentize else self.statistic
+        ax.axvline(obs, color="C3", label=f"observed ({obs:.3g}), p = {self.pvalue:.3g}")
+        ax.set_xlabel(("studentized " if self.studentize else "") + f"difference of {self.metric}")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        return fig
+
+
+def _group_cells(data: AuditData, by: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
+    table = data.table_for(by)
+    if "tp" not in table:
+        raise ValueError(
+            "permutation tests of rates need a decision: give `decision=` or "
+            "`score=` with `threshold=` to AuditData"
+        )
+    return table[list(CELLS)].to_numpy(dtype=np.int64), table["intersection"].tolist()
+
+
+def _check_common(metric, alternative, permute):
+    if metric not in RATE_DEFINITIONS:
+        raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
+    if permute not in PERMUTATIONS:
+        raise ValueError(f"`permute` must be one of {PERMUTATIONS}, got {permute!r}")
+
+
+def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, rng) -> np.ndarray:
+    """Permuted cells of every group: shape (size, n_groups, 4).
+
+    ``free``: group labels are shuffled over all rows, so group g receives
+    ``sizes[g]`` rows drawn without replacement from the pooled cells.
+    ``within_outcome``: labels are shuffled within y = 1 and within y = 0,
+    keeping each group's numbers of positives and negatives.
+    """
+    n_groups = sizes.shape[0]
+    out = np.zeros((size, n_groups, 4), dtype=np.int64)
+    if permute == "free":
+        remaining = np.broadcast_to(pooled, (size, 4)).copy()
+        for g in range(n_groups - 1):
+            draw = _mv_hypergeometric(rng, remaining, int(sizes[g]))
+            out[:, g] = draw
+            remaining -= draw
+        out[:, -1] = remaining
+        return out
+    # within outcome: positives are tp/fn (idx 0, 2); negatives fp/tn (idx 1, 3)
+    for cols, part in (((0, 2), 0), ((1, 3), 1)):
+        remaining = np.broadcast_to(pooled[list(cols)], (size, 2)).copy()
+        for g in range(n_groups - 1):
+            draw = _mv_hypergeometric(rng, remaining, int(sizes[g, part]))
+            out[:, g, cols[0]], out[:, g, cols[1]] = draw[:, 0], draw[:, 1]
+            remaining -= draw
+        out[:, -1, cols[0]], out[:, -1, cols[1]] = remaining[:, 0], remaining[:, 1]
+    return out
+
+
+def _mv_hypergeometric(rng, colors: np.ndarray, nsample: int) -> np.ndarray:
+    """Rows of ``colors`` (size, k) each sampled ``nsample`` times without replacement."""
+    size, k = colors.shape
+    out = np.zeros((size, k), dtype=np.int64)
+    left = np.full(size, nsample, dtype=np.int64)
+    rest = colors.sum(axis=1)
+    for j in range(k - 1):
+        rest = rest - colors[:, j]
+        # hypergeometric(ngood, nbad, nsample), vectorised over rows
+        draw = rng.hypergeometric(colors[:, j], rest, left) if k > 1 else left
+        out[:, j] = draw
+        left = left - draw
+    out[:, k - 1] = left
+    return out
+
+
+def permutation_test(
+    data: AuditData,
+    metric: str = "fnr",
+    *,
+    by: str | Sequence[str] | None = None,
+    groups: tuple[str, str] | None = None,
+    n_resamples: int = 9999,
+    studentize: bool = True,
+    permute: str = "free",
+    alternative: str = "two-sided",
+    random_state: int | None = None,
+    n_jobs: int | None = 1,
+) -> PermutationTestResult:
+    """Test that a confusion-matrix rate is equal in two groups (DiCiccio et al., Algorithm 1).
+
+    Parameters
+    ----------
+    data : AuditData
+        With a decision.
+    metric : str
+        A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS` (fnr, fpr, tpr, ppv, ...).
+    by : str or list of str, optional
+        Protected columns defining the groups (default: all, i.e. intersections).
+    groups : (str, str), optional
+        The two group labels (as in ``data.table_for(by)["intersection"]``) to
+        compare; required when ``by`` defines more than two groups.  Rows of
+        other groups are not used.
+    n_resamples : int, default 9999
+    studentize : bool, default True
+        Divide the difference by its unpooled binomial standard error, which
+        makes the test asymptotically valid whatever the groups' prevalences;
+        ``False`` gives the plain difference, which is not valid in general
+        (kept to show its failure).
+    permute : {"free", "within_outcome"}
+        Shuffle group labels over all rows, or within each outcome class
+        (exact for rates conditional on the outcome, such as FNR or FPR,
+        when the null is equality of the decision distribution given y).
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: metric(A) > metric(B).
+    random_state : int, optional
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.frequentist import permutation_test
+    >>> data = make_gaussian_threshold(n_rows=3000, random_state=0).audit_data()
+    >>> res = permutation_test(data, "fpr", by="sex", n_resamples=999, random_state=0)
+    >>> 0 < res.pvalue <= 1
+    True
+    """
+    if not isinstance(data, AuditData):
+        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    _check_common(metric, alternative, permute)
+    cells, labels = _group_cells(data, by)
+    if groups is None:
+        if len(labels) != 2:
+            raise ValueError(
+                f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
+            )
+        groups = (labels[0], labels[1])
+    missing = [g for g in groups if g not in labels]
+    if missing or len(groups) != 2 or groups[0] == groups[1]:
+        raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
+    a, b = (cells[labels.index(g)] for g in groups)
+    return permutation_test_counts(
+        a,
+        b,
+        metric,
+        groups=(str(groups[0]), str(groups[1])),
+        n_resamples=n_resamples,
+        studentize=studentize,
+        permute=permute,
+        alternative=alternative,
+        random_state=random_state,
+        n_jobs=n_jobs,
+    )
+
+
+def permutation_test_counts(
+    cells_a: Sequence[int],
+    cells_b: Sequence[int],
+    metric: str = "fnr",
+    *,
+    groups: tuple[str, str] = ("A", "B"),
+    n_resamples: int = 9999,
+    studentize: bool = True,
+    permute: str = "free",
+    alternative: str = "two-sided",
+    random_state: int | None = None,
+    n_jobs: int | None = 1,
+) -> PermutationTestResult:
+    """:func:`permutation_test` from the confusion-matrix cells ``(tp, fp, fn, tn)`` of two
+    groups: the permutation distribution depends on nothing else, so millions of rows cost
+    nothing more than their counts."""
+    _check_common(metric, alternative, permute)
+    a = np.asarray(cells_a, dtype=np.int64)
+    b = np.asarray(cells_b, dtype=np.int64)
+    if a.shape != (4,) or b.shape != (4,) or (a < 0).any() or (b < 0).any():
+        raise ValueError("cells must be four non-negative counts (tp, fp, fn, tn) per group")
+    observed_diff = float(_stat(a, b, metric, False))
+    observed_z = float(_stat(a, b, metric, True))
+    if np.isnan(observed_diff):
+        raise ValueError(f"{metric} is undefined in one of the groups (zero denominator)")
+    pooled = a + b
+    if permute == "free":
+        sizes = np.array([a.sum(), b.sum()])
+    else:
+        sizes = np.array([[a[0] + a[2], a[1] + a[3]], [b[0] + b[2], b[1] + b[3]]])
+
+    def draw(size: int, rng) -> np.ndarray:
+        split = _draw_split(pooled, sizes, permute, size, rng)
+        return _stat(split[:, 0], split[:, 1], metric, studentize)
+
+    null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
+    obs = observed_z if studentize else observed_diff
+    p, k = _pvalue(null, obs, alternative)
+    ra, da = _rate(a, metric)
+    rb, db = _rate(b, metric)
+    estimates = pd.DataFrame(
+        {
+            "group": list(groups),
+            "value": [float(ra), float(rb)],
+            "denominator": [int(da), int(db)],
+            "n": [int(a.sum()), int(b.sum())],
+        }
+    )
+    return PermutationTestResult(
+        metric=metric,
+        groups=(str(groups[0]), str(groups[1])),
+        statistic=observed_diff,
+        studentized_statistic=observed_z,
+        pvalue=p,
+        pvalue_ci=_clopper_pearson(k, len(null)),
+        null_distribution=null,
+        estimates=estimates,
+        studentize=studentize,
+        permute=permute,
+        alternative=alternative,
+        n_resamples=n_resamples,
+    )
+
+
+@dataclass
+class IntersectionalPermutationResult:
+    """Max-type studentized permutation test over all groups, with pairwise Holm tests.
+
+    Attributes
+    ----------
+    statistic : float
+        ``max_g |z_g|``, the largest studentized gap of a group from the rest.
+    pvalue : float
+        Global p-value (is any group's rate different?).
+    groups : pandas.DataFrame
+        Per group: rate, z against the rest, and the single-step max-T adjusted
+        p-value (family-wise error control).
+    pairwise : pandas.DataFrame
+        Every pair's studentized test with raw and Holm-adjusted p-values.
+    """
+
+    metric: str
+    statistic: float
+    pvalue: float
+    groups: pd.DataFrame
+    pairwise: pd.DataFrame
+    null_distribution: np.ndarray
+    n_resamples: int
+
+    def summary(self) -> pd.DataFrame:
+        return self.groups
+
+
+def _one_vs_rest(cells: np.ndarray, metric: str) -> np.ndarray:
+    """Studentized gap of every group from the union of the others: (..., G)."""
+    total = cells.sum(axis=-2, keepdims=True)
+    return _stat(cells, total - cells, metric, True)
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    order = np.argsort(p)
+    m = len(p)
+    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.minimum(adj, 1.0)
+    return out
+
+
+def intersectional_permutation_test(
+    data: AuditData,
+    metric: str = "fnr",
+    *,
+    by: str | Sequence[str] | None = None,
+    n_resamples: int = 9999,
+    permute: str = "free",
+    pairwise: bool = True,
+    random_state: int | None = None,
+    n_jobs: int | None = 1,
+) -> IntersectionalPermutationResult:
+    """Is the rate equal across all groups?  A max-type studentized permutation test.
+
+    Every group is compared with the rest of the rows by a studentized
+    difference ``z_g``; the global statistic is ``max_g |z_g|``.  Permuting the
+    group labels of all rows at once gives the joint null distribution, so the
+    single-step adjusted p-values ``P(max* >= |z_g|)`` control the family-wise
+    error rate over groups.  Groups whose rate is undefined (no rows in the
+    denominator) are listed with NaN and take no part.  ``pairwise=True`` adds
+    every pair's two-group studentized test, Holm-adjusted.
+    """
+    if not isinstance(data, AuditData):
+        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    _check_common(metric, "two-sided", permute)
+    cells, labels = _group_cells(data, by)
+    _, den = _rate(cells, metric)
+    keep = den > 0
+    if keep.sum() < 2:
+        raise ValueError(f"{metric} is defined in fewer than two groups")
+    kc = cells[keep]
+    klabels = [lab for lab, k in zip(labels, keep, strict=True) if k]
+    z_obs = _one_vs_rest(kc, metric)
+    pooled = kc.sum(axis=0)
+    if permute == "free":
+        sizes = kc.sum(axis=1)
+    else:
+        sizes = np.stack([kc[:, 0] + kc[:, 2], kc[:, 1] + kc[:, 3]], axis=1)
+
+    def draw(size: int, rng) -> np.ndarray:
+        z = np.abs(_one_vs_rest(_draw_split(pooled, sizes, permute, size, rng), metric))
+        return np.nanmax(np.where(np.isnan(z), -np.inf, z), axis=-1)
+
+    null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
+    stat = float(np.nanmax(np.abs(z_obs)))
+    p_global, _ = _pvalue(null, stat, "greater")
+    adj = [(np.sum(null >= abs(z) - 1e-12) + 1) / (len(null) + 1) for z in z_obs]
+    rate, d = _rate(cells, metric)
+    table = pd.DataFrame({"group": labels, "value": rate, "denominator": d, "n": cells.sum(axis=1)})
+    table["z_vs_rest"] = np.nan
+    table["pvalue_maxT"] = np.nan
+    table.loc[keep, "z_vs_rest"] = z_obs
+    table.loc[keep, "pvalue_maxT"] = adj
+    pairs = pd.DataFrame(columns=["group_a", "group_b", "difference", "z", "pvalue", "pvalue_holm"])
+    if pairwise:
+        seq = np.random.SeedSequence(random_state)
+        rows = []
+        for (ga, gb), s in zip(
+            combinations(klabels, 2), seq.spawn(len(klabels) * (len(klabels) - 1) // 2), strict=True
+        ):
+            r = permutation_test(
+                data,
+                metric,
+                by=by,
+                groups=(ga, gb),
+                n_resamples=min(n_resamples, 1999),
+                permute=permute,
+                random_state=s,
+                n_jobs=n_jobs,
+            )
+            rows.append((ga, gb, r.statistic, r.studentized_statistic, r.pvalue))
+        pairs = pd.DataFrame(rows, columns=["group_a", "group_b", "difference", "z", "pvalue"])
+        pairs["pvalue_holm"] = _holm(pairs["pvalue"].to_numpy())
+    return IntersectionalPermutationResult(
+        metric=metric,
+        statistic=stat,
+        pvalue=p_global,
+        groups=table,
+        pairwise=pairs,
+        null_distribution=null,
+        n_resamples=n_resamples,
+    )
+
+
+def minimum_detectable_difference(
+    rate: float, n_a: int, n_b: int, *, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """Smallest difference of a rate between two groups that a two-sided level-``alpha``
+    studentized test detects with probability ``power`` (normal approximation; ``n_a``,
+    ``n_b`` are the rate's denominators, e.g. the groups' positives for FNR)."""
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    return float(z * np.sqrt(rate * (1 - rate) * (1 / n_a + 1 / n_b)))
+
+
+def required_sample_size(
+    rate: float, difference: float, *, ratio: float = 1.0, alpha: float = 0.05, power: float = 0.8
+) -> tuple[int, int]:
+    """Denominators ``(n_a, n_b = ratio * n_a)`` needed to detect ``difference`` (see
+    :func:`minimum_detectable_difference`)."""
+    if difference <= 0:
+        raise ValueError("`difference` must be positive")
+    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    n_a = (z / difference) ** 2 * rate * (1 - rate) * (1 + 1 / ratio)
+    return int(np.ceil(n_a)), int(np.ceil(ratio * n_a))

@@ -1,0 +1,215 @@
+"""Frequentist companions: permutation tests (DiCiccio et al.), discrimination tests (Chen et al.)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from bayesfair import AuditData
+from bayesfair.frequentist import (
+    discrimination_test,
+    intersectional_permutation_test,
+    minimum_detectable_difference,
+    permutation_test,
+    permutation_test_counts,
+    required_sample_size,
+)
+from bayesfair.frequentist.permutation import _draw_split, _holm
+
+
+def _rows(n, seed, frac=0.2, prev=(0.05, 0.5), acc=0.8):
+    rng = np.random.default_rng(seed)
+    g = rng.random(n) < frac
+    y = rng.random(n) < np.where(g, prev[0], prev[1])
+    d = np.where(rng.random(n) < acc, y, ~y)
+    df = pd.DataFrame({"g": np.where(g, "A", "B"), "y": y.astype(int), "d": d.astype(int)})
+    return df, AuditData(df, "g", "y", decision="d")
+
+
+def _cells(rng, n, frac=0.2, prev=(0.05, 0.5), acc=0.8):
+    """The confusion-matrix cells (tp, fp, fn, tn) of both groups, drawn like rows would be."""
+    na = rng.binomial(n, frac)
+    out = []
+    for m, p in ((na, prev[0]), (n - na, prev[1])):
+        pos = rng.binomial(m, p)
+        neg = m - pos
+        tp, tn = rng.binomial(pos, acc), rng.binomial(neg, acc)
+        out.append([tp, neg - tn, pos - tp, tn])
+    return out
+
+
+def test_permuted_tables_keep_the_margins():
+    rng = np.random.default_rng(0)
+    pooled = np.array([30, 20, 10, 40])
+    free = _draw_split(pooled, np.array([35, 65]), "free", 500, rng)
+    assert (free.sum(axis=1) == pooled).all()
+    assert (free[:, 0].sum(axis=1) == 35).all()
+    within = _draw_split(pooled, np.array([[12, 23], [28, 37]]), "within_outcome", 500, rng)
+    assert (within.sum(axis=1) == pooled).all()
+    assert (within[:, 0, 0] + within[:, 0, 2] == 12).all()  # group A keeps its positives
+    assert (within[:, 0, 1] + within[:, 0, 3] == 23).all()
+
+
+def test_null_distribution_matches_a_row_shuffle():
+    df, data = _rows(3000, 1)
+    res = permutation_test(data, "fnr", n_resamples=4000, studentize=False, random_state=0)
+    rng = np.random.default_rng(2)
+    g = df["g"].to_numpy() == "A"
+    pos = df["y"].to_numpy() == 1
+    miss = df["d"].to_numpy() == 0
+    brute = []
+    for _ in range(4000):
+        p = rng.permutation(g)
+        brute.append(miss[p & pos].mean() - miss[~p & pos].mean())
+    brute = np.array(brute)
+    assert abs(res.null_distribution.mean() - brute.mean()) < 0.01
+    assert res.null_distribution.std() == pytest.approx(brute.std(), rel=0.08)
+    p_brute = (np.sum(np.abs(brute) >= abs(res.statistic)) + 1) / 4001
+    assert abs(res.pvalue - p_brute) < 0.03
+
+
+def test_result_object_and_alternatives():
+    _, data = _rows(5000, 3, acc=0.8)
+    two = permutation_test(data, "fpr", n_resamples=1999, random_state=1)
+    s = two.summary()
+    assert list(s["group_a"]) == ["A"] and 0 < two.pvalue <= 1
+    assert two.pvalue_ci[0] <= two.pvalue <= two.pvalue_ci[1] + 1 / 2000
+    greater = permutation_test(data, "fpr", n_resamples=1999, alternative="greater", random_state=1)
+    less = permutation_test(data, "fpr", n_resamples=1999, alternative="less", random_state=1)
+    assert greater.pvalue + less.pvalue == pytest.approx(1 + 1 / 2000, abs=0.01)
+    assert (
+        "UNSTUDENTIZED"
+        in permutation_test(data, "fpr", n_resamples=99, studentize=False).summary()["test"][0]
+    )
+    assert len(two.plot().axes) == 1
+
+
+def test_a_real_difference_is_detected():
+    rng = np.random.default_rng(4)
+    a = [60, 10, 40, 90]  # FNR 0.4
+    b = [160, 20, 40, 180]  # FNR 0.2
+    res = permutation_test_counts(a, b, n_resamples=1999, random_state=rng.integers(1000))
+    assert res.pvalue < 0.01 and res.statistic == pytest.approx(0.2)
+
+
+def test_results_do_not_depend_on_n_jobs():
+    _, data = _rows(4000, 5)
+    one = permutation_test(data, "fnr", n_resamples=2000, random_state=42, n_jobs=1)
+    two = permutation_test(data, "fnr", n_resamples=2000, random_state=42, n_jobs=2)
+    np.testing.assert_array_equal(one.null_distribution, two.null_distribution)
+    assert one.pvalue == two.pvalue
+
+
+def test_permutation_errors():
+    _, data = _rows(500, 6)
+    with pytest.raises(ValueError, match="unknown metric"):
+        permutation_test(data, "recall")
+    with pytest.raises(ValueError, match="alternative"):
+        permutation_test(data, "fnr", alternative="bigger")
+    with pytest.raises(ValueError, match="permute"):
+        permutation_test(data, "fnr", permute="rows")
+    with pytest.raises(ValueError, match="two distinct labels"):
+        permutation_test(data, "fnr", groups=("A", "C"))
+    three = AuditData(
+        pd.DataFrame({"g": list("abcabc"), "y": [1, 0, 1, 0, 1, 0], "d": [1, 1, 0, 0, 1, 0]}),
+        "g",
+        "y",
+        decision="d",
+    )
+    with pytest.raises(ValueError, match="name the two"):
+        permutation_test(three, "fnr")
+    no_decision = AuditData(pd.DataFrame({"g": list("abab"), "y": [1, 0, 1, 0]}), "g", "y")
+    with pytest.raises(ValueError, match="need a decision"):
+        permutation_test(no_decision, "fnr")
+    with pytest.raises(ValueError, match="four non-negative"):
+        permutation_test_counts([1, 2, 3], [1, 2, 3, 4])
+
+
+def test_holm_by_hand():
+    p = np.array([0.01, 0.04, 0.03, 0.2])
+    np.testing.assert_allclose(_holm(p), [0.04, 0.09, 0.09, 0.2])
+
+
+def test_intersectional_max_t():
+    rng = np.random.default_rng(8)
+    n = 6000
+    df = pd.DataFrame(
+        {
+            "r": rng.choice(["a", "b", "c"], n),
+            "s": rng.choice(["f", "m"], n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    bad = (df["r"] == "c") & (df["s"] == "m")
+    p_miss = np.where(bad, 0.45, 0.2)
+    df["d"] = np.where(df["y"] == 1, rng.random(n) > p_miss, rng.random(n) < 0.2).astype(int)
+    data = AuditData(df, ["r", "s"], "y", decision="d")
+    res = intersectional_permutation_test(data, "fnr", n_resamples=1999, random_state=0)
+    assert res.pvalue < 0.01
+    g = res.groups.set_index("group")
+    assert g["pvalue_maxT"].idxmin() == "c, m"
+    assert (g["pvalue_maxT"] >= 1 / 2000).all()
+    assert len(res.pairwise) == 15
+    assert (res.pairwise["pvalue_holm"] >= res.pairwise["pvalue"]).all()
+
+
+def test_sample_size_helpers_are_inverse():
+    d = minimum_detectable_difference(0.2, 400, 800)
+    n_a, n_b = required_sample_size(0.2, d, ratio=2.0)
+    assert abs(n_a - 400) <= 1 and abs(n_b - 800) <= 2
+    with pytest.raises(ValueError):
+        required_sample_size(0.2, 0.0)
+
+
+def test_discrimination_test_by_hand():
+    a = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1, 0], float)
+    b = np.array([1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1], float)
+    g = np.array(["a"] * 10 + ["b"] * 12)
+    res = discrimination_test(np.r_[a, b], g)
+    diff = a.mean() - b.mean()
+    z = diff / np.sqrt(a.var(ddof=1) / 10 + b.var(ddof=1) / 12)
+    assert res.statistic == pytest.approx(abs(diff)) and res.z == pytest.approx(z)
+    assert res.pvalue == pytest.approx(2 * norm.sf(abs(z)))
+    assert res.interval[0] < diff < res.interval[1] and res.method == "Newcombe hybrid score"
+    cont = discrimination_test(np.r_[a, b] + 0.5 * np.arange(22) / 22, g)
+    assert cont.method == "Wald"
+    with pytest.raises(ValueError, match="exactly two"):
+        discrimination_test(np.zeros(3), np.array(["a", "b", "c"]))
+
+
+# ------------------------------------------------------------------ validity (slow)
+@pytest.mark.slow
+def test_studentized_permutation_test_holds_its_level():
+    """DiCiccio et al. Section 4.2: different positive rates (5% vs 50%), equal FNR (0.2).
+
+    20% of 20,000 rows are in the low-prevalence group (about 200 positives): the regime
+    where the asymptotics apply. 4,000 data sets drawn as their cell counts.
+    """
+    rng = np.random.default_rng(2024)
+    reps = 4000
+    rej = {"studentized": 0, "unstudentized": 0, "within": 0}
+    for r in range(reps):
+        a, b = _cells(rng, 20_000)
+        kw = dict(n_resamples=499, random_state=r)
+        rej["studentized"] += permutation_test_counts(a, b, **kw).pvalue <= 0.05
+        rej["unstudentized"] += permutation_test_counts(a, b, studentize=False, **kw).pvalue <= 0.05
+        rej["within"] += (
+            permutation_test_counts(a, b, permute="within_outcome", **kw).pvalue <= 0.05
+        )
+    rate = {k: v / reps for k, v in rej.items()}
+    assert 0.04 <= rate["studentized"] <= 0.06, rate
+    assert rate["unstudentized"] > 0.3, rate  # anti-conservative
+    assert 0.035 <= rate["within"] <= 0.06, rate  # exact (at most 0.05 up to Monte Carlo error)
+
+
+@pytest.mark.slow
+def test_discrimination_z_test_level_with_unequal_groups():
+    rng = np.random.default_rng(7)
+    reps, rej = 4000, 0
+    g = np.repeat(["a", "b"], [150, 1500])
+    for _ in range(reps):
+        loss = (rng.random(1650) < 0.3).astype(float)
+        rej += discrimination_test(loss, g).pvalue <= 0.05
+    assert 0.04 <= rej / reps <= 0.06
