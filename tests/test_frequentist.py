@@ -1,4 +1,4 @@
-"""Frequentist companions: permutation tests (DiCiccio et al.), discrimination tests (Chen et al.)."""
+"""Frequentist companions: permutation tests (DiCiccio) and discrimination tests (Chen)."""
 
 from __future__ import annotations
 
