@@ -69,7 +69,8 @@ def add_frequentist_section(
     sec.add(
         Text(
             "Studentized permutation tests (DiCiccio et al.): the null hypothesis is that the "
-            f"metric is equal across the groups; {n_resamples} permutations drawn as hypergeometric tables. "
+            f"metric is equal across the groups; {n_resamples} permutations drawn as "
+            "hypergeometric tables. "
             "For more than two groups the statistic is the largest studentized gap of a group from "
             "the rest, which controls the family-wise error over groups. Flagged group: the one "
             "with the higher rate (two groups) or the smallest adjusted p-value (max-T)."
