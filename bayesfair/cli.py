@@ -53,6 +53,14 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int = 1000) -> tuple[dict,
     return labels, decisions
 
 
+def _finish(rep, result, out: str) -> int:
+    """Save the report, print the fairness table and where the report is."""
+    path = rep.save(out)
+    print(result.fairness_table().to_string(index=False))
+    print(f"\nreport written to {path}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     ds = demo_dataset(args.n_rows, args.seed)
     data = ds.audit_data()
@@ -74,10 +82,7 @@ def _demo(args: argparse.Namespace) -> int:
         )
     )
     sec.add(Table(truth, float_format="{:.4f}"))
-    path = rep.save(args.out)
-    print(result.fairness_table().to_string(index=False))
-    print(f"\nreport written to {path}")
-    return 0
+    return _finish(rep, result, args.out)
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -117,10 +122,7 @@ def _audit(args: argparse.Namespace) -> int:
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))
-    path = rep.save(args.out)
-    print(result.fairness_table().to_string(index=False))
-    print(f"\nreport written to {path}")
-    return 0
+    return _finish(rep, result, args.out)
 
 
 def _reproduce(args: argparse.Namespace) -> int:
