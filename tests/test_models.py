@@ -242,3 +242,14 @@ def test_hlr_auto_parameterization_follows_the_information():
     assert hlr.resolved_parameterization(rich) == "centered"
     fixed = HierarchicalLogisticRegression(parameterization="noncentered")
     assert fixed.resolved_parameterization(rich) == "noncentered"
+
+
+@pytest.mark.slow
+def test_compiled_model_cache_keeps_each_data_sets_coords():
+    one = make_gaussian_threshold({"a": ["x", "y"], "b": ["u", "v"]}, n_rows=400, random_state=1)
+    two = make_gaussian_threshold({"c": ["p", "q"], "d": ["r", "s"]}, n_rows=400, random_state=2)
+    kw = dict(draws=100, tune=100, chains=1, random_state=0)
+    f1 = LogisticRegression(**kw).fit(one.audit_data())
+    f2 = LogisticRegression(**kw).fit(two.audit_data())
+    assert list(f1.idata_.posterior["intersection"].values) == one.audit_data().group_labels
+    assert list(f2.idata_.posterior["intersection"].values) == two.audit_data().group_labels

@@ -138,9 +138,10 @@ class FairnessModel:
         raise NotImplementedError
 
     def cache_key(self, design: Design) -> tuple:
-        """What determines the compiled model apart from the data values."""
-        shape = tuple(len(v) for v in design.levels.values())
-        return (type(self).__name__, shape, tuple(sorted(self._hyper().items())))
+        """What determines the compiled model apart from the data values (the attribute
+        levels fix both the shapes and the coords that the sampler writes into ``idata_``)."""
+        levels = tuple((a, tuple(map(str, v))) for a, v in design.levels.items())
+        return (type(self).__name__, levels, tuple(sorted(self._hyper().items())))
 
     def _hyper(self) -> dict[str, Any]:
         base = FairnessModel.__init__.__code__.co_varnames
