@@ -9,6 +9,7 @@ from scipy.stats import norm
 
 from bayesfair import AuditData
 from bayesfair.frequentist import (
+    auc_permutation_test,
     discrimination_test,
     intersectional_permutation_test,
     minimum_detectable_difference,
@@ -213,3 +214,50 @@ def test_discrimination_z_test_level_with_unequal_groups():
         loss = (rng.random(1650) < 0.3).astype(float)
         rej += discrimination_test(loss, g).pvalue <= 0.05
     assert 0.04 <= rej / reps <= 0.06
+
+
+def _delong_brute(y, s):
+    pos, neg = s[y == 1], s[y == 0]
+    psi = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    v10, v01 = psi.mean(axis=1), psi.mean(axis=0)
+    return psi.mean(), v10.var(ddof=1) / len(pos) + v01.var(ddof=1) / len(neg)
+
+
+def test_auc_test_matches_brute_force_delong():
+    rng = np.random.default_rng(3)
+    n = 600
+    g = rng.choice(["A", "B"], n, p=[0.3, 0.7])
+    y = (rng.random(n) < np.where(g == "A", 0.2, 0.6)).astype(int)
+    s = np.round(rng.random(n) * 0.6 + 0.3 * y, 1)  # ties
+    data = AuditData(pd.DataFrame({"g": g, "y": y, "s": s}), "g", "y", score="s")
+    res = auc_permutation_test(data, n_resamples=499, random_state=0)
+    a, va = _delong_brute(y[g == "A"], s[g == "A"])
+    b, vb = _delong_brute(y[g == "B"], s[g == "B"])
+    assert res.estimates["value"].tolist() == pytest.approx([a, b])
+    assert res.studentized_statistic == pytest.approx((a - b) / np.sqrt(va + vb))
+    # the null distribution matches a brute-force shuffle of the studentized statistic
+    brute = []
+    for _ in range(300):
+        p = rng.permutation(g)
+        a_, va_ = _delong_brute(y[p == "A"], s[p == "A"])
+        b_, vb_ = _delong_brute(y[p == "B"], s[p == "B"])
+        brute.append((a_ - b_) / np.sqrt(va_ + vb_))
+    assert np.std(res.null_distribution) == pytest.approx(np.std(brute), rel=0.15)
+    one = auc_permutation_test(data, n_resamples=300, random_state=1, n_jobs=1)
+    two = auc_permutation_test(data, n_resamples=300, random_state=1, n_jobs=2)
+    np.testing.assert_array_equal(one.null_distribution, two.null_distribution)
+
+
+@pytest.mark.slow
+def test_auc_delong_test_holds_its_level_with_different_positive_rates():
+    """Equal AUC (same score model) but positive rates 10% vs 50%: 1,000 data sets."""
+    rng = np.random.default_rng(11)
+    reps, rej = 1000, 0
+    for r in range(reps):
+        n = 1500
+        g = np.where(rng.random(n) < 0.3, "A", "B")
+        y = (rng.random(n) < np.where(g == "A", 0.1, 0.5)).astype(int)
+        s = 1 / (1 + np.exp(-(rng.normal(size=n) + 1.2 * y)))
+        data = AuditData(pd.DataFrame({"g": g, "y": y, "s": s}), "g", "y", score="s")
+        rej += auc_permutation_test(data, n_resamples=199, random_state=r).pvalue <= 0.05
+    assert 0.03 <= rej / reps <= 0.07

@@ -1,5 +1,6 @@
 """Frequentist companions: studentized permutation tests and discrimination tests."""
 
+from .auc import auc_permutation_test
 from .discrimination import DiscriminationTestResult, discrimination_test
 from .permutation import (
     IntersectionalPermutationResult,
@@ -15,6 +16,7 @@ __all__ = [
     "DiscriminationTestResult",
     "IntersectionalPermutationResult",
     "PermutationTestResult",
+    "auc_permutation_test",
     "discrimination_test",
     "intersectional_permutation_test",
     "minimum_detectable_difference",
