@@ -15,7 +15,13 @@ import pandas as pd
 from .._parallel import chunked_resamples
 from ..data import AuditData
 from ..metrics.rates import _regroup
-from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
+from .permutation import (
+    ALTERNATIVES,
+    PermutationTestResult,
+    _clopper_pearson,
+    _pvalue,
+    two_groups,
+)
 
 __all__ = ["auc_permutation_test"]
 
@@ -115,14 +121,7 @@ def auc_permutation_test(
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     cols = data._check_by(by)
     labels = data.grouping(cols)["intersection"].tolist()
-    if groups is None:
-        if len(labels) != 2:
-            raise ValueError(
-                f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
-            )
-        groups = (labels[0], labels[1])
-    if len(groups) != 2 or groups[0] == groups[1] or any(g not in labels for g in groups):
-        raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
+    groups = two_groups(labels, groups)
     code = _regroup(data, cols)
     ia, ib = labels.index(groups[0]), labels.index(groups[1])
     keep = (code == ia) | (code == ib)

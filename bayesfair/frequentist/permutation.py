@@ -166,6 +166,19 @@ def _group_cells(data: AuditData, by: Sequence[str] | None) -> tuple[np.ndarray,
     return table[list(CELLS)].to_numpy(dtype=np.int64), table["intersection"].tolist()
 
 
+def two_groups(labels: list[str], groups: tuple[str, str] | None) -> tuple[str, str]:
+    """The two group labels to compare: ``groups``, or the only two there are."""
+    if groups is None:
+        if len(labels) != 2:
+            raise ValueError(
+                f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
+            )
+        return (labels[0], labels[1])
+    if len(groups) != 2 or groups[0] == groups[1] or any(g not in labels for g in groups):
+        raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
+    return (groups[0], groups[1])
+
+
 def _check_common(metric, alternative, permute):
     if metric not in RATE_DEFINITIONS:
         raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
@@ -276,15 +289,7 @@ def permutation_test(
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
-    if groups is None:
-        if len(labels) != 2:
-            raise ValueError(
-                f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
-            )
-        groups = (labels[0], labels[1])
-    missing = [g for g in groups if g not in labels]
-    if missing or len(groups) != 2 or groups[0] == groups[1]:
-        raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
+    groups = two_groups(labels, groups)
     a, b = (cells[labels.index(g)] for g in groups)
     return permutation_test_counts(
         a,
