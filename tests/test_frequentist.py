@@ -261,3 +261,25 @@ def test_auc_delong_test_holds_its_level_with_different_positive_rates():
         data = AuditData(pd.DataFrame({"g": g, "y": y, "s": s}), "g", "y", score="s")
         rej += auc_permutation_test(data, n_resamples=199, random_state=r).pvalue <= 0.05
     assert 0.03 <= rej / reps <= 0.07
+
+
+def test_max_t_keeps_power_when_a_tiny_group_has_a_zero_rate():
+    """A group whose rate is 0 has zero plain variance; the statistic must stay finite,
+    or permuted tiny groups give infinite maxima and the test loses all power."""
+    rng = np.random.default_rng(9)
+    n = 6000
+    r = rng.choice(["a", "b", "c"], n).astype(object)
+    r[:12] = "tiny"
+    df = pd.DataFrame({"r": r, "y": rng.integers(0, 2, n)})
+    df.loc[:11, "y"] = 1
+    miss = np.where(df["r"] == "c", 0.45, 0.2)
+    miss[:12] = 0.0  # the tiny group: FNR exactly 0
+    df["d"] = np.where(df["y"] == 1, rng.random(n) > miss, rng.random(n) < 0.2).astype(int)
+    data = AuditData(df, "r", "y", decision="d")
+    res = intersectional_permutation_test(
+        data, "fnr", n_resamples=1999, pairwise=False, random_state=0
+    )
+    assert np.isfinite(res.statistic)
+    g = res.groups.set_index("group")
+    assert g.loc["tiny", "value"] == 0.0
+    assert g.loc["c", "pvalue_maxT"] < 0.01
