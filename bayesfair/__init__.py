@@ -31,6 +31,7 @@ from .models import (
     posterior_fairness,
 )
 from .report import Report
+from .scan import conditional_bias_scan, posterior_bias_scan, subset_scan
 
 __version__ = "0.1.0.dev0"
 
@@ -46,6 +47,7 @@ __all__ = [
     "Report",
     "__version__",
     "bias_amplification",
+    "conditional_bias_scan",
     "df_bias_amplification",
     "discrimination_test",
     "empirical_fairness",
@@ -57,7 +59,9 @@ __all__ = [
     "group_rates",
     "model_average",
     "permutation_test",
+    "posterior_bias_scan",
     "posterior_fairness",
     "run_audit",
     "sf_bias_amplification",
+    "subset_scan",
 ]

@@ -13,7 +13,14 @@ import pandas as pd
 from .audit import run_audit
 from .data import AuditData
 from .datasets import make_gaussian_threshold
-from .report import Table, Text, add_bayesian_section, add_frequentist_section
+from .report import (
+    Table,
+    Text,
+    add_bayesian_section,
+    add_frequentist_section,
+    add_scan_section,
+    scan_audit_data,
+)
 from .spec import load_spec, run_study
 
 __all__ = ["main"]
@@ -69,6 +76,7 @@ def _demo(args: argparse.Namespace) -> int:
     if not args.no_bayes:
         add_bayesian_section(rep, *_bayesian_fits(data, args.seed))
     add_frequentist_section(rep, data)
+    add_scan_section(rep, scan_audit_data(data))
     rep.subtitle = (
         "Synthetic data from the Gaussian threshold model of Foulds et al. (known ground truth): "
         + ds.description
@@ -119,6 +127,7 @@ def _audit(args: argparse.Namespace) -> int:
         add_bayesian_section(rep, *_bayesian_fits(data, 0))
     if data.row_decision is not None:
         add_frequentist_section(rep, data)
+        add_scan_section(rep, scan_audit_data(data))
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))

@@ -16,7 +16,13 @@ from .datasets import load_adult, load_compas
 __all__ = ["AuditSpec", "load_spec"]
 
 _SECTIONS = {"audit", "data", "columns", "metrics", "published", "study", "inference"}
-STUDIES = ("foulds-table2", "foulds-table3", "foulds-compas-case", "foulds-calibration")
+STUDIES = (
+    "foulds-table2",
+    "foulds-table3",
+    "foulds-compas-case",
+    "foulds-calibration",
+    "boxer-table4",
+)
 _COLUMN_KEYS = {"protected", "outcome", "score", "decision", "threshold", "covariates", "pos_label"}
 _DATASETS = ("compas", "adult", "csv")
 
@@ -127,9 +133,18 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
     ``small`` shrinks draws and replicates for a smoke run (the test suite uses it).
     """
     from .models import DirichletMultinomial, HierarchicalLogisticRegression
-    from .replication import foulds
+    from .replication import boxer, foulds
 
     st, inf = spec.study, spec.inference
+    if st["name"] == "boxer-table4":
+        return boxer.table4(
+            data_home=data_home,
+            n_restarts=20 if small else int(st.get("restarts", 150)),
+            penalty=float(st.get("penalty", 1.0)),
+            n_permutations=0 if small else int(st.get("permutations", 0)),
+            n_jobs=int(st.get("n_jobs", 1)),
+            random_state=int(st.get("seed", 0)),
+        )
     if small:  # a smoke run: every code path, little sampling, no neural network
         draws, chains, dnn, dnn_iter = 100, 2, False, 0
     else:

@@ -1,5 +1,5 @@
 """Reproductions of the source papers' experiments, shared by notebooks, specs and tests."""
 
-from . import foulds
+from . import boxer, foulds
 
-__all__ = ["foulds"]
+__all__ = ["boxer", "foulds"]

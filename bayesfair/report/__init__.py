@@ -9,6 +9,7 @@ from .plots import (
     plot_posterior_boxes,
     plot_posterior_rates,
 )
+from .scan import add_scan_section, scan_audit_data
 
 __all__ = [
     "Figure",
@@ -19,8 +20,10 @@ __all__ = [
     "Text",
     "add_bayesian_section",
     "add_frequentist_section",
+    "add_scan_section",
     "jeffreys_interval",
     "plot_group_rates",
     "plot_posterior_boxes",
     "plot_posterior_rates",
+    "scan_audit_data",
 ]

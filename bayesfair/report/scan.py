@@ -1,0 +1,98 @@
+"""The report's "subgroup scan" section: Conditional Bias Scans of the audited data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..data import AuditData
+from ..scan import CBSResult, conditional_bias_scan
+from .html import Figure, Report, Table, Text
+
+__all__ = ["add_scan_section", "scan_audit_data"]
+
+
+def scan_audit_data(
+    data: AuditData,
+    *,
+    n_permutations: int = 99,
+    n_restarts: int = 20,
+    penalty: float = 1.0,
+    random_state: int = 0,
+) -> list[CBSResult]:
+    """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
+    each protected attribute as the protected class, over the other protected attributes and
+    the covariates that are categorical."""
+    if data.row_decision is None:
+        raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
+    f = pd.DataFrame(
+        {c: data.frame[c].astype(str) for c in data.protected}
+        | {
+            c: data.frame[c].astype(str)
+            for c in data.covariates
+            if not pd.api.types.is_numeric_dtype(data.frame[c])
+        }
+    )
+    f["_y"] = data.row_outcome.astype(int)
+    f["_d"] = data.row_decision.astype(int)
+    attrs = [c for c in f.columns if not c.startswith("_")]
+    out = []
+    for attr in data.protected:
+        if len(attrs) < 2:
+            break
+        for value in data.levels[attr]:
+            prot = f[attr] == str(value)
+            if prot.all() or not prot.any():
+                continue
+            out.append(
+                conditional_bias_scan(
+                    f,
+                    protected=(attr, str(value)),
+                    scan_type="separation_recommendations",
+                    outcome="_y",
+                    decision="_d",
+                    condition_value=0,
+                    attributes=attrs,
+                    penalty=penalty,
+                    n_restarts=n_restarts,
+                    n_permutations=n_permutations,
+                    random_state=random_state,
+                )
+            )
+    return out
+
+
+def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
+    """A table of Conditional Bias Scan results (Table-4 layout) and their null distributions."""
+    sec = report.section("Subgroup scan (Conditional Bias Scan)")
+    if not results:
+        sec.add(Text("No scan was run (it needs a decision and at least two attributes)."))
+        return report
+    sec.add(
+        Text(
+            "For each protected class, the subgroup (a set of values of the other attributes) "
+            "whose observed rate deviates most from what it would be under no bias, I-hat, "
+            "estimated from the non-protected class reweighted to resemble the protected class "
+            "(Boxer et al.). 'rate_comparison' is the same subgroup in the non-protected class. "
+            "p-values come from re-running the whole scan on data with the protected labels "
+            "permuted, so they account for the search over subgroups."
+        )
+    )
+    table = pd.concat([r.summary() for r in results], ignore_index=True)
+    table = table.sort_values("score", ascending=False)
+    sec.add(Table(table, float_format="{:.3f}"))
+    best = max(results, key=lambda r: r.score)
+    if len(best.null_scores):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5.5, 3))
+        best.plot(ax=ax)
+        sec.add(
+            Figure(
+                fig,
+                caption=f"Highest-scoring scan ({best.describe()}): observed score against "
+                "the maximum scores of the permuted data sets.",
+            )
+        )
+    return report

@@ -1,0 +1,18 @@
+"""Subset scanning: the fast subset scan engine and the Conditional Bias Scan."""
+
+from .bayes import PosteriorScanResult, posterior_bias_scan
+from .cbs import SCAN_TYPES, CBSResult, conditional_bias_scan, expected_events
+from .engine import ScanResult, describe_subgroup, subgroup_mask, subset_scan
+
+__all__ = [
+    "SCAN_TYPES",
+    "CBSResult",
+    "PosteriorScanResult",
+    "ScanResult",
+    "conditional_bias_scan",
+    "describe_subgroup",
+    "expected_events",
+    "posterior_bias_scan",
+    "subgroup_mask",
+    "subset_scan",
+]

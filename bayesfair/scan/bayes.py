@@ -1,0 +1,290 @@
+"""Conditional Bias Scan with a Bayesian model of the expectations I-hat.
+
+The weighted model of E[I | C, X] that CBS fits on the non-protected class
+becomes a PyMC logistic regression, so the uncertainty of I-hat carries into
+the scan: (a) one scan against the posterior mean of I-hat, and (b) one scan
+per posterior draw, which gives the posterior distribution of the best score
+and, for every attribute value, the posterior probability that it belongs to
+the detected subgroup.
+
+What the weights mean here.  The propensity-odds weights w = p/(1-p) make
+the non-protected rows resemble the protected class in X (the ATT weighting
+of Section 3.2).  In the Bayesian model they enter as a power likelihood,
+prod_i p(I_i | eta_i)^(w_i): a pseudo-likelihood, not a generative model of
+the reweighted sample.  Its scale is arbitrary (multiplying all weights by 10
+would make the posterior 3x narrower), so the weights are normalised to sum
+to Kish's effective sample size (sum w)^2 / sum w^2, the number of
+independent rows the weighted sample is worth.  The propensity model itself
+is a point estimate, so the posterior reflects the uncertainty of the I-hat
+model given the weights, not of the weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_random_state
+from .cbs import CBSResult, _fit_weighted, _logit, _Pipeline, _proba, _protected_mask
+from .engine import ScanResult, _check_common, describe_subgroup, subgroup_mask
+
+__all__ = ["PosteriorScanResult", "posterior_bias_scan"]
+
+
+@dataclass
+class PosteriorScanResult:
+    """Result of :func:`posterior_bias_scan`.
+
+    Attributes
+    ----------
+    mean_scan : ScanResult
+        Scan against the posterior mean of I-hat.
+    score_draws : numpy.ndarray
+        Best penalised score of the scan against each scanned posterior draw.
+    inclusion : pandas.DataFrame
+        Tidy table (attribute, value, probability): the posterior probability
+        that the value belongs to the detected subgroup (an attribute left
+        unrestricted includes all its values).
+    subgroup_probability : pandas.Series
+        Posterior probability of each distinct detected subgroup, most probable first.
+    idata : arviz.InferenceData
+        Posterior of the I-hat model's coefficients.
+    ihat_draws : numpy.ndarray
+        (draws scanned, protected rows) expectations.
+    """
+
+    mean_scan: ScanResult
+    score_draws: np.ndarray
+    inclusion: pd.DataFrame
+    subgroup_probability: pd.Series
+    idata: object = field(repr=False)
+    ihat_draws: np.ndarray = field(repr=False)
+    protected_label: str = ""
+    scan_type: str = ""
+
+    def summary(self) -> pd.DataFrame:
+        """Posterior summary of the best score, beside the scan at the posterior mean."""
+        q = np.quantile(self.score_draws, [0.05, 0.25, 0.5, 0.75, 0.95])
+        return pd.DataFrame(
+            [
+                {
+                    "scan_type": self.scan_type,
+                    "protected": self.protected_label,
+                    "subgroup (posterior mean I-hat)": self.mean_scan.describe(),
+                    "score (posterior mean I-hat)": self.mean_scan.score,
+                    "score median": q[2],
+                    "score 5%": q[0],
+                    "score 95%": q[4],
+                    "most probable subgroup": self.subgroup_probability.index[0],
+                    "its probability": self.subgroup_probability.iloc[0],
+                    "draws scanned": len(self.score_draws),
+                }
+            ]
+        )
+
+    def plot(self, axes=None):
+        """Posterior of the best score and the inclusion probability of every value."""
+        import matplotlib.pyplot as plt
+
+        if axes is None:
+            _, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+        ax0, ax1 = axes
+        ax0.hist(self.score_draws, bins=30, color="C0", alpha=0.7)
+        ax0.axvline(self.mean_scan.score, color="C3", lw=2, label="at posterior mean I-hat")
+        ax0.set_xlabel("best penalised score over posterior draws of I-hat")
+        ax0.legend(frameon=False, fontsize=8)
+        lab = self.inclusion["attribute"] + " = " + self.inclusion["value"].astype(str)
+        ax1.barh(lab, self.inclusion["probability"], color="C2")
+        ax1.set_xlim(0, 1)
+        ax1.set_xlabel("posterior probability in the detected subgroup")
+        ax1.invert_yaxis()
+        return axes
+
+
+def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
+    import pymc as pm
+
+    from ..models.base import _have_nutpie
+
+    coords = {"feature": names, "pattern": np.arange(len(X))}
+    with pm.Model(coords=coords) as model:
+        Xd = pm.Data("X", X, dims=("pattern", "feature"))
+        b0 = pm.Normal("intercept", 0.0, prior_scale)
+        b = pm.Normal("coef", 0.0, prior_scale, dims="feature")
+        eta = b0 + pm.math.dot(Xd, b)
+        # weighted (power) log-likelihood of the merged records, see the module docstring
+        pm.Potential(
+            "weighted_loglik",
+            -pm.math.sum(W1 * pm.math.log1pexp(-eta) + W0 * pm.math.log1pexp(eta)),
+        )
+        if _have_nutpie():
+            import nutpie
+
+            compiled = nutpie.compile_pymc_model(model)
+            idata = nutpie.sample(
+                compiled, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=False
+            )
+        else:
+            idata = pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=1,
+                random_seed=seed,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+    b0 = idata.posterior["intercept"].to_numpy().reshape(-1)
+    b = idata.posterior["coef"].to_numpy().reshape(-1, len(names))
+    eta_new = b0[:, None] + b @ X_new.T
+    return idata, 1.0 / (1.0 + np.exp(-eta_new))
+
+
+def posterior_bias_scan(
+    data: pd.DataFrame,
+    *,
+    protected,
+    scan_type: str,
+    outcome: str | None = None,
+    score: str | None = None,
+    decision: str | None = None,
+    condition_value: int | None = None,
+    direction: str = "positive",
+    attributes: Sequence[str] | None = None,
+    ihat_attributes: Sequence[str] | None = None,
+    penalty: float = 1.0,
+    n_restarts: int = 20,
+    n_draws_scanned: int = 200,
+    prior_scale: float = 2.5,
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    sigma: float = 1.0,
+    random_state: int | None = None,
+) -> PosteriorScanResult:
+    """Conditional Bias Scan against posterior draws of I-hat.
+
+    Takes the arguments of :func:`conditional_bias_scan` (without permutations)
+    plus the Bayesian model's settings: Normal(0, ``prior_scale``) priors on the
+    intercept and the coefficients of the I-hat logistic regression, NUTS with
+    ``draws``/``tune``/``chains`` (nutpie when installed), and the number of
+    posterior draws scanned.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_cbs_semisynthetic
+    >>> ds = make_cbs_semisynthetic(mu_sep=1.5, protected=("race", "African-American"),
+    ...                             random_state=1)
+    >>> res = posterior_bias_scan(ds.frame, protected="protected", outcome="y",
+    ...                           decision="p_bin", scan_type="separation_recommendations",
+    ...                           condition_value=0, attributes=ds.covariates, draws=100,
+    ...                           tune=200, n_draws_scanned=20, n_restarts=5,
+    ...                           random_state=0)  # doctest: +SKIP
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
+    _check_common(penalty, n_restarts)
+    for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
+        if not isinstance(val, (int, np.integer)) or val < 1:
+            raise ValueError(f"`{name}` must be a positive integer, got {val!r}")
+    if not prior_scale > 0:
+        raise ValueError(f"`prior_scale` must be positive, got {prior_scale!r}")
+    A, label, attr = _protected_mask(data, protected)
+    attributes = list(attributes) if attributes is not None else None
+    if attributes is None:
+        raise ValueError("`attributes` must name the scan attributes")
+    if attr is not None and attr in attributes:
+        attributes.remove(attr)
+    ihat_attributes = list(attributes if ihat_attributes is None else ihat_attributes)
+    if attr is not None and attr in ihat_attributes:
+        ihat_attributes.remove(attr)
+    roles = {"outcome": outcome, "score": score, "decision": decision}
+    pipe = _Pipeline(
+        data,
+        roles,
+        scan_type,
+        condition_value,
+        direction,
+        attributes,
+        ihat_attributes,
+        sigma,
+        None,
+        None,
+    )
+    rng = check_random_state(random_state)
+
+    # propensity weights (a point estimate, as in the paper)
+    gx, gf = pipe.groups
+    pm_ = _fit_weighted(None, pipe.X_ihat, A.astype(float), np.ones(len(A)), True, gx)
+    pa = np.clip(_proba(pm_, pipe.X_ihat), 1e-6, 1 - 1e-6)
+    feats = pipe.X_ihat
+    names = [f"{c}={v}" for c in ihat_attributes for v in pipe_values(data, c)]
+    if pipe.condition is not None:
+        c = _logit(pipe.condition) if pipe.cond_is_prob else pipe.condition
+        feats = np.column_stack([feats, c])
+        names.append("C")
+    ref = ~A & pipe.keep
+    w = pa[ref] / (1 - pa[ref])
+    w = w * (w.sum() / np.sum(w**2))  # sums to Kish's effective sample size
+    ev = np.clip(pipe.event[ref], 0.0, 1.0)
+    g = gf[ref]
+    uniq, first, inv = np.unique(g, return_index=True, return_inverse=True)
+    W1 = np.bincount(inv, weights=w * ev, minlength=len(uniq))
+    W0 = np.bincount(inv, weights=w * (1 - ev), minlength=len(uniq))
+    Xp = feats[ref][first]
+    rows = A & pipe.keep
+    idata, ihat_all = _pymc_ihat(
+        Xp, W1, W0, feats[rows], names, prior_scale, draws, tune, chains, int(rng.integers(2**31))
+    )
+    pick = rng.choice(
+        ihat_all.shape[0], size=min(n_draws_scanned, ihat_all.shape[0]), replace=False
+    )
+    ihat_draws = ihat_all[pick]
+
+    mean_prep = pipe.prepared(A, ihat_all.mean(axis=0))
+    mask, sc, th, rs = mean_prep.run(n_restarts, penalty, rng)
+    mean_scan = mean_prep.result(mask, sc, th, rs, penalty)
+
+    scores = np.empty(len(ihat_draws))
+    incl = np.zeros(int(mean_prep.arity.sum()))
+    found: dict[str, int] = {}
+    for d, ih in enumerate(ihat_draws):
+        prep = pipe.prepared(A, ih)
+        mk, sc_d, th_d, rs_d = prep.run(n_restarts, penalty, rng)
+        scores[d] = sc_d
+        incl += mk
+        key = describe_subgroup(prep.result(mk, sc_d, th_d, rs_d, penalty).subgroup)
+        found[key] = found.get(key, 0) + 1
+    incl /= len(ihat_draws)
+    inclusion = pd.DataFrame(
+        [
+            {"attribute": a, "value": v, "probability": incl[mean_prep.offsets[j] + i]}
+            for j, a in enumerate(mean_prep.attributes)
+            for i, v in enumerate(mean_prep.values[a])
+        ]
+    )
+    sub_prob = pd.Series(found, name="probability").sort_values(ascending=False) / len(ihat_draws)
+    return PosteriorScanResult(
+        mean_scan=mean_scan,
+        score_draws=scores,
+        inclusion=inclusion,
+        subgroup_probability=sub_prob,
+        idata=idata,
+        ihat_draws=ihat_draws,
+        protected_label=label,
+        scan_type=scan_type,
+    )
+
+
+def pipe_values(data: pd.DataFrame, col: str) -> list:
+    """The values of ``col`` in the order of the one-hot columns of the I-hat model."""
+    from .engine import _codes
+
+    return _codes(data, [col])[1][col]
+
+
+# keep the names importable for type checkers
+_ = (CBSResult, subgroup_mask)

@@ -1,0 +1,408 @@
+"""Subset scan engine and Conditional Bias Scan."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize_scalar
+
+from bayesfair.datasets import load_compas, make_cbs_semisynthetic
+from bayesfair.scan import _kernel, conditional_bias_scan, subgroup_mask, subset_scan
+from bayesfair.scan.engine import _codes, _logit, _Prepared
+
+
+# ------------------------------------------------------------------ exact per-set maximiser
+def _scipy_max(e, ehat, sign):
+    """max over theta >= 0 of the Bernoulli LLR, by scipy (independent of the kernel)."""
+    if sign < 0:
+        e, ehat = 1 - e, 1 - ehat
+
+    def negf(b):
+        return -np.sum(e * b - np.log1p(ehat * np.expm1(b)))
+
+    r = minimize_scalar(
+        negf, bounds=(0.0, _kernel.BETA_MAX), method="bounded", options={"xatol": 1e-10}
+    )
+    return max(0.0, -r.fun)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_set_max_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    ehat = rng.uniform(0.02, 0.98, n)
+    e = (rng.random(n) < np.clip(ehat * rng.uniform(0.3, 3), 0, 1)).astype(float)
+    for sign in (1, -1):
+        ev = e if sign > 0 else 1 - e
+        lg = sign * _logit(ehat)
+        sp0 = np.log1p(np.exp(lg))
+        f, th = _kernel.set_max(np.arange(n), _kernel.BERNOULLI, np.ones(n), ev, lg, sp0, 1.0)
+        assert f == pytest.approx(_scipy_max(e, ehat, sign), rel=1e-7, abs=1e-8)
+        assert th >= 0
+
+
+def test_gaussian_set_max_closed_form():
+    d = np.array([0.5, -0.2, 1.0])
+    f, mu = _kernel.set_max(
+        np.arange(3), _kernel.GAUSSIAN, np.ones(3), d, np.zeros(3), np.zeros(3), 4.0
+    )
+    assert mu == pytest.approx(1.3 / 3)
+    assert f == pytest.approx(1.3**2 / (2 * 4.0 * 3))
+
+
+# ------------------------------------------------------------------ exhaustive comparison
+def _brute_force(prep: _Prepared, penalty: float) -> float:
+    """Best penalised score over every subgroup (all non-empty value subsets)."""
+    sp0 = np.log1p(np.exp(prep.lg))
+    per_attr = []
+    for k in prep.arity:
+        subs = [np.array(c) for r in range(1, k + 1) for c in itertools.combinations(range(k), r)]
+        per_attr.append(subs)
+    best = -np.inf
+    for combo in itertools.product(*per_attr):
+        inside = np.ones(len(prep.m), bool)
+        pen = 0.0
+        for j, sub in enumerate(combo):
+            inside &= np.isin(prep.atom_codes[:, j], sub)
+            if len(sub) < prep.arity[j]:
+                pen += penalty * len(sub)
+        f, _ = _kernel.set_max(
+            np.flatnonzero(inside), prep.family, prep.m, prep.s, prep.lg, sp0, prep.sig2
+        )
+        best = max(best, f - pen)
+    return best
+
+
+def _random_problem(rng):
+    M = int(rng.integers(1, 5))
+    arity = rng.integers(2, 5, M)
+    n = int(rng.integers(40, 400))
+    df = pd.DataFrame({f"x{j}": rng.integers(0, k, n) for j, k in enumerate(arity)})
+    ehat = rng.uniform(0.05, 0.95, n)
+    if rng.random() < 0.5:  # shared expectations within cells: atoms compress
+        ehat = np.round(ehat, 1).clip(0.05, 0.95)
+    boost = np.ones(n, bool)
+    for j in rng.choice(M, size=min(M, 2), replace=False):
+        boost &= df[f"x{j}"].isin(rng.choice(arity[j], size=max(1, arity[j] // 2), replace=False))
+    shift = rng.normal(0, 1.0)
+    lg = _logit(ehat) + shift * boost
+    family = rng.choice(["bernoulli", "gaussian"])
+    if family == "bernoulli":
+        obs = (rng.random(n) < 1 / (1 + np.exp(-lg))).astype(float)
+    else:
+        obs = 1 / (1 + np.exp(-(lg + rng.normal(0, 0.5, n))))
+    return df, obs, ehat, family
+
+
+@pytest.mark.slow
+def test_scan_equals_exhaustive_enumeration():
+    rng = np.random.default_rng(2024)
+    n_problems, agree, worst = 200, 0, 0.0
+    for _ in range(n_problems):
+        df, obs, ehat, family = _random_problem(rng)
+        direction = rng.choice(["positive", "negative"])
+        penalty = float(rng.choice([0.0, 0.5, 1.0, 3.0]))
+        res = subset_scan(
+            df,
+            list(df.columns),
+            obs,
+            ehat,
+            score=family,
+            direction=direction,
+            penalty=penalty,
+            n_restarts=20,
+            random_state=int(rng.integers(1e6)),
+        )
+        codes, values = _codes(df, list(df.columns))
+        prep = _Prepared(codes, values, list(df.columns), obs, ehat, family, direction, 1.0)
+        exact = _brute_force(prep, penalty)
+        assert res.score <= exact + 1e-7 * max(1, abs(exact))  # never above the optimum
+        gap = exact - res.score
+        worst = max(worst, gap)
+        agree += gap <= 1e-6 * max(1.0, abs(exact))
+    assert agree / n_problems >= 0.99, (agree, worst)
+
+
+def test_reported_subgroup_has_reported_score():
+    rng = np.random.default_rng(5)
+    df, _obs, ehat, _ = _random_problem(rng)
+    res = subset_scan(
+        df,
+        list(df.columns),
+        (rng.random(len(df)) < 0.5).astype(float),
+        ehat,
+        penalty=0.5,
+        n_restarts=10,
+        random_state=1,
+    )
+    member = subgroup_mask(df, res.subgroup)
+    assert np.array_equal(member, res.membership)
+    assert res.n == member.sum()
+    assert res.score == pytest.approx(res.llr - 0.5 * sum(len(v) for v in res.subgroup.values()))
+
+
+def test_scan_finds_injected_subgroup_and_is_seeded():
+    rng = np.random.default_rng(0)
+    n = 5000
+    df = pd.DataFrame(
+        {"a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n), "c": rng.integers(0, 2, n)}
+    )
+    p = rng.uniform(0.1, 0.6, n)
+    inj = df.a.isin([1, 3]) & (df.b == 0)
+    y = (rng.random(n) < np.where(inj, np.minimum(p * 2, 0.95), p)).astype(float)
+    r1 = subset_scan(df, ["a", "b", "c"], y, p, penalty=1, n_restarts=10, random_state=3)
+    r2 = subset_scan(df, ["a", "b", "c"], y, p, penalty=1, n_restarts=10, random_state=3)
+    assert r1.subgroup == {"a": [1, 3], "b": [0]}
+    assert r1.score == r2.score and r1.q > 1.5
+    neg = subset_scan(
+        df, ["a", "b", "c"], y, p, direction="negative", penalty=1, n_restarts=10, random_state=3
+    )
+    assert neg.score < r1.score and (np.isnan(neg.q) or neg.q <= 1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(attributes=["zz"]), "not in the data"),
+        (dict(score="poisson"), "score"),
+        (dict(direction="up"), "direction"),
+        (dict(penalty=-1), "penalty"),
+        (dict(n_restarts=0), "n_restarts"),
+        (dict(observed="p"), "0/1"),
+        (dict(expected="y"), None),
+        (dict(sigma=0, score="gaussian", observed="p"), "sigma"),
+    ],
+)
+def test_scan_bad_input(kwargs, match):
+    df = pd.DataFrame({"a": [0, 1, 0, 1], "y": [1.0, 0, 1, 0], "p": [0.2, 0.4, 0.3, 0.5]})
+    args = dict(attributes=["a"], observed="y", expected="p")
+    args.update(kwargs)
+    if match is None:  # 0/1 expectations are probabilities: accepted
+        subset_scan(df, **args)
+        return
+    with pytest.raises(ValueError, match=match):
+        subset_scan(df, **args)
+
+
+def test_scan_refuses_missing_attribute_values():
+    df = pd.DataFrame({"a": ["u", None, "v"], "y": [1.0, 0, 1], "p": [0.2, 0.4, 0.3]})
+    with pytest.raises(ValueError, match="'a' has 1 missing"):
+        subset_scan(df, ["a"], "y", "p")
+
+
+# ------------------------------------------------------------------ Conditional Bias Scan
+def _semi(**kw):
+    return make_cbs_semisynthetic(protected=("race", "African-American"), random_state=4, **kw)
+
+
+def test_cbs_detects_injected_separation_bias():
+    ds = _semi(mu_sep=1.5)
+    res = conditional_bias_scan(
+        ds.frame,
+        protected="protected",
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        attributes=list(ds.covariates),
+        n_restarts=20,
+        random_state=0,
+    )
+    truth = ds.truth["in_subgroup"]
+    keep = ds.frame["y"].to_numpy() == 0
+    found = subgroup_mask(ds.frame, res.subgroup) & ds.frame["protected"].to_numpy()
+    inter = (found & truth & keep).sum()
+    union = ((found | truth) & keep).sum()
+    assert inter / union > 0.6
+    assert res.rate_protected > res.expected_rate
+
+
+def test_cbs_scan_types_and_validation():
+    ds = _semi()
+    f = ds.frame
+    common = dict(
+        protected="protected",
+        outcome="y",
+        score="p",
+        decision="p_bin",
+        attributes=list(ds.covariates),
+        n_restarts=5,
+        random_state=0,
+    )
+    for st in (
+        "separation_predictions",
+        "separation_recommendations",
+        "sufficiency_predictions",
+        "sufficiency_recommendations",
+    ):
+        res = conditional_bias_scan(f, scan_type=st, **common)
+        assert res.score >= 0 and res.summary().shape[0] == 1
+    with pytest.raises(ValueError, match="scan_type"):
+        conditional_bias_scan(f, scan_type="independence", **common)
+    with pytest.raises(ValueError, match="value-conditional"):
+        conditional_bias_scan(f, scan_type="sufficiency_predictions", condition_value=1, **common)
+    with pytest.raises(ValueError, match="needs the `decision`"):
+        conditional_bias_scan(
+            f, scan_type="separation_recommendations", **{**common, "decision": None}
+        )
+    with pytest.raises(ValueError, match="boolean or 0/1"):
+        conditional_bias_scan(
+            f, scan_type="separation_recommendations", **{**common, "protected": "race"}
+        )
+    with pytest.raises(ValueError, match="no row has"):
+        conditional_bias_scan(
+            f,
+            scan_type="separation_recommendations",
+            **{**common, "protected": ("race", "Martian")},
+        )
+    with pytest.raises(TypeError, match="protected"):
+        conditional_bias_scan(
+            f, scan_type="separation_recommendations", **{**common, "protected": 3}
+        )
+
+
+def test_cbs_permutation_pvalue_is_backend_independent():
+    ds = _semi(mu_sep=1.0)
+    kw = dict(
+        protected="protected",
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        attributes=list(ds.covariates),
+        n_restarts=5,
+        n_permutations=32,
+        random_state=7,
+    )
+    r1 = conditional_bias_scan(ds.frame, n_jobs=1, **kw)
+    r2 = conditional_bias_scan(ds.frame, n_jobs=2, **kw)
+    np.testing.assert_array_equal(r1.null_scores, r2.null_scores)
+    assert r1.pvalue == r2.pvalue == pytest.approx(1 / 33)
+    assert r1.plot() is not None
+
+
+def test_cbs_custom_ihat_model():
+    from sklearn.ensemble import RandomForestClassifier
+
+    ds = _semi(mu_sep=1.5)
+    res = conditional_bias_scan(
+        ds.frame,
+        protected="protected",
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        attributes=list(ds.covariates),
+        n_restarts=5,
+        random_state=0,
+        ihat_model=RandomForestClassifier(n_estimators=20, min_samples_leaf=20, random_state=0),
+    )
+    assert res.score > 0 and len(res.ihat) == res.scan.membership.shape[0]
+
+
+# ------------------------------------------------------------------ COMPAS, paper Table 4
+@pytest.fixture(scope="module")
+def compas_cbs(data_home):
+    return load_compas("cbs", data_home=data_home).frame
+
+
+CBS_COMPAS = dict(
+    outcome="two_year_recid",
+    score="P",
+    decision="high_risk",
+    attributes=["race", "sex", "age", "charge", "priors"],
+    penalty=1.0,
+    n_restarts=150,
+    random_state=0,
+)
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("scan_type", ["separation_predictions", "separation_recommendations"])
+def test_compas_black_male_defendants(compas_cbs, scan_type):
+    res = conditional_bias_scan(
+        compas_cbs,
+        protected=("race", "African-American"),
+        scan_type=scan_type,
+        condition_value=0,
+        **CBS_COMPAS,
+    )
+    assert res.subgroup == {"sex": ["Male"]}
+    assert (res.n_protected, res.n_comparison) == (1168, 1433)
+    if scan_type == "separation_recommendations":
+        assert abs(res.score - 100.9) / 100.9 < 0.10
+        assert round(res.rate_protected, 2) == 0.44 and round(res.rate_comparison, 2) == 0.19
+    else:  # sigma = 1 (the default)
+        assert abs(res.score - 41.9) / 41.9 < 0.10
+        assert round(res.rate_protected, 2) == 0.45 and round(res.rate_comparison, 2) == 0.35
+
+
+# ------------------------------------------------------------------ validity under the null
+@pytest.mark.slow
+def test_cbs_permutation_test_level_under_the_null():
+    """No injected bias: the permutation test rejects at 0.05 in 2%-8% of 200 data sets.
+
+    19 permutations per data set: the p-value (1 + #null >= observed) / 20 is exactly
+    valid for any number of permutations, and rejects at 0.05 only when the observed
+    score is the largest, so the expected rejection rate is exactly 0.05.
+    """
+    from bayesfair.replication import boxer
+
+    out = boxer.null_level_study(200, n_permutations=19, n_rows=2000, n_restarts=5, random_state=0)
+    assert 0.02 <= out["rate"] <= 0.08, out["rate"]
+    # and the p-values are spread over their whole range, not piled at 1
+    assert 0.3 < np.mean(out["pvalues"] > 0.5) < 0.7
+
+
+def test_fast_weighted_logit_equals_scikit_learn():
+    from sklearn.linear_model import LogisticRegression
+
+    from bayesfair.scan.cbs import _WeightedLogit
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.eye(4)[rng.integers(0, 4, 300)], rng.normal(size=300)])
+    y = (rng.random(300) < 0.4).astype(int)
+    w = rng.uniform(0.1, 3, 300)
+    ref = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=w)
+    ours = _WeightedLogit().fit(X, y, w)
+    np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
+
+
+def test_report_gains_a_scan_section(tmp_path):
+    from bayesfair.cli import demo_dataset
+    from bayesfair.report import Report, add_scan_section, scan_audit_data
+
+    data = demo_dataset(4000, 1).audit_data()
+    results = scan_audit_data(data, n_permutations=9, n_restarts=5)
+    assert len(results) == sum(len(v) for v in data.levels.values())
+    rep = add_scan_section(Report("t"), results)
+    html = rep.to_html()
+    assert "Subgroup scan" in html and "rate_comparison" in html
+
+
+def test_posterior_bias_scan_small():
+    ds = _semi(mu_sep=1.5)
+    res = __import__("bayesfair").posterior_bias_scan(
+        ds.frame,
+        protected="protected",
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        attributes=list(ds.covariates),
+        draws=100,
+        tune=200,
+        chains=2,
+        n_draws_scanned=10,
+        n_restarts=5,
+        random_state=0,
+    )
+    assert len(res.score_draws) == 10 and (res.score_draws > 0).all()
+    assert res.inclusion["probability"].between(0, 1).all()
+    assert res.subgroup_probability.sum() == pytest.approx(1.0)
+    assert "coef" in res.idata.posterior
+    assert res.summary().shape[0] == 1
+    res.plot()
