@@ -17,6 +17,7 @@ from .report import (
     Table,
     Text,
     add_bayesian_section,
+    add_disaggregated_section,
     add_frequentist_section,
     add_scan_section,
     scan_audit_data,
@@ -60,6 +61,28 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int = 1000) -> tuple[dict,
     return labels, decisions
 
 
+def _disaggregated(data: AuditData, bayes: bool, seed: int):
+    from .disaggregated import disaggregated_evaluation
+
+    f = pd.DataFrame({c: data.frame[c] for c in data.protected})
+    f["_y"] = data.row_outcome.astype(int)
+    f["_d"] = data.row_decision.astype(int)
+    est = ["standard", "james_stein", "empirical_bayes", "structured"]
+    return disaggregated_evaluation(
+        f,
+        list(data.protected),
+        "_y",
+        "_d",
+        metrics=["selection_rate", "fpr", "fnr"],
+        estimators=est + (["hierarchical"] if bayes else []),
+        n_bootstrap=200,
+        hb_draws=500,
+        hb_tune=500,
+        hb_chains=2,
+        random_state=seed,
+    )
+
+
 def _finish(rep, result, out: str) -> int:
     """Save the report, print the fairness table and where the report is."""
     path = rep.save(out)
@@ -77,6 +100,7 @@ def _demo(args: argparse.Namespace) -> int:
         add_bayesian_section(rep, *_bayesian_fits(data, args.seed))
     add_frequentist_section(rep, data)
     add_scan_section(rep, scan_audit_data(data))
+    add_disaggregated_section(rep, _disaggregated(data, bayes=not args.no_bayes, seed=args.seed))
     rep.subtitle = (
         "Synthetic data from the Gaussian threshold model of Foulds et al. (known ground truth): "
         + ds.description

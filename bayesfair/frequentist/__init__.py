@@ -2,6 +2,13 @@
 
 from .auc import auc_permutation_test
 from .discrimination import DiscriminationTestResult, discrimination_test
+from .learning import (
+    DiscriminationComparison,
+    LearningCurveResult,
+    bias_variance_decomposition,
+    compare_discrimination,
+    group_learning_curves,
+)
 from .permutation import (
     IntersectionalPermutationResult,
     PermutationTestResult,
@@ -13,11 +20,16 @@ from .permutation import (
 )
 
 __all__ = [
+    "DiscriminationComparison",
     "DiscriminationTestResult",
     "IntersectionalPermutationResult",
+    "LearningCurveResult",
     "PermutationTestResult",
     "auc_permutation_test",
+    "bias_variance_decomposition",
+    "compare_discrimination",
     "discrimination_test",
+    "group_learning_curves",
     "intersectional_permutation_test",
     "minimum_detectable_difference",
     "permutation_test",

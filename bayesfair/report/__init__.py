@@ -1,6 +1,7 @@
 """Reports: a self-contained HTML document of sections, and the plots that fill them."""
 
 from .bayesian import add_bayesian_section
+from .disaggregated import add_disaggregated_section
 from .frequentist import add_frequentist_section
 from .html import Figure, KeyValues, Report, Section, Table, Text
 from .plots import (
@@ -19,6 +20,7 @@ __all__ = [
     "Table",
     "Text",
     "add_bayesian_section",
+    "add_disaggregated_section",
     "add_frequentist_section",
     "add_scan_section",
     "jeffreys_interval",

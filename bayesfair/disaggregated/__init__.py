@@ -1,0 +1,20 @@
+"""Disaggregated evaluation of small intersectional groups (Herlihy et al.)."""
+
+from .evaluate import ESTIMATORS, DisaggregatedResult, disaggregated_evaluation
+from .groups import GroupedData, pooled_sigma2
+from .shrinkage import empirical_bayes, james_stein, standard_intervals
+from .structured import goodness_of_fit, group_features, structured_regression
+
+__all__ = [
+    "ESTIMATORS",
+    "DisaggregatedResult",
+    "GroupedData",
+    "disaggregated_evaluation",
+    "empirical_bayes",
+    "goodness_of_fit",
+    "group_features",
+    "james_stein",
+    "pooled_sigma2",
+    "standard_intervals",
+    "structured_regression",
+]

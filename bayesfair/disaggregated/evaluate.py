@@ -1,0 +1,335 @@
+"""One entry point for disaggregated evaluation with a choice of estimators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_random_state
+from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
+from .hierarchical import fit_hierarchical
+from .shrinkage import empirical_bayes, james_stein, standard_intervals
+from .structured import goodness_of_fit, group_features, structured_regression
+
+__all__ = ["ESTIMATORS", "DisaggregatedResult", "disaggregated_evaluation"]
+
+ESTIMATORS = ("standard", "james_stein", "empirical_bayes", "structured", "hierarchical")
+
+
+@dataclass
+class DisaggregatedResult:
+    """Per-group estimates of every metric by every estimator.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        Tidy: group, the sensitive features, n, metric, estimator, estimate,
+        lower, upper (at ``level``; NaN where an estimator has no interval) and
+        ``defined`` (whether the group's standard estimate exists).
+    intervals : pandas.DataFrame
+        Intervals at every requested level (group, metric, estimator, level, lower, upper).
+    sigma2 : dict
+        Pooled variance parameter sigma^2 of each metric (sigma_a^2 = sigma^2 / n_a).
+    structured : dict
+        Per metric: chosen lambda, selected features, coefficients.
+    idata : dict
+        ArviZ InferenceData of the hierarchical model(s): "binomial", "fay_herriot".
+    """
+
+    table: pd.DataFrame
+    intervals: pd.DataFrame
+    sigma2: dict
+    level: float
+    structured: dict = field(default_factory=dict)
+    idata: dict = field(default_factory=dict)
+    grouped: GroupedData | None = field(default=None, repr=False)
+
+    def estimates(self, metric: str) -> pd.DataFrame:
+        """Wide table of one metric: a column per estimator."""
+        t = self.table[self.table["metric"] == metric]
+        return t.pivot_table(
+            index=["group", "n"], columns="estimator", values="estimate", sort=False
+        ).reset_index()
+
+    def goodness_of_fit(
+        self,
+        metric: str,
+        explanatory: Mapping[str, Callable] | None = None,
+    ) -> pd.DataFrame:
+        """The paper's Table 1 layout: expl vs intercept, sens vs intercept, expl+sens vs
+        expl, expl+sens+Y.sens vs expl+sens (no group identities: they fit perfectly)."""
+        gd = self.grouped
+        t = self.table[(self.table["metric"] == metric) & (self.table["estimator"] == "standard")]
+        s = t["estimate"].to_numpy(float)
+        expl = group_features(
+            gd, identity=False, attributes=False, explanatory=explanatory, outcome_rates=True
+        )
+        sens = group_features(gd, identity=False, attributes=True)
+        ysens = group_features(gd, identity=False, attributes=False, outcome_interactions=True)
+        models = {
+            "intercept": pd.DataFrame(index=sens.index),
+            "expl": expl,
+            "sens": sens,
+            "expl+sens": pd.concat([expl, sens], axis=1),
+            "expl+sens+Y.sens": pd.concat([expl, sens, ysens], axis=1),
+        }
+        return goodness_of_fit(
+            gd,
+            s,
+            self.sigma2[metric],
+            models,
+            [
+                ("expl", "intercept"),
+                ("sens", "intercept"),
+                ("expl+sens", "expl"),
+                ("expl+sens+Y.sens", "expl+sens"),
+            ],
+        ).assign(metric=metric)
+
+    def plot(
+        self,
+        metric: str,
+        estimators: Sequence[str] = ("standard", "hierarchical"),
+        ax=None,
+        truth: Mapping[str, float] | None = None,
+    ):
+        """Figure 1 of Herlihy et al.: estimates and intervals by group, ordered by size.
+
+        ``truth`` (group label -> value) adds the true values, for simulations."""
+        import matplotlib.pyplot as plt
+
+        t = self.table[self.table["metric"] == metric]
+        groups = t.drop_duplicates("group").sort_values("n", kind="stable")
+        order = {g: i for i, g in enumerate(groups["group"])}
+        if ax is None:
+            _, ax = plt.subplots(figsize=(max(6, 0.3 * len(order)), 3.5))
+        width = 0.7 / max(1, len(estimators))
+        for j, est in enumerate(estimators):
+            e = t[t["estimator"] == est]
+            x = e["group"].map(order).to_numpy() + (j - (len(estimators) - 1) / 2) * width
+            y = e["estimate"].to_numpy()
+            lo, hi = e["lower"].to_numpy(), e["upper"].to_numpy()
+            fin = np.isfinite(lo) & np.isfinite(hi)
+            ax.vlines(x[fin], lo[fin], hi[fin], color=f"C{j}", lw=1)
+            ax.plot(x, y, "o", ms=3, color=f"C{j}", label=est)
+        if truth is not None:
+            tv = groups["group"].map(pd.Series(truth))
+            ax.scatter(
+                groups["group"].map(order),
+                tv,
+                marker="_",
+                s=120,
+                color="k",
+                label="truth",
+                zorder=3,
+            )
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels(groups["n"].astype(int), fontsize=7)
+        ax.set_xlabel("group size (groups ordered by size)")
+        ax.set_ylabel(metric)
+        ax.legend(frameon=False, fontsize=8)
+        return ax
+
+
+def disaggregated_evaluation(
+    data: pd.DataFrame,
+    sensitive_features: Sequence[str],
+    y_true: str,
+    y_pred: str | None = None,
+    y_score: str | None = None,
+    *,
+    metrics: Sequence[str | Callable] = ("selection_rate", "fpr", "fnr"),
+    estimators: Sequence[str] = ESTIMATORS,
+    levels: Sequence[float] = (0.95,),
+    n_bootstrap_variance: int = 200,
+    n_bootstrap: int = 500,
+    interactions: bool = False,
+    explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None,
+    outcome_rates: bool = True,
+    hb_draws: int = 1000,
+    hb_tune: int = 1000,
+    hb_chains: int = 4,
+    random_state: int | None = None,
+) -> DisaggregatedResult:
+    """Estimate per-group metrics for every intersectional group with several estimators.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+    sensitive_features : list of str
+        Columns whose value combinations define the groups (all combinations,
+        empty ones included, so a reader sees which groups have no data).
+    y_true, y_pred, y_score : str
+        Outcome (0/1), decision (0/1; for confusion-matrix metrics) and score (for AUC).
+    metrics : list
+        Names among "selection_rate", "accuracy", "fpr", "fnr", "tpr", "tnr", "ppv",
+        "npv", "base_rate", "auc", or callables ``f(y_true, y_pred, y_score) -> float``.
+    estimators : list
+        Any of "standard" (intervals from the pooled variance, eq. 7), "james_stein",
+        "empirical_bayes" (with posterior intervals), "structured" (lasso, rBLPR
+        intervals) and "hierarchical" (PyMC; credible intervals).
+    levels : list of float
+        Interval levels; the first is the one in ``table``.
+    n_bootstrap_variance : int
+        Bootstrap resamples per group for the pooled variance (eq. 6).
+    n_bootstrap : int
+        Residual-bootstrap replicates of rBLPR.
+    interactions, explanatory, outcome_rates
+        Structured-regression features besides group and attribute indicators:
+        pairwise attribute interactions, group means of functions of the data
+        frame, and the group's outcome rate.
+    hb_draws, hb_tune, hb_chains : int
+        NUTS settings of the hierarchical model.
+    random_state : int, optional
+
+    Returns
+    -------
+    DisaggregatedResult
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"a": rng.choice(["x", "y"], 400), "b": rng.choice(["u", "v"], 400),
+    ...                    "y": rng.integers(0, 2, 400), "d": rng.integers(0, 2, 400)})
+    >>> res = disaggregated_evaluation(df, ["a", "b"], "y", "d", metrics=["selection_rate"],
+    ...                                estimators=["standard", "james_stein"], random_state=0)
+    >>> sorted(res.table["estimator"].unique())
+    ['james_stein', 'standard']
+    """
+    rng = check_random_state(random_state)
+    gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score)
+    unknown = set(estimators) - set(ESTIMATORS)
+    if unknown:
+        raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
+    if not metrics:
+        raise ValueError("`metrics` must name at least one metric")
+    levels = list(levels)
+    if not levels or not all(0 < lv < 1 for lv in levels):
+        raise ValueError(f"`levels` must be numbers in (0, 1), got {levels!r}")
+    names = [metric_name(m) for m in metrics]
+    metrics = [m if callable(m) else metric_name(m) for m in metrics]
+    n = gd.sizes().astype(float)
+    labels = gd.group_names()
+    rows, irows = [], []
+    sigma2s, sr_info, idatas = {}, {}, {}
+
+    def add(metric, est, values, ivals: dict):
+        defined = np.isfinite(std[metric])
+        for a in range(gd.n_groups):
+            lo, hi = ivals.get(levels[0], (np.full(gd.n_groups, np.nan),) * 2)
+            rows.append(
+                {
+                    "group": labels[a],
+                    **gd.labels.iloc[a].to_dict(),
+                    "n": int(n[a]),
+                    "metric": metric,
+                    "estimator": est,
+                    "estimate": values[a],
+                    "lower": lo[a],
+                    "upper": hi[a],
+                    "defined": bool(defined[a]),
+                }
+            )
+            for lv, (l2, h2) in ivals.items():
+                irows.append(
+                    {
+                        "group": labels[a],
+                        "n": int(n[a]),
+                        "metric": metric,
+                        "estimator": est,
+                        "level": lv,
+                        "lower": l2[a],
+                        "upper": h2[a],
+                    }
+                )
+
+    std = {}
+    for name, m in zip(names, metrics, strict=True):
+        s = gd.estimate(m)
+        std[name] = s
+        bv = gd.bootstrap_variance(m, n_bootstrap_variance, rng)
+        sigma2 = pooled_sigma2(n, bv)
+        sigma2s[name] = sigma2
+        if "standard" in estimators:
+            add(name, "standard", s, {lv: standard_intervals(s, n, sigma2, lv) for lv in levels})
+        if "james_stein" in estimators:
+            add(name, "james_stein", james_stein(s, n, sigma2), {})
+        if "empirical_bayes" in estimators:
+            ivals = {}
+            for lv in levels:
+                est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv)
+                ivals[lv] = (lo, hi)
+            add(name, "empirical_bayes", est, ivals)
+        if "structured" in estimators:
+            feats = group_features(
+                gd, interactions=interactions, explanatory=explanatory, outcome_rates=outcome_rates
+            )
+            sr = structured_regression(
+                gd, m, s, sigma2, features=feats, levels=levels, n_bootstrap=n_bootstrap, rng=rng
+            )
+            sr_info[name] = {k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas")}
+            est, ivals = sr["estimate"], sr["intervals"]
+            if not callable(m):  # a rate or an AUC: the linear model is projected onto [0, 1]
+                est = np.clip(est, 0.0, 1.0)
+                ivals = {
+                    lv: (np.clip(lo, 0, 1), np.clip(hi, 0, 1)) for lv, (lo, hi) in ivals.items()
+                }
+            add(name, "structured", est, ivals)
+
+    if "hierarchical" in estimators:
+        count = [i for i, m in enumerate(metrics) if isinstance(m, str) and m in COUNT_METRICS]
+        other = [i for i in range(len(metrics)) if i not in count]
+        seed = int(rng.integers(2**31))
+        groups_post = {}
+        if count:
+            cells = gd.cells()
+            km = [gd.count_ratio(cells, metrics[i]) for i in count]
+            idata, th = fit_hierarchical(
+                gd.labels,
+                [names[i] for i in count],
+                k=np.array([x[0] for x in km]),
+                m=np.array([x[1] for x in km]),
+                draws=hb_draws,
+                tune=hb_tune,
+                chains=hb_chains,
+                random_seed=seed,
+            )
+            idatas["binomial"] = idata
+            for j, i in enumerate(count):
+                groups_post[names[i]] = th[:, j, :]
+        if other:
+            S = np.array([std[names[i]] for i in other])
+            SE = np.array([np.sqrt(sigma2s[names[i]] / np.maximum(n, 1)) for i in other])
+            idata, th = fit_hierarchical(
+                gd.labels,
+                [names[i] for i in other],
+                s=S,
+                se=SE,
+                draws=hb_draws,
+                tune=hb_tune,
+                chains=hb_chains,
+                random_seed=seed + 1,
+            )
+            idatas["fay_herriot"] = idata
+            for j, i in enumerate(other):
+                groups_post[names[i]] = th[:, j, :]
+        for name in names:
+            post = groups_post[name]
+            ivals = {
+                lv: tuple(np.quantile(post, [(1 - lv) / 2, (1 + lv) / 2], axis=0)) for lv in levels
+            }
+            add(name, "hierarchical", post.mean(axis=0), ivals)
+
+    return DisaggregatedResult(
+        table=pd.DataFrame(rows),
+        intervals=pd.DataFrame(irows),
+        sigma2=sigma2s,
+        level=levels[0],
+        structured=sr_info,
+        idata=idatas,
+        grouped=gd,
+    )

@@ -1,0 +1,209 @@
+"""Per-group metric estimates, their bootstrap variances and the pooled variance model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..metrics.rates import RATE_DEFINITIONS
+
+__all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
+
+_CELLS = ("tp", "fp", "fn", "tn")
+#: count metrics (numerator / denominator cells of the confusion matrix)
+COUNT_METRICS = {
+    k: v
+    for k, v in RATE_DEFINITIONS.items()
+    if k in ("selection_rate", "accuracy", "fnr", "fpr", "tpr", "tnr", "ppv", "npv", "base_rate")
+}
+_ALIASES = {"sel": "selection_rate", "acc": "accuracy"}
+
+
+def metric_name(m) -> str:
+    if callable(m):
+        return getattr(m, "__name__", "metric")
+    return _ALIASES.get(m, m)
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    pos = y == 1
+    n1, n0 = pos.sum(), (~pos).sum()
+    if n1 == 0 or n0 == 0:
+        return np.nan
+    from scipy.stats import rankdata
+
+    r = rankdata(s)
+    return float((r[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+@dataclass
+class GroupedData:
+    """Rows with their group code; the intersection labels and levels of every attribute."""
+
+    group: np.ndarray
+    y: np.ndarray
+    yhat: np.ndarray | None
+    score: np.ndarray | None
+    labels: pd.DataFrame  # one row per group: the attribute values
+    frame: pd.DataFrame
+
+    @classmethod
+    def from_frame(
+        cls,
+        data: pd.DataFrame,
+        sensitive_features: Sequence[str],
+        y_true: str,
+        y_pred: str | None = None,
+        y_score: str | None = None,
+    ) -> GroupedData:
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
+        sens = (
+            [sensitive_features]
+            if isinstance(sensitive_features, str)
+            else list(sensitive_features)
+        )
+        if not sens:
+            raise ValueError("`sensitive_features` must name at least one column")
+        for role, col in (("y_true", y_true), ("y_pred", y_pred), ("y_score", y_score)):
+            if col is not None and col not in data.columns:
+                raise ValueError(f"`{role}` column {col!r} is not in the data")
+        for c in sens:
+            if c not in data.columns:
+                raise ValueError(f"sensitive feature {c!r} is not in the data")
+            if data[c].isna().any():
+                raise ValueError(f"sensitive feature {c!r} has missing values")
+        y = data[y_true].to_numpy()
+        if not np.isin(y, (0, 1)).all():
+            raise ValueError(f"`y_true` column {y_true!r} must be 0/1")
+        yhat = None
+        if y_pred is not None:
+            yhat = data[y_pred].to_numpy()
+            if not np.isin(yhat, (0, 1)).all():
+                raise ValueError(f"`y_pred` column {y_pred!r} must be 0/1 decisions")
+            yhat = yhat.astype(int)
+        score = None
+        if y_score is not None:
+            score = data[y_score].to_numpy(float)
+            if not np.isfinite(score).all():
+                raise ValueError(f"`y_score` column {y_score!r} has missing values")
+        levels = []
+        codes = []
+        for c in sens:
+            s = data[c]
+            cats = (
+                list(s.cat.categories)
+                if isinstance(s.dtype, pd.CategoricalDtype)
+                else sorted(pd.unique(s), key=str)
+            )
+            levels.append(cats)
+            codes.append(pd.Categorical(s, categories=cats).codes)
+        dims = [len(v) for v in levels]
+        g = np.ravel_multi_index(codes, dims)
+        idx = pd.MultiIndex.from_product(levels, names=sens).to_frame(index=False)
+        return cls(group=g, y=y.astype(int), yhat=yhat, score=score, labels=idx, frame=data)
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.labels)
+
+    @property
+    def attributes(self) -> list[str]:
+        return list(self.labels.columns)
+
+    def sizes(self, rows: np.ndarray | None = None) -> np.ndarray:
+        g = self.group if rows is None else self.group[rows]
+        return np.bincount(g, minlength=self.n_groups)
+
+    def group_names(self) -> list[str]:
+        return [", ".join(map(str, r)) for r in self.labels.itertuples(index=False)]
+
+    # ------------------------------------------------------------------ metrics
+    def cells(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """(groups, 4) counts of tp, fp, fn, tn."""
+        if self.yhat is None:
+            raise ValueError("confusion-matrix metrics need `y_pred` (0/1 decisions)")
+        g, y, d = self.group, self.y, self.yhat
+        if rows is not None:
+            g, y, d = g[rows], y[rows], d[rows]
+        cell = np.where(d == 1, np.where(y == 1, 0, 1), np.where(y == 1, 2, 3))
+        return np.bincount(g * 4 + cell, minlength=4 * self.n_groups).reshape(-1, 4).astype(float)
+
+    @staticmethod
+    def count_ratio(cells: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        num, den = COUNT_METRICS[metric]
+        k = sum(cells[..., _CELLS.index(c)] for c in num)
+        m = sum(cells[..., _CELLS.index(c)] for c in den)
+        return k, m
+
+    def estimate(self, metric, rows: np.ndarray | None = None) -> np.ndarray:
+        """Standard estimate of every group (NaN where undefined)."""
+        if isinstance(metric, str) and metric in COUNT_METRICS:
+            k, m = self.count_ratio(self.cells(rows), metric)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(m > 0, k / np.maximum(m, 1), np.nan)
+        sel = np.arange(len(self.group)) if rows is None else np.flatnonzero(rows)
+        out = np.full(self.n_groups, np.nan)
+        order = np.argsort(self.group[sel], kind="stable")
+        sel = sel[order]
+        bounds = np.searchsorted(self.group[sel], np.arange(self.n_groups + 1))
+        for a in range(self.n_groups):
+            r = sel[bounds[a] : bounds[a + 1]]
+            if len(r):
+                out[a] = self._row_metric(metric, r)
+        return out
+
+    def _row_metric(self, metric, r: np.ndarray) -> float:
+        if metric == "auc":
+            if self.score is None:
+                raise ValueError("AUC needs `y_score`")
+            return _auc(self.y[r], self.score[r])
+        if callable(metric):
+            val = metric(
+                self.y[r],
+                None if self.yhat is None else self.yhat[r],
+                None if self.score is None else self.score[r],
+            )
+            return float(val) if val is not None else np.nan
+        raise ValueError(
+            f"unknown metric {metric!r}: use one of {sorted(COUNT_METRICS)}, 'auc' or a callable"
+        )
+
+    def bootstrap_variance(self, metric, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+        """Per-group bootstrap variance of the standard estimate (over defined resamples)."""
+        n = self.sizes()
+        out = np.full(self.n_groups, np.nan)
+        if isinstance(metric, str) and metric in COUNT_METRICS:
+            cells = self.cells()
+            for a in np.flatnonzero(n > 1):
+                draws = rng.multinomial(int(n[a]), cells[a] / n[a], size=n_boot)
+                k, m = self.count_ratio(draws.astype(float), metric)
+                ok = m > 0
+                if ok.sum() > 1:
+                    out[a] = np.var(k[ok] / m[ok], ddof=1)
+            return out
+        order = np.argsort(self.group, kind="stable")
+        bounds = np.searchsorted(self.group[order], np.arange(self.n_groups + 1))
+        for a in np.flatnonzero(n > 1):
+            r = order[bounds[a] : bounds[a + 1]]
+            vals = np.array(
+                [self._row_metric(metric, rng.choice(r, size=len(r))) for _ in range(n_boot)]
+            )
+            vals = vals[np.isfinite(vals)]
+            if len(vals) > 1:
+                out[a] = np.var(vals, ddof=1)
+        return out
+
+
+def pooled_sigma2(n: np.ndarray, boot_var: np.ndarray) -> float:
+    """Eq. 6: sigma^2 = sum_a n_a [n_a var_a] / sum_a n_a over groups with a bootstrap variance."""
+    ok = np.isfinite(boot_var) & (n > 0)
+    if not ok.any():
+        raise ValueError("no group has a bootstrap variance (every group too small)")
+    return float(np.sum(n[ok] * n[ok] * boot_var[ok]) / np.sum(n[ok]))
+
+
+MetricLike = str | Callable

@@ -1,0 +1,335 @@
+"""Chen, Johansson and Sontag: comparing two predictors' discrimination, learning curves per
+group, and the bias/variance/noise decomposition of each group's loss."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import curve_fit
+from scipy.stats import norm
+from sklearn.base import clone
+
+from .._parallel import chunked_resamples
+
+__all__ = [
+    "DiscriminationComparison",
+    "LearningCurveResult",
+    "bias_variance_decomposition",
+    "compare_discrimination",
+    "group_learning_curves",
+]
+
+
+# ------------------------------------------------------------------ two predictors
+@dataclass
+class DiscriminationComparison:
+    """Test of H0: Gamma(Y_hat) = Gamma(Y_hat') on one sample.
+
+    Z_alpha = alpha (gamma_0 - gamma_1)(Y_hat) - (gamma_0 - gamma_1)(Y_hat') is Normal for
+    alpha in {-1, +1}, and |Gamma - Gamma'| = min over alpha of |Z_alpha|, so H0 is
+    rejected only when both Z_{-1} and Z_{+1} are unlikely: ``pvalue`` is the larger of
+    the two two-sided p-values.
+    """
+
+    gamma: float
+    gamma_other: float
+    z_minus: float
+    z_plus: float
+    p_minus: float
+    p_plus: float
+    pvalue: float
+
+    def summary(self) -> pd.DataFrame:
+        return pd.DataFrame([self.__dict__])
+
+
+def compare_discrimination(loss_a, loss_b, group) -> DiscriminationComparison:
+    """Compare the discrimination levels of two predictors evaluated on the same rows.
+
+    Parameters
+    ----------
+    loss_a, loss_b : array
+        Per-row losses of the two predictors (same rows, so their covariance counts).
+    group : array
+        Two group labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> g = np.repeat([0, 1], 500)
+    >>> la = rng.random(1000) < np.where(g == 1, 0.3, 0.2)
+    >>> lb = rng.random(1000) < 0.2
+    >>> compare_discrimination(la, lb, g).pvalue < 0.05
+    True
+    """
+    la, lb = np.asarray(loss_a, float), np.asarray(loss_b, float)
+    g = np.asarray(group)
+    if la.shape != lb.shape or la.shape != g.shape or la.ndim != 1:
+        raise ValueError("`loss_a`, `loss_b` and `group` must be 1-d arrays of one length")
+    labels = sorted(pd.unique(g), key=str)
+    if len(labels) != 2:
+        raise ValueError(f"`group` must have exactly two values, got {len(labels)}")
+    d, var = [], {}
+    for lab, sign in zip(labels, (1.0, -1.0), strict=True):
+        m = g == lab
+        if m.sum() < 2:
+            raise ValueError(f"group {lab!r} needs at least two rows")
+        d.append((sign * la[m].mean(), sign * lb[m].mean()))
+        c = np.cov(la[m], lb[m]) / m.sum()
+        var[lab] = c
+    da = d[0][0] + d[1][0]  # gamma_0 - gamma_1 for predictor a
+    db = d[0][1] + d[1][1]
+    C = var[labels[0]] + var[labels[1]]  # covariance of (da, db)
+    out = {}
+    for alpha in (-1.0, 1.0):
+        z_num = alpha * da - db
+        v = C[0, 0] + C[1, 1] - 2 * alpha * C[0, 1]
+        z = z_num / np.sqrt(v) if v > 0 else (0.0 if z_num == 0 else np.inf)
+        out[alpha] = (float(z), float(2 * norm.sf(abs(z))))
+    return DiscriminationComparison(
+        gamma=float(abs(da)),
+        gamma_other=float(abs(db)),
+        z_minus=out[-1.0][0],
+        z_plus=out[1.0][0],
+        p_minus=out[-1.0][1],
+        p_plus=out[1.0][1],
+        pvalue=max(out[-1.0][1], out[1.0][1]),
+    )
+
+
+# ------------------------------------------------------------------ learning curves
+def _pow3(n, delta, alpha, beta):
+    return delta + alpha * np.power(n, -beta)
+
+
+@dataclass
+class LearningCurveResult:
+    """Per-group learning curves and their inverse power-law fits.
+
+    Attributes
+    ----------
+    curves : pandas.DataFrame
+        Tidy (group, n, repeat, loss).
+    fits : pandas.DataFrame
+        Per group: delta (the asymptote, the loss with infinite data), alpha, beta of
+        delta + alpha n^-beta, and a bootstrap interval of delta over repeats.
+    """
+
+    curves: pd.DataFrame
+    fits: pd.DataFrame
+    level: float = 0.95
+    boot_deltas: dict = field(default_factory=dict, repr=False)
+
+    def mean_curves(self) -> pd.DataFrame:
+        return self.curves.groupby(["group", "n"])["loss"].mean().unstack("group")
+
+    def plot(self, ax=None, extrapolate_to: float | None = None):
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5.5, 3.5))
+        mc = self.mean_curves()
+        top = extrapolate_to or mc.index.max() * 4
+        grid = np.geomspace(mc.index.min(), top, 100)
+        for j, g in enumerate(mc.columns):
+            ax.plot(mc.index, mc[g], "o", color=f"C{j}", label=f"group {g}")
+            f = self.fits.set_index("group").loc[g]
+            ax.plot(grid, _pow3(grid, f["delta"], f["alpha"], f["beta"]), "-", color=f"C{j}")
+            ax.axhline(f["delta"], color=f"C{j}", ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("training set size n")
+        ax.set_ylabel("mean loss in the group")
+        ax.legend(frameon=False, fontsize=8)
+        return ax
+
+
+def _fit_pow3(n, y):
+    p0 = (max(float(np.min(y)) * 0.9, 0.0), float(np.max(y) - np.min(y)) * n.min() ** 0.5, 0.5)
+    try:
+        popt, _ = curve_fit(
+            _pow3, n, y, p0=p0, bounds=([-np.inf, 0, 0], [np.inf, np.inf, 5]), maxfev=20_000
+        )
+    except RuntimeError:
+        popt = np.array([np.nan] * 3)
+    return popt
+
+
+def group_learning_curves(
+    estimator,
+    X: np.ndarray,
+    y: np.ndarray,
+    group: np.ndarray,
+    *,
+    sizes,
+    n_repeats: int = 20,
+    test_size: float = 0.2,
+    loss: Callable[[np.ndarray, np.ndarray], np.ndarray] | str = "squared",
+    X_test=None,
+    y_test=None,
+    group_test=None,
+    level: float = 0.95,
+    n_jobs: int | None = 1,
+    random_state: int | None = None,
+) -> LearningCurveResult:
+    """Train ``estimator`` repeatedly at growing training sizes; per-group test loss; fit
+    gamma_a(n) = delta_a + alpha_a n^-beta_a (Pow3) to each group's mean curve.
+
+    The asymptote delta_a estimates the group's loss with unlimited data (bias plus
+    noise); its interval comes from refitting the curve to bootstrap resamples of the
+    repeats.  A held-out test set is split off once (``test_size``) unless given.
+    """
+    rng = np.random.default_rng(random_state)
+    X, y, group = np.asarray(X), np.asarray(y, float), np.asarray(group)
+    if X_test is None:
+        perm = rng.permutation(len(y))
+        k = round(len(y) * test_size)
+        te, tr = perm[:k], perm[k:]
+        X_test, y_test, group_test = X[te], y[te], group[te]
+        X, y, group = X[tr], y[tr], group[tr]
+    sizes = np.asarray(sorted(int(s) for s in sizes))
+    if sizes.max() > len(y):
+        raise ValueError(f"largest training size {sizes.max()} exceeds the {len(y)} training rows")
+    if loss == "squared":
+        loss_fn = lambda yt, yp: (yt - yp) ** 2  # noqa: E731
+    elif loss == "zero_one":
+        loss_fn = lambda yt, yp: (yt != yp).astype(float)  # noqa: E731
+    elif callable(loss):
+        loss_fn = loss
+    else:
+        raise ValueError(f"`loss` must be 'squared', 'zero_one' or a callable, got {loss!r}")
+    labels = sorted(pd.unique(group_test), key=str)
+
+    def chunk(size: int, r: np.random.Generator) -> np.ndarray:
+        out = np.empty((size, len(sizes), len(labels)))
+        for b in range(size):
+            for i, n in enumerate(sizes):
+                idx = r.choice(len(y), size=n, replace=False)
+                model = clone(estimator).fit(X[idx], y[idx])
+                lv = loss_fn(y_test, model.predict(X_test))
+                out[b, i] = [lv[group_test == g].mean() for g in labels]
+        return out
+
+    arr = chunked_resamples(chunk, n_repeats, rng.integers(2**31), n_jobs=n_jobs)
+    rows = [
+        {"group": g, "n": int(n), "repeat": b, "loss": arr[b, i, j]}
+        for b in range(arr.shape[0])
+        for i, n in enumerate(sizes)
+        for j, g in enumerate(labels)
+    ]
+    fits, boots = [], {}
+    a = (1 - level) / 2
+    for j, g in enumerate(labels):
+        d, al, be = _fit_pow3(sizes.astype(float), arr[:, :, j].mean(axis=0))
+        bd = []
+        for _ in range(200):
+            pick = rng.integers(0, arr.shape[0], arr.shape[0])
+            bd.append(_fit_pow3(sizes.astype(float), arr[pick, :, j].mean(axis=0))[0])
+        bd = np.asarray(bd)
+        bd = bd[np.isfinite(bd)]
+        boots[g] = bd
+        lo, hi = np.quantile(bd, [a, 1 - a]) if len(bd) else (np.nan, np.nan)
+        fits.append(
+            {
+                "group": g,
+                "delta": d,
+                "alpha": al,
+                "beta": be,
+                "delta_low": lo,
+                "delta_high": hi,
+                "loss_at_largest_n": arr[:, -1, j].mean(),
+            }
+        )
+    return LearningCurveResult(
+        curves=pd.DataFrame(rows), fits=pd.DataFrame(fits), level=level, boot_deltas=boots
+    )
+
+
+# ------------------------------------------------------------------ bias / variance / noise
+def bias_variance_decomposition(
+    estimator,
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_test: np.ndarray,
+    y_test: np.ndarray,
+    group_test: np.ndarray,
+    *,
+    loss: str = "squared",
+    train_size: int | None = None,
+    n_repeats: int = 50,
+    y_optimal: np.ndarray | None = None,
+    n_jobs: int | None = 1,
+    random_state: int | None = None,
+) -> pd.DataFrame:
+    """Domingos' decomposition of each group's expected loss by repeated training.
+
+    Models are trained on ``n_repeats`` bootstrap samples (of ``train_size`` rows) of
+    the training set.  For every test point the main prediction y_m is the mean
+    (squared loss) or the mode (0-1 loss) of the predictions; with the optimal
+    prediction y* (``y_optimal``: E[Y|x] for squared loss, the Bayes class for 0-1
+    loss; known in simulations):
+
+    * squared loss: noise = (y - y*)^2, bias = (y* - y_m)^2, variance = E[(y_hat - y_m)^2],
+      and loss = noise + bias + variance holds in expectation;
+    * 0-1 loss: noise = 1[y != y*], bias = 1[y_m != y*], variance = P(y_hat != y_m),
+      entering the loss with sign +1 on unbiased points and -1 on biased ones (Domingos).
+
+    Without ``y_optimal`` the noise cannot be separated: it is reported as NaN and the
+    "bias" column holds bias + noise (squared loss: (y - y_m)^2).  Returns one row per
+    group with the mean loss, noise, bias, variance and the net variance.
+    """
+    rng = np.random.default_rng(random_state)
+    X_train, y_train = np.asarray(X_train), np.asarray(y_train)
+    y_test, group_test = np.asarray(y_test), np.asarray(group_test)
+    if loss not in ("squared", "zero_one"):
+        raise ValueError(f"`loss` must be 'squared' or 'zero_one', got {loss!r}")
+    m = len(y_train) if train_size is None else int(train_size)
+
+    def chunk(size: int, r: np.random.Generator) -> np.ndarray:
+        out = np.empty((size, len(y_test)))
+        for b in range(size):
+            idx = r.integers(0, len(y_train), m)
+            out[b] = clone(estimator).fit(X_train[idx], y_train[idx]).predict(X_test)
+        return out
+
+    P = chunked_resamples(chunk, n_repeats, rng.integers(2**31), n_jobs=n_jobs)
+    if loss == "squared":
+        ym = P.mean(axis=0)
+        var = ((P - ym) ** 2).mean(axis=0)
+        lossv = ((P - y_test) ** 2).mean(axis=0)
+        if y_optimal is not None:
+            noise = (y_test - y_optimal) ** 2
+            bias = (y_optimal - ym) ** 2
+        else:
+            noise = np.full(len(y_test), np.nan)
+            bias = (y_test - ym) ** 2
+        net_var = var
+    else:
+        vals = np.unique(P)
+        counts = np.stack([(P == v).sum(axis=0) for v in vals])
+        ym = vals[np.argmax(counts, axis=0)]
+        var = (P != ym).mean(axis=0)
+        lossv = (P != y_test).mean(axis=0)
+        if y_optimal is not None:
+            noise = (y_test != y_optimal).astype(float)
+            bias = (ym != y_optimal).astype(float)
+        else:
+            noise = np.full(len(y_test), np.nan)
+            bias = (ym != y_test).astype(float)
+        net_var = np.where(bias > 0, -var, var)
+    df = pd.DataFrame(
+        {
+            "group": group_test,
+            "loss": lossv,
+            "noise": noise,
+            "bias": bias,
+            "variance": var,
+            "net_variance": net_var,
+        }
+    )
+    out = df.groupby("group").mean().reset_index()
+    out.insert(1, "n", df.groupby("group").size().to_numpy())
+    return out

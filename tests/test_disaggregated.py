@@ -1,0 +1,283 @@
+"""Disaggregated evaluation: hand-computed estimators, limits, and the simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesfair import AuditData
+from bayesfair.disaggregated import (
+    GroupedData,
+    disaggregated_evaluation,
+    empirical_bayes,
+    goodness_of_fit,
+    group_features,
+    james_stein,
+    pooled_sigma2,
+    standard_intervals,
+    structured_regression,
+)
+from bayesfair.disaggregated._lasso import lambda_max, lasso_cd
+from bayesfair.metrics import group_rates
+
+
+def _frame(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "race": rng.choice(list("ABCD"), n, p=[0.6, 0.2, 0.15, 0.05]),
+            "sex": rng.choice(["F", "M"], n),
+            "age": rng.choice(["young", "old"], n, p=[0.7, 0.3]),
+        }
+    )
+    df["y"] = (rng.random(n) < 0.3 + 0.1 * (df.race == "B")).astype(int)
+    df["score"] = np.clip(0.2 + 0.4 * df.y + rng.normal(0, 0.2, n), 0, 1)
+    df["d"] = (df.score > 0.45).astype(int)
+    return df
+
+
+# ------------------------------------------------------------------ hand-computed formulas
+def test_pooled_variance_eq6():
+    n = np.array([10.0, 40.0, 50.0])
+    v = np.array([0.02, 0.005, np.nan])  # the third group has no bootstrap variance
+    assert pooled_sigma2(n, v) == pytest.approx((10 * 10 * 0.02 + 40 * 40 * 0.005) / 50)
+
+
+def test_james_stein_hand_computed():
+    s = np.array([0.1, 0.2, 0.4, 0.5, np.nan])
+    n = np.array([10.0, 20.0, 30.0, 40.0, 0.0])
+    sigma2 = 0.5
+    mu0 = (1 + 4 + 12 + 20) / 100
+    dist = sum(nn * (ss - mu0) ** 2 / sigma2 for ss, nn in zip(s[:4], n[:4], strict=True))
+    shrink = max(0.0, 1 - (4 - 3) / dist)
+    out = james_stein(s, n, sigma2)
+    np.testing.assert_allclose(out[:4], mu0 + shrink * (s[:4] - mu0))
+    assert np.isnan(out[4])
+    # no spread at all: everything shrinks to the weighted mean
+    np.testing.assert_allclose(james_stein(np.full(4, 0.3), n[:4], sigma2), 0.3)
+
+
+def test_empirical_bayes_hand_computed():
+    s = np.array([0.1, 0.3, 0.35, 0.6])
+    n = np.array([5.0, 50.0, 100.0, 20.0])
+    sigma2 = 0.2
+    N = n.sum()
+    mu0 = np.sum(n * s) / N
+    tau2 = max(0.0, (np.sum(n * (s - mu0) ** 2) - 3 * sigma2) / (N - np.sum(n**2) / N))
+    sa = sigma2 / n
+    mu = np.sum(s / (tau2 + sa)) / np.sum(1 / (tau2 + sa))
+    expect = mu + tau2 / (tau2 + sa) * (s - mu)
+    est, _lo, hi, t2 = empirical_bayes(s, n, sigma2, level=0.9)
+    assert t2 == pytest.approx(tau2)
+    np.testing.assert_allclose(est, expect)
+    np.testing.assert_allclose(hi - est, 1.6448536 * np.sqrt(tau2 * sa / (tau2 + sa)), rtol=1e-6)
+    # small groups move more than large ones
+    assert abs(est[0] - s[0]) > abs(est[2] - s[2])
+
+
+def test_standard_intervals_eq7():
+    lo, hi = standard_intervals(np.array([0.5]), np.array([25.0]), 0.25, 0.95)
+    np.testing.assert_allclose(
+        [lo[0], hi[0]], [0.5 - 1.959964 * 0.1, 0.5 + 1.959964 * 0.1], rtol=1e-6
+    )
+
+
+def test_lasso_matches_scikit_learn():
+    from sklearn.linear_model import Lasso
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(32, 12))
+    y = X[:, 0] - 0.5 * X[:, 3] + rng.normal(0, 0.3, 32)
+    w = rng.uniform(0.5, 3, 32)
+    for lam in (0.01, 0.1, 0.5):
+        ref = Lasso(alpha=lam, tol=1e-12, max_iter=100_000).fit(X, y, sample_weight=w)
+        b0, th = lasso_cd(X, y, w, lam, np.zeros(12))
+        np.testing.assert_allclose(th, ref.coef_, atol=1e-6)
+        assert b0 == pytest.approx(ref.intercept_, abs=1e-6)
+    b0, th = lasso_cd(X, y, w, lambda_max(X, y, w) * 1.0001, np.zeros(12))
+    assert np.all(th == 0)
+
+
+# ------------------------------------------------------------------ data layer
+def test_group_metrics_equal_group_rates():
+    df = _frame()
+    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d", "score")
+    data = AuditData(df, ["race", "sex"], "y", decision="d")
+    ref = group_rates(data, ["fpr", "selection_rate"])
+    for m in ("fpr", "selection_rate"):
+        r = ref[ref["metric"] == m]["value"].to_numpy()
+        np.testing.assert_allclose(gd.estimate(m), r)
+    assert gd.n_groups == 8 and gd.sizes().sum() == len(df)
+
+
+def test_bad_input_is_named():
+    df = _frame(200)
+    with pytest.raises(ValueError, match="'zz'"):
+        disaggregated_evaluation(df, ["zz"], "y", "d")
+    with pytest.raises(ValueError, match="y_true"):
+        disaggregated_evaluation(df, ["race"], "nope", "d")
+    with pytest.raises(ValueError, match="0/1"):
+        disaggregated_evaluation(df, ["race"], "score", "d")
+    with pytest.raises(ValueError, match="unknown estimator"):
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=["magic"])
+    with pytest.raises(ValueError, match="unknown metric"):
+        disaggregated_evaluation(df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"])
+    with pytest.raises(ValueError, match="AUC needs"):
+        disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
+    with pytest.raises(ValueError, match="levels"):
+        disaggregated_evaluation(df, ["race"], "y", "d", levels=[95])
+    with pytest.raises(ValueError, match="missing"):
+        disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
+
+
+# ------------------------------------------------------------------ structured regression
+def test_structured_regression_limits():
+    df = _frame(4000)
+    gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", "d")
+    s = gd.estimate("selection_rate")
+    n = gd.sizes().astype(float)
+    rng = np.random.default_rng(0)
+    sigma2 = pooled_sigma2(n, gd.bootstrap_variance("selection_rate", 100, rng))
+    ok = np.isfinite(s)
+    tiny = structured_regression(
+        gd, "selection_rate", s, sigma2, lam=1e-10, n_bootstrap=10, rng=rng
+    )
+    np.testing.assert_allclose(tiny["estimate"][ok], s[ok], atol=1e-6)  # lambda -> 0
+    huge = structured_regression(gd, "selection_rate", s, sigma2, lam=1e6, n_bootstrap=10, rng=rng)
+    wmean = np.sum(n[ok] * s[ok]) / np.sum(n[ok])
+    np.testing.assert_allclose(huge["estimate"], wmean, atol=1e-10)  # lambda -> infinity
+    cv = structured_regression(gd, "selection_rate", s, sigma2, n_bootstrap=50, rng=rng)
+    assert cv["lambdas"].min() <= cv["lam"] <= cv["lambdas"].max()
+    lo, hi = cv["intervals"][0.95]
+    assert np.all(lo <= hi)
+
+
+def test_features_and_goodness_of_fit():
+    df = _frame(4000)
+    rng = np.random.default_rng(3)
+    df["d"] = (rng.random(len(df)) < np.where(df.race == "B", 0.6, 0.2)).astype(int)
+    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
+    f = group_features(
+        gd,
+        interactions=True,
+        outcome_rates=True,
+        explanatory={"mean_score": lambda d: d["score"].to_numpy()},
+    )
+    assert "group[A, F]" in f and "race=A x sex=F" in f and "expl:mean_score" in f
+    s = gd.estimate("selection_rate")
+    n = gd.sizes().astype(float)
+    sigma2 = pooled_sigma2(
+        n, gd.bootstrap_variance("selection_rate", 100, np.random.default_rng(0))
+    )
+    sens = group_features(gd, identity=False)
+    gof = goodness_of_fit(
+        gd,
+        s,
+        sigma2,
+        {"intercept": pd.DataFrame(index=sens.index), "sens": sens},
+        [("sens", "intercept")],
+    )
+    # race B has a higher outcome rate, so the decision rate differs by race: sens helps
+    assert gof["pvalue"].iloc[0] < 0.01
+    # independent check of the F statistic by weighted least squares
+    w = n / sigma2
+    X1 = np.column_stack([np.ones(8), sens.to_numpy()])
+    r1 = s - X1 @ np.linalg.lstsq(X1 * np.sqrt(w)[:, None], s * np.sqrt(w), rcond=None)[0]
+    r0 = s - np.sum(w * s) / np.sum(w)
+    rss1, rss0 = np.sum(w * r1**2), np.sum(w * r0**2)
+    p1 = np.linalg.matrix_rank(X1)
+    F = ((rss0 - rss1) / (p1 - 1)) / (rss1 / (8 - p1))
+    assert gof["F"].iloc[0] == pytest.approx(F)
+
+
+def test_undefined_groups_are_reported_not_dropped():
+    df = _frame(600)
+    df.loc[(df.race == "D"), "y"] = 0  # no positives in race D: FNR undefined there
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        "d",
+        metrics=["fnr"],
+        estimators=["standard", "james_stein", "structured"],
+        n_bootstrap=20,
+        random_state=0,
+    )
+    t = res.table
+    d = t[t.group.str.startswith("D")]
+    assert len(d) == 2 * 3 and not d["defined"].any()
+    assert d[d.estimator == "standard"]["estimate"].isna().all()
+    assert d[d.estimator == "structured"]["estimate"].notna().all()  # borrowed strength
+
+
+def test_callable_metric_and_auc_run():
+    df = _frame(1500)
+
+    def mean_score(y, d, s):
+        return float(np.mean(s))
+
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        "d",
+        "score",
+        metrics=["auc", mean_score],
+        estimators=["standard", "empirical_bayes", "structured"],
+        n_bootstrap_variance=30,
+        n_bootstrap=30,
+        random_state=0,
+    )
+    assert set(res.table.metric) == {"auc", "mean_score"}
+    assert res.estimates("auc").shape[0] == 8
+    res.plot("auc", estimators=("standard", "structured"))
+
+
+def test_hierarchical_runs_and_shrinks():
+    df = _frame(2000)
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        "d",
+        "score",
+        metrics=["selection_rate", "auc"],
+        estimators=["standard", "hierarchical"],
+        hb_draws=200,
+        hb_tune=300,
+        hb_chains=2,
+        random_state=0,
+    )
+    hb = res.estimates("selection_rate")
+    assert hb["hierarchical"].between(0, 1).all()
+    assert "binomial" in res.idata and "fay_herriot" in res.idata
+    t = res.table[res.table.estimator == "hierarchical"]
+    assert (t["lower"] <= t["estimate"]).all() and (t["estimate"] <= t["upper"]).all()
+
+
+# ------------------------------------------------------------------ simulation (Section 5.1)
+@pytest.mark.slow
+@pytest.mark.data
+def test_simulation_on_adult(data_home):
+    from bayesfair.replication import herlihy
+
+    sim = herlihy.simulate(
+        4,
+        data_home=data_home,
+        hb_draws=300,
+        hb_chains=2,
+        n_bootstrap=300,
+        metrics=("selection_rate", "fpr"),
+        random_state=1,
+    )
+    mae, cov = herlihy.summarise(sim)
+    small = mae.set_index(["metric", "estimator"])["small"]
+    for m in ("selection_rate", "fpr"):
+        # the model-based estimators are at least as accurate as the standard one on small groups
+        for est in ("empirical_bayes", "structured", "hierarchical"):
+            assert small[(m, est)] < small[(m, "standard")], (m, est)
+    c95 = cov[cov.level == 0.95].set_index(["metric", "estimator"])["coverage"]
+    for m in ("selection_rate", "fpr"):
+        for est in ("standard", "hierarchical"):
+            assert 0.88 <= c95[(m, est)] <= 0.99, (m, est, c95[(m, est)])

@@ -1,0 +1,106 @@
+"""Chen et al.: two-predictor discrimination test, learning curves, bias/variance/noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LinearRegression
+from sklearn.tree import DecisionTreeRegressor
+
+from bayesfair.frequentist import (
+    bias_variance_decomposition,
+    compare_discrimination,
+    group_learning_curves,
+)
+
+
+def test_compare_discrimination_hand_computed_and_validation():
+    rng = np.random.default_rng(0)
+    g = np.repeat([0, 1], [300, 200])
+    la = rng.random(500) < np.where(g == 1, 0.35, 0.2)
+    lb = la ^ (rng.random(500) < 0.05)
+    res = compare_discrimination(la, lb, g)
+    da = la[g == 0].mean() - la[g == 1].mean()
+    db = lb[g == 0].mean() - lb[g == 1].mean()
+    assert res.gamma == pytest.approx(abs(da)) and res.gamma_other == pytest.approx(abs(db))
+    c = sum(np.cov(la[g == k], lb[g == k]) / (g == k).sum() for k in (0, 1))
+    z_plus = (da - db) / np.sqrt(c[0, 0] + c[1, 1] - 2 * c[0, 1])
+    assert res.z_plus == pytest.approx(z_plus)
+    assert res.pvalue == max(res.p_minus, res.p_plus)
+    with pytest.raises(ValueError, match="exactly two"):
+        compare_discrimination(la, lb, np.arange(500) % 3)
+
+
+@pytest.mark.slow
+def test_compare_discrimination_level_under_h0():
+    """Two predictors with the same discrimination: rejection at most 5% (the test needs both
+    Z_-1 and Z_+1 to be unlikely, so it is conservative)."""
+    rng = np.random.default_rng(1)
+    rej = 0
+    n_sets = 2000
+    for _ in range(n_sets):
+        g = np.repeat([0, 1], [400, 150])
+        base = np.where(g == 1, 0.3, 0.2)
+        la = rng.random(550) < base
+        lb = rng.random(550) < base
+        rej += compare_discrimination(la, lb, g).pvalue <= 0.05
+    assert rej / n_sets <= 0.06
+
+
+def test_learning_curves_recover_group_noise():
+    """Linear truth with heteroskedastic noise: each group's asymptote is its noise variance."""
+    rng = np.random.default_rng(2)
+    n = 6000
+    g = (rng.random(n) < 0.3).astype(int)
+    X = rng.normal(size=(n, 3))
+    sd = np.where(g == 1, 1.5, 0.5)
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, sd)
+    res = group_learning_curves(
+        LinearRegression(), X, y, g, sizes=[10, 20, 40, 80, 160, 640], n_repeats=20, random_state=0
+    )
+    fits = res.fits.set_index("group")
+    assert fits.loc[0, "delta"] == pytest.approx(0.25, rel=0.25)
+    assert fits.loc[1, "delta"] == pytest.approx(2.25, rel=0.25)
+    assert (fits["delta_low"] <= fits["delta_high"]).all()
+    mc = res.mean_curves()
+    assert (mc.iloc[0] > mc.iloc[-1]).all()  # more data, less loss
+    res.plot()
+    with pytest.raises(ValueError, match="exceeds"):
+        group_learning_curves(LinearRegression(), X[:100], y[:100], g[:100], sizes=[500])
+
+
+def test_bias_variance_noise_add_up_for_squared_loss():
+    rng = np.random.default_rng(3)
+    n = 4000
+    g = (rng.random(n) < 0.4).astype(int)
+    x = rng.normal(g * 1.0, 1 + g, n)
+    f = 2 * x**2 - 2 * x + 0.1
+    y = f + rng.normal(0, 1, n) * (1 + 0.5 * g)
+    X = x[:, None]
+    tr, te = slice(0, 3000), slice(3000, None)
+    out = bias_variance_decomposition(
+        DecisionTreeRegressor(max_depth=3),
+        X[tr],
+        y[tr],
+        X[te],
+        y[te],
+        g[te],
+        n_repeats=30,
+        y_optimal=f[te],
+        random_state=0,
+    ).set_index("group")
+    total = out["noise"] + out["bias"] + out["variance"]
+    np.testing.assert_allclose(out["loss"], total, rtol=0.1)
+    assert (out["variance"] > 0).all() and (out["bias"] > 0).all()
+    # without the optimal prediction, noise is not identified
+    blind = bias_variance_decomposition(
+        DecisionTreeRegressor(max_depth=3),
+        X[tr],
+        y[tr],
+        X[te],
+        y[te],
+        g[te],
+        n_repeats=5,
+        random_state=0,
+    )
+    assert blind["noise"].isna().all()
