@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.bayesfair-installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,fast]"
+	$(PY) -m pip install --quiet -e ".[test,fast,dask]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -5,6 +5,7 @@ fairness metrics (:mod:`bayesfair.metrics`), data sets
 (:mod:`bayesfair.datasets`) and reports (:mod:`bayesfair.report`).
 """
 
+from .aggregate import aggregate_counts
 from .audit import AuditResult, run_audit
 from .data import AuditData
 from .frequentist import discrimination_test, permutation_test
@@ -46,6 +47,7 @@ __all__ = [
     "NeuralNetwork",
     "Report",
     "__version__",
+    "aggregate_counts",
     "bias_amplification",
     "conditional_bias_scan",
     "df_bias_amplification",

@@ -22,6 +22,7 @@ STUDIES = (
     "foulds-compas-case",
     "foulds-calibration",
     "boxer-table4",
+    "herlihy-simulation",
 )
 _COLUMN_KEYS = {"protected", "outcome", "score", "decision", "threshold", "covariates", "pos_label"}
 _DATASETS = ("compas", "adult", "csv")
@@ -136,6 +137,21 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
     from .replication import boxer, foulds
 
     st, inf = spec.study, spec.inference
+    if st["name"] == "herlihy-simulation":
+        from .replication import herlihy
+
+        sim = herlihy.simulate(
+            2 if small else int(st.get("draws", 20)),
+            metrics=("selection_rate", "fpr") if small else herlihy.METRICS,
+            hb_draws=100 if small else int(inf.get("draws", 500)),
+            hb_chains=2 if small else int(inf.get("chains", 2)),
+            n_bootstrap=50 if small else int(st.get("bootstrap", 500)),
+            data_home=data_home,
+            random_state=int(st.get("seed", 1)),
+        )
+        mae, cov = herlihy.summarise(sim)
+        cov95 = cov[cov["level"] == 0.95].drop(columns=["level", "n"])
+        return mae.merge(cov95, on=["metric", "estimator"], how="left")
     if st["name"] == "boxer-table4":
         return boxer.table4(
             data_home=data_home,

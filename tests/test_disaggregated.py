@@ -260,10 +260,21 @@ def test_hierarchical_runs_and_shrinks():
 @pytest.mark.slow
 @pytest.mark.data
 def test_simulation_on_adult(data_home):
+    """Section 5.1 rebuilt on Adult (5 draws of 5,000; the notebook runs 20).
+
+    Asserted: hierarchical Bayes cuts the small-group mean absolute error of the selection
+    rate by at least 30% and is more accurate than the standard estimator for FPR too; the
+    standard 95% intervals (pooled variance) cover the truth in [0.92, 0.98] of group-draws.
+    What the Adult population does not reproduce -- the 30% cut for James-Stein, empirical
+    Bayes and structured regression (they are within a few percent of the standard
+    estimator here, better in some draws and worse in others), and the coverage of
+    structured regression and hierarchical Bayes for FPR, where tiny population groups have
+    a true rate of exactly 0 -- is reported in the notebook and the issue, not asserted.
+    """
     from bayesfair.replication import herlihy
 
     sim = herlihy.simulate(
-        4,
+        5,
         data_home=data_home,
         hb_draws=300,
         hb_chains=2,
@@ -271,13 +282,12 @@ def test_simulation_on_adult(data_home):
         metrics=("selection_rate", "fpr"),
         random_state=1,
     )
-    mae, cov = herlihy.summarise(sim)
+    mae, _ = herlihy.summarise(sim)
     small = mae.set_index(["metric", "estimator"])["small"]
-    for m in ("selection_rate", "fpr"):
-        # the model-based estimators are at least as accurate as the standard one on small groups
-        for est in ("empirical_bayes", "structured", "hierarchical"):
-            assert small[(m, est)] < small[(m, "standard")], (m, est)
-    c95 = cov[cov.level == 0.95].set_index(["metric", "estimator"])["coverage"]
-    for m in ("selection_rate", "fpr"):
-        for est in ("standard", "hierarchical"):
-            assert 0.88 <= c95[(m, est)] <= 0.99, (m, est, c95[(m, est)])
+    assert small[("selection_rate", "hierarchical")] <= 0.7 * small[("selection_rate", "standard")]
+    assert small[("fpr", "hierarchical")] < small[("fpr", "standard")]
+    iv = sim[
+        (sim.estimator == "standard") & (sim.level == 0.95) & sim.defined & np.isfinite(sim.truth)
+    ]
+    coverage = ((iv.lower <= iv.truth) & (iv.truth <= iv.upper)).mean()
+    assert 0.92 <= coverage <= 0.98, coverage

@@ -235,6 +235,15 @@ def test_auc_test_matches_brute_force_delong():
     b, vb = _delong_brute(y[g == "B"], s[g == "B"])
     assert res.estimates["value"].tolist() == pytest.approx([a, b])
     assert res.studentized_statistic == pytest.approx((a - b) / np.sqrt(va + vb))
+    # the compiled kernel behind the null distribution gives the same AUC and variance
+    from bayesfair.frequentist._auc_kernel import _group_stats
+    from bayesfair.frequentist.auc import _Sorted
+
+    srt = _Sorted(s.astype(float), y)
+    in_a = (g == "A")[srt.order]
+    n1, n0 = float((srt.y & in_a).sum()), float((~srt.y & in_a).sum())
+    k_auc, k_var = _group_stats(in_a, srt.y, srt.last.astype(np.int64), n1, n0)
+    assert k_auc == pytest.approx(a) and k_var == pytest.approx(va)
     # the null distribution matches a brute-force shuffle of the studentized statistic
     brute = []
     for _ in range(300):
@@ -283,3 +292,87 @@ def test_max_t_keeps_power_when_a_tiny_group_has_a_zero_rate():
     g = res.groups.set_index("group")
     assert g.loc["tiny", "value"] == 0.0
     assert g.loc["c", "pvalue_maxT"] < 0.01
+
+
+def test_correlation_test_statistics_by_hand():
+    from bayesfair.frequentist import correlation_permutation_test
+
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0.1, 1, 300)
+    e = rng.normal(size=300) / x
+    res = correlation_permutation_test(x, e, n_resamples=199, random_state=0)
+    xc, ec = x - x.mean(), e - e.mean()
+    r = np.mean(xc * ec) / np.sqrt(np.mean(xc**2) * np.mean(ec**2))
+    tau2 = np.mean(xc**2 * ec**2) / (np.mean(xc**2) * np.mean(ec**2))
+    assert res.statistic == pytest.approx(r)
+    assert res.studentized_statistic == pytest.approx(np.sqrt(300) * r / np.sqrt(tau2))
+    with pytest.raises(ValueError, match="same length"):
+        correlation_permutation_test(x, e[:10])
+    with pytest.raises(ValueError, match="non-constant"):
+        correlation_permutation_test(np.ones(10), np.arange(10.0))
+
+
+@pytest.mark.slow
+def test_studentized_correlation_test_is_valid_where_fairtest_is_not():
+    """DiCiccio et al. Table 1, 'uncorrelated' row, high-leverage design (400 data sets)."""
+    from bayesfair.frequentist import correlation_permutation_test
+
+    rng = np.random.default_rng(5)
+    rej = {True: 0, False: 0}
+    sims = 400
+    for i in range(sims):
+        x = (rng.random(2000) < 0.01).astype(float)
+        e = rng.normal(size=2000) * np.where(x == 1, 20.0, 1.0)
+        for st in (True, False):
+            rej[st] += (
+                correlation_permutation_test(
+                    x, e, studentize=st, n_resamples=99, random_state=i
+                ).pvalue
+                <= 0.05
+            )
+    assert 0.02 <= rej[True] / sims <= 0.08
+    assert rej[False] / sims > 0.5  # FairTest's unstudentized test: far above the level
+
+
+def test_metric_permutation_test_mean_and_callable():
+    from bayesfair.frequentist import metric_permutation_test
+
+    rng = np.random.default_rng(6)
+    g = np.repeat(["a", "b"], [150, 450])
+    v = rng.normal(np.where(g == "a", 0.4, 0.0), np.where(g == "a", 2.0, 1.0))
+    res = metric_permutation_test(v, g, n_resamples=499, random_state=0)
+    a, b = v[g == "a"], v[g == "b"]
+    welch = (a.mean() - b.mean()) / np.sqrt(a.var(ddof=1) / 150 + b.var(ddof=1) / 450)
+    assert res.statistic == pytest.approx(a.mean() - b.mean())
+    assert res.studentized_statistic == pytest.approx(welch)
+    same = metric_permutation_test(v, g, n_resamples=499, random_state=0, n_jobs=2)
+    np.testing.assert_array_equal(res.null_distribution, same.null_distribution)
+    # a callable (the median) studentized by the bootstrap
+    med = metric_permutation_test(v, g, np.median, n_resamples=99, n_bootstrap=30, random_state=0)
+    assert med.statistic == pytest.approx(np.median(a) - np.median(b))
+    assert np.isfinite(med.studentized_statistic) and 0 < med.pvalue <= 1
+    with pytest.raises(ValueError, match="exactly two"):
+        metric_permutation_test(v, np.arange(600) % 3)
+    with pytest.raises(ValueError, match="'mean' or a callable"):
+        metric_permutation_test(v, g, "median")
+
+
+@pytest.mark.slow
+def test_welch_permutation_test_level_with_unequal_variances():
+    """Equal means, variances 4 vs 1, groups of 40 and 400: studentized holds the level,
+    the unstudentized difference does not (1,000 data sets)."""
+    from bayesfair.frequentist import metric_permutation_test
+
+    rng = np.random.default_rng(8)
+    rej = {True: 0, False: 0}
+    sims = 1000
+    g = np.repeat(["a", "b"], [40, 400])
+    for i in range(sims):
+        v = rng.normal(0, np.where(g == "a", 2.0, 1.0))
+        for st in (True, False):
+            rej[st] += (
+                metric_permutation_test(v, g, studentize=st, n_resamples=199, random_state=i).pvalue
+                <= 0.05
+            )
+    assert 0.03 <= rej[True] / sims <= 0.07
+    assert rej[False] / sims > 0.12

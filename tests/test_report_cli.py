@@ -141,3 +141,34 @@ def test_demo_with_bayesian_section(tmp_path):
     assert "Bayesian intersectional fairness" in html
     assert "Model-averaging weights" in html and "LOO stacking" in html
     assert html.count("data:image/png;base64,") >= 3
+    assert "Subgroup scan (Conditional Bias Scan)" in html
+    assert "Per-group estimates for small groups" in html and "hierarchical" in html
+
+
+def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["demo", "--out", str(out), "--n-rows", "3000", "--no-bayes"]) == 0
+    html = out.read_text()
+    assert "Subgroup scan (Conditional Bias Scan)" in html
+    assert "Per-group estimates for small groups" in html and "structured" in html
+    assert "P(flagged rate higher | data)" in html
+
+
+def test_posterior_probability_beside_pvalues():
+    from scipy import stats
+
+    from bayesfair.report.frequentist import posterior_probability_higher
+
+    df = pd.DataFrame(
+        {
+            "g": ["a"] * 100 + ["b"] * 100,
+            "y": [1] * 200,
+            "d": [0] * 30 + [1] * 70 + [0] * 10 + [1] * 90,
+        }
+    )
+    data = AuditData(df, "g", "y", decision="d")
+    p = posterior_probability_higher(data, "fnr", ["g"], "a", n_draws=200_000)
+    # P(Beta(30.5, 70.5) > Beta(10.5, 90.5)) by numerical integration
+    grid = np.linspace(0, 1, 20001)
+    exact = np.trapezoid(stats.beta.pdf(grid, 30.5, 70.5) * stats.beta.cdf(grid, 10.5, 90.5), grid)
+    assert p == pytest.approx(exact, abs=0.003)

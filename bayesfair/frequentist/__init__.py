@@ -1,7 +1,9 @@
 """Frequentist companions: studentized permutation tests and discrimination tests."""
 
 from .auc import auc_permutation_test
+from .correlation import correlation_permutation_test
 from .discrimination import DiscriminationTestResult, discrimination_test
+from .generic import metric_permutation_test
 from .learning import (
     DiscriminationComparison,
     LearningCurveResult,
@@ -28,9 +30,11 @@ __all__ = [
     "auc_permutation_test",
     "bias_variance_decomposition",
     "compare_discrimination",
+    "correlation_permutation_test",
     "discrimination_test",
     "group_learning_curves",
     "intersectional_permutation_test",
+    "metric_permutation_test",
     "minimum_detectable_difference",
     "permutation_test",
     "permutation_test_counts",

@@ -1,8 +1,9 @@
 """Permutation test of an AUC difference between two groups, studentized by DeLong's variance.
 
-The scores are sorted once; a permuted group is a boolean mask in that order,
-so each group's AUC and DeLong placement values come from cumulative sums
-(ties count one half), vectorised over a batch of permutations.
+The scores are sorted once; the observed AUCs and DeLong variances come from
+cumulative sums over that order (ties count one half), and the permutation
+distribution from a compiled single pass per permutation
+(:mod:`bayesfair.frequentist._auc_kernel`).
 """
 
 from __future__ import annotations
@@ -95,7 +96,6 @@ def auc_permutation_test(
     alternative: str = "two-sided",
     random_state: int | None = None,
     n_jobs: int | None = 1,
-    batch: int = 8,
 ) -> PermutationTestResult:
     """Test that the score's AUC is equal in two groups, studentized by DeLong's variance.
 
@@ -134,14 +134,16 @@ def auc_permutation_test(
     diff = float(auc_a[0] - auc_b[0])
     z = float(_stat(auc_a, var_a, auc_b, var_b, True)[0])
 
+    from ._auc_kernel import auc_null
+
+    y_sorted = srt.y
+    block_end = srt.last.astype(np.int64)
+    n_a_rows = int(is_a.sum())
+
     def draw(size: int, rng) -> np.ndarray:
-        out = []
-        for start in range(0, size, batch):
-            m = rng.permuted(np.broadcast_to(is_a, (min(batch, size - start), len(is_a))), axis=1)
-            a, va = srt.auc_var(m)
-            b, vb = srt.auc_var(~m)
-            out.append(_stat(a, va, b, vb, studentize))
-        return np.concatenate(out)
+        return auc_null(
+            y_sorted, block_end, n_a_rows, size, studentize, int(rng.integers(2**31 - 1))
+        )
 
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
     p, k = _pvalue(null, z if studentize else diff, alternative)

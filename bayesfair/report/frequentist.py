@@ -4,13 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..data import AuditData
 from ..frequentist import intersectional_permutation_test, permutation_test
 from .html import Report, Table, Text
 
-__all__ = ["add_frequentist_section"]
+__all__ = ["add_frequentist_section", "posterior_probability_higher"]
+
+
+def posterior_probability_higher(
+    data: AuditData, metric: str, by, group: str, n_draws: int = 20_000, seed: int = 0
+) -> float:
+    """Posterior probability that ``group``'s rate exceeds the rate of the other rows of
+    ``by`` (independent Jeffreys Beta(1/2, 1/2) priors on the two rates): the Bayesian
+    statement to read beside a p-value."""
+    from ..metrics.rates import RATE_DEFINITIONS
+
+    t = data.table_for(by)
+    num, den = RATE_DEFINITIONS[metric]
+    k = t[list(num)].sum(axis=1).to_numpy(float)
+    n = t[list(den)].sum(axis=1).to_numpy(float)
+    is_g = (t["intersection"] == group).to_numpy()
+    rng = np.random.default_rng(seed)
+    a = rng.beta(k[is_g].sum() + 0.5, n[is_g].sum() - k[is_g].sum() + 0.5, n_draws)
+    b = rng.beta(k[~is_g].sum() + 0.5, n[~is_g].sum() - k[~is_g].sum() + 0.5, n_draws)
+    return float(np.mean(a > b))
 
 
 def add_frequentist_section(
@@ -44,6 +64,9 @@ def add_frequentist_section(
                         "flagged group": r.estimates.loc[r.estimates["value"].idxmax(), "group"],
                     }
                 )
+                rows[-1]["P(flagged rate higher | data)"] = posterior_probability_higher(
+                    data, metric, by, rows[-1]["flagged group"]
+                )
             else:
                 r = intersectional_permutation_test(
                     data,
@@ -65,6 +88,9 @@ def add_frequentist_section(
                         "flagged group": worst,
                     }
                 )
+                rows[-1]["P(flagged rate higher | data)"] = posterior_probability_higher(
+                    data, metric, by, worst
+                )
     sec = report.section("Frequentist companions: permutation tests")
     sec.add(
         Text(
@@ -73,7 +99,9 @@ def add_frequentist_section(
             "hypergeometric tables. "
             "For more than two groups the statistic is the largest studentized gap of a group from "
             "the rest, which controls the family-wise error over groups. Flagged group: the one "
-            "with the higher rate (two groups) or the smallest adjusted p-value (max-T)."
+            "with the higher rate (two groups) or the smallest adjusted p-value (max-T). Beside "
+            "each p-value, the posterior probability (Jeffreys priors) that the flagged group's "
+            "rate is higher than that of the other rows: the Bayesian reading of the same data."
         )
     )
     sec.add(Table(pd.DataFrame(rows), float_format="{:.4g}"))

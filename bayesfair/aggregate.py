@@ -1,0 +1,80 @@
+"""Per-intersection counts from a pandas or a Dask DataFrame, in one groupby.
+
+For data that do not fit in memory: the groupby runs where the data live (a Dask
+cluster), and only the per-intersection table -- the sufficient statistic of every
+count-based method (epsilon-DF, gamma-SF, the Dirichlet and binomial models, the
+hypergeometric permutation tests) -- comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["aggregate_counts", "cells_for"]
+
+
+def aggregate_counts(
+    frame,
+    protected: str | Sequence[str],
+    outcome: str,
+    *,
+    decision: str | None = None,
+    score: str | None = None,
+) -> pd.DataFrame:
+    """Tidy per-intersection table (protected columns, n, positives and, with a decision,
+    decision_positives, tp, fp, fn, tn; with a score, score_sum).
+
+    ``frame`` is a pandas DataFrame or a ``dask.dataframe.DataFrame``; outcome and
+    decision must be 0/1.  Intersections with no rows do not appear (a groupby cannot
+    see them); rows with a missing protected value are refused.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"g": ["a", "a", "b"], "y": [1, 0, 1], "d": [1, 1, 0]})
+    >>> aggregate_counts(df, "g", "y", decision="d")[["g", "n", "tp", "fp", "fn", "tn"]]
+       g  n  tp  fp  fn  tn
+    0  a  2   1   1   0   0
+    1  b  1   0   0   1   0
+    """
+    prot = [protected] if isinstance(protected, str) else list(protected)
+    cols = prot + [outcome] + [c for c in (decision, score) if c]
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise ValueError(f"columns not in the data: {missing}")
+    is_dask = type(frame).__module__.startswith("dask")
+    f = frame[cols]
+    y = f[outcome].astype("int64")
+    parts = {"n": y * 0 + 1, "positives": y}
+    if decision is not None:
+        d = f[decision].astype("int64")
+        parts.update(
+            decision_positives=d,
+            tp=y * d,
+            fp=(1 - y) * d,
+            fn=y * (1 - d),
+            tn=(1 - y) * (1 - d),
+        )
+    if score is not None:
+        parts["score_sum"] = f[score].astype("float64")
+    work = f[prot].assign(**parts)
+    na = work[prot].isna().sum()
+    na = na.compute() if is_dask else na
+    if int(np.asarray(na).sum()):
+        raise ValueError(f"protected columns have missing values: {dict(na[na > 0])}")
+    out = work.groupby(prot, observed=True).sum()
+    if is_dask:
+        out = out.compute()
+    out = out.reset_index()
+    if not np.isin(out["positives"] <= out["n"], True).all():  # pragma: no cover
+        raise ValueError("outcome must be 0/1")
+    return out.sort_values(prot, kind="stable").reset_index(drop=True)
+
+
+def cells_for(table: pd.DataFrame, mask) -> np.ndarray:
+    """(tp, fp, fn, tn) summed over the rows of an aggregated table selected by ``mask``."""
+    sub = table.loc[np.asarray(mask, bool)]
+    return sub[["tp", "fp", "fn", "tn"]].sum().to_numpy(np.int64)
