@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from .. import _arviz
 from .._validation import check_random_state
+from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical
 from .shrinkage import empirical_bayes, james_stein, standard_intervals
@@ -37,6 +40,9 @@ class DisaggregatedResult:
         Per metric: chosen lambda, selected features, coefficients.
     idata : dict
         ArviZ InferenceData of the hierarchical model(s): "binomial", "fay_herriot".
+    diagnostics : dict
+        Per hierarchical model: divergences, largest R-hat, smallest bulk ESS (problems
+        also raise a ``SamplerWarning``).
     """
 
     table: pd.DataFrame
@@ -45,6 +51,7 @@ class DisaggregatedResult:
     level: float
     structured: dict = field(default_factory=dict)
     idata: dict = field(default_factory=dict)
+    diagnostics: dict = field(default_factory=dict)
     grouped: GroupedData | None = field(default=None, repr=False)
 
     def estimates(self, metric: str) -> pd.DataFrame:
@@ -324,6 +331,21 @@ def disaggregated_evaluation(
             }
             add(name, "hierarchical", post.mean(axis=0), ivals)
 
+    diagnostics = {}
+    for name, idata in idatas.items():
+        diag = _arviz.diagnostics(
+            idata, [v for v in idata.posterior.data_vars if v not in ("theta", "eta")]
+        )
+        diagnostics[name] = diag
+        problems = []
+        if diag["divergences"] > 0:
+            problems.append(f"{int(diag['divergences'])} divergent transitions")
+        if diag.get("r_hat_max", 0) > 1.01:
+            problems.append(f"R-hat up to {diag['r_hat_max']:.3f}")
+        if problems:
+            warnings.warn(
+                f"hierarchical model ({name}): " + ", ".join(problems), SamplerWarning, stacklevel=2
+            )
     return DisaggregatedResult(
         table=pd.DataFrame(rows),
         intervals=pd.DataFrame(irows),
@@ -331,5 +353,6 @@ def disaggregated_evaluation(
         level=levels[0],
         structured=sr_info,
         idata=idatas,
+        diagnostics=diagnostics,
         grouped=gd,
     )

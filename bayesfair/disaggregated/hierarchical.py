@@ -9,7 +9,9 @@ an intercept, attribute main effects, pairwise interactions and a group effect,
 each block (each attribute, each pair, the groups) with its own scale
 ~ HalfNormal(1), non-centred.  Metrics without counts (AUC, user metrics): the
 same structure on the identity scale for the standard estimates, which are
-Normal(mu_a, sigma_a) with the pooled standard errors (a Fay-Herriot model).
+Normal(mu_a, sigma_a) with the pooled standard errors (a Fay-Herriot model; its
+group effect is integrated out in the sampler and drawn from its conditional
+Normal afterwards).
 Several metrics are fitted in one model along a ``measure`` dimension.
 """
 
@@ -21,6 +23,9 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["fit_hierarchical"]
+
+#: compiled nutpie models, keyed on the model's structure (the data change, not the graph)
+_COMPILED: dict = {}
 
 
 def _design(labels: pd.DataFrame):
@@ -65,59 +70,106 @@ def fit_hierarchical(
     if binomial:
         center = np.log((np.nansum(k, 1) + 0.5) / (np.nansum(m - k, 1) + 0.5))
     else:
-        obs = np.isfinite(s)
         center = np.array([np.nanmean(r) if np.isfinite(r).any() else 0.0 for r in s])
-    with pm.Model(coords=coords) as model:
-        alpha = pm.Normal("alpha", center, 2.5 if binomial else 1.0, dims="measure")
-        eta = alpha[:, None] * np.ones((1, G))
-        for c in labels.columns:
-            sd = pm.HalfNormal(f"sigma_{c}", 1.0, dims="measure")
-            z = pm.Normal(f"z_{c}", 0.0, 1.0, dims=("measure", f"{c}_level"))
-            eta = eta + (sd[:, None] * z)[:, codes[c]]
-        if interactions:
-            for c1, c2 in pairs:
-                n1, n2 = len(levels[c1]), len(levels[c2])
-                sd = pm.HalfNormal(f"sigma_{c1}_{c2}", 1.0, dims="measure")
-                z = pm.Normal(f"z_{c1}_{c2}", 0.0, 1.0, shape=(len(metric_names), n1 * n2))
-                eta = eta + (sd[:, None] * z)[:, codes[c1] * n2 + codes[c2]]
-        sd_g = pm.HalfNormal("sigma_group", 1.0, dims="measure")
-        z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
-        eta = eta + sd_g[:, None] * z_g
-        if binomial:
-            theta = pm.Deterministic("theta", pm.math.invlogit(eta), dims=("measure", "group"))
-            pm.Binomial("k", n=m.astype("int64"), p=theta, observed=k.astype("int64"))
-        else:
-            theta = pm.Deterministic("theta", eta, dims=("measure", "group"))
-            flat = np.flatnonzero(obs.ravel())
-            pm.Normal(
-                "s",
-                mu=theta.flatten()[flat],
-                sigma=se.ravel()[flat],
-                observed=s.ravel()[flat],
-            )
-        if _have_nutpie():
-            import nutpie
+    M = len(metric_names)
+    if binomial:
+        data_vals = {"k_obs": np.asarray(k, float), "m_obs": np.asarray(m, float)}
+    else:
+        mask = np.isfinite(s) & np.isfinite(se) & (se > 0)
+        data_vals = {
+            "s_obs": np.where(mask, s, 0.0),
+            "se_obs": np.where(mask, se, 1.0),
+            "mask": mask.astype(float),
+        }
+    data_vals["center"] = np.asarray(center, float)
+    key = (
+        binomial,
+        tuple(labels.columns),
+        tuple(tuple(map(str, v)) for v in levels.values()),
+        G,
+        M,
+        interactions,
+    )
 
-            compiled = nutpie.compile_pymc_model(model)
-            idata = nutpie.sample(
-                compiled,
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                seed=random_seed,
-                target_accept=target_accept,
-                progress_bar=False,
-            )
-        else:
+    def build():
+        with pm.Model(coords=coords) as model:
+            d = {name: pm.Data(name, val) for name, val in data_vals.items()}
+            alpha = pm.Normal("alpha", d["center"], 2.5 if binomial else 1.0, dims="measure")
+            eta = alpha[:, None] * np.ones((1, G))
+            for c in labels.columns:
+                sd = pm.HalfNormal(f"sigma_{c}", 1.0, dims="measure")
+                z = pm.Normal(f"z_{c}", 0.0, 1.0, dims=("measure", f"{c}_level"))
+                eta = eta + (sd[:, None] * z)[:, codes[c]]
+            if interactions:
+                for c1, c2 in pairs:
+                    n1, n2 = len(levels[c1]), len(levels[c2])
+                    sd = pm.HalfNormal(f"sigma_{c1}_{c2}", 1.0, dims="measure")
+                    z = pm.Normal(f"z_{c1}_{c2}", 0.0, 1.0, shape=(M, n1 * n2))
+                    eta = eta + (sd[:, None] * z)[:, codes[c1] * n2 + codes[c2]]
+            sd_g = pm.HalfNormal("sigma_group", 1.0, dims="measure")
+            if binomial:
+                z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
+                eta = eta + sd_g[:, None] * z_g
+                pm.Deterministic("theta", pm.math.invlogit(eta), dims=("measure", "group"))
+                # binomial log-likelihood of the counts (binomial coefficients dropped: constant)
+                pm.Potential(
+                    "k",
+                    pm.math.sum(
+                        -d["k_obs"] * pm.math.log1pexp(-eta)
+                        - (d["m_obs"] - d["k_obs"]) * pm.math.log1pexp(eta)
+                    ),
+                )
+            else:
+                # the group effect is integrated out analytically (s_a ~ N(eta_a, se_a^2 +
+                # sigma_group^2)), which removes the funnel between the group effects and their
+                # scale when large groups' standard errors are small; theta is drawn afterwards
+                pm.Deterministic("eta", eta, dims=("measure", "group"))
+                tot = d["se_obs"] ** 2 + sd_g[:, None] ** 2
+                z = (d["s_obs"] - eta) ** 2 / tot
+                pm.Potential("s", pm.math.sum(d["mask"] * (-0.5 * z - 0.5 * pm.math.log(tot))))
+        return model
+
+    if _have_nutpie():
+        import nutpie
+
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = nutpie.compile_pymc_model(build())
+            _COMPILED[key] = compiled
+        idata = nutpie.sample(
+            compiled.with_data(**data_vals),
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=random_seed,
+            target_accept=target_accept if binomial else max(target_accept, 0.99),
+            progress_bar=False,
+        )
+    else:
+        with build():
             idata = pm.sample(
                 draws=draws,
                 tune=tune,
                 chains=chains,
                 cores=1,
                 random_seed=random_seed,
-                target_accept=target_accept,
+                target_accept=target_accept if binomial else max(target_accept, 0.99),
                 progressbar=False,
                 compute_convergence_checks=False,
             )
-    th = idata.posterior["theta"].to_numpy()
-    return idata, th.reshape(-1, *th.shape[2:])
+    if binomial:
+        th = idata.posterior["theta"].to_numpy()
+        return idata, th.reshape(-1, *th.shape[2:])
+    # Fay-Herriot: theta_a | eta_a, sigma_group, s_a is Normal (conjugate)
+    eta = idata.posterior["eta"].to_numpy()
+    eta = eta.reshape(-1, *eta.shape[2:])
+    sg2 = idata.posterior["sigma_group"].to_numpy().reshape(-1, M)[:, :, None] ** 2
+    se2 = data_vals["se_obs"][None] ** 2
+    obs = data_vals["mask"][None] > 0
+    prec = np.where(obs, 1.0 / se2, 0.0) + 1.0 / np.maximum(sg2, 1e-300)
+    mean = (
+        np.where(obs, data_vals["s_obs"][None] / se2, 0.0) + eta / np.maximum(sg2, 1e-300)
+    ) / prec
+    rng = np.random.default_rng(random_seed)
+    theta = mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
+    return idata, theta
