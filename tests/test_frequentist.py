@@ -259,9 +259,9 @@ def test_auc_test_matches_brute_force_delong():
 
 @pytest.mark.slow
 def test_auc_delong_test_holds_its_level_with_different_positive_rates():
-    """Equal AUC (same score model) but positive rates 10% vs 50%: 1,000 data sets."""
+    """Equal AUC (same score model) but positive rates 10% vs 50%: 4,000 data sets."""
     rng = np.random.default_rng(11)
-    reps, rej = 1000, 0
+    reps, rej = 4000, 0
     for r in range(reps):
         n = 1500
         g = np.where(rng.random(n) < 0.3, "A", "B")
