@@ -22,6 +22,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/run.py
 
 lint: $(STAMP)

@@ -70,3 +70,31 @@ def test_credible_intervals_cover_the_truth():
     cal = foulds.calibration_study(factories, replicates=50, n_rows=7214, random_state=0)
     assert (cal["replicates"] == 50).all()
     assert cal["coverage"].between(0.80, 0.97).all(), cal
+
+
+def test_table3_deviations_are_consistent(data_home):
+    """Table 3 with the conjugate models (quick): the paper's curve deviation
+    |mean(e) - t| never exceeds the mean absolute deviation mean|e - t|, the
+    ground truth is the median of the full-data PE and FB estimates, and the
+    subsample has 1% of the rows."""
+    from bayesfair.models import NaiveBayes
+
+    models = {**EDF, "NB": lambda s: NaiveBayes(random_state=s)}
+    t = foulds.table3("compas", models=models, data_home=data_home, replicates=3)
+    assert list(t["model"]) == ["EDF", "NB", "Ensemble"]
+    assert t.attrs["rows_small"] == round(0.01 * 5410)
+    est = t.attrs["estimates"]
+    full = est[(est["size"] == "full") & (est["model"] != "Ensemble")]
+    vals = full[["eps_PE", "eps_FB"]].to_numpy(float).ravel()
+    assert t.attrs["truth"]["eps"] == pytest.approx(np.median(vals[np.isfinite(vals)]))
+    for key in ("eps_FB", "eps_post", "gamma_PE", "gamma_FB", "gamma_post"):
+        curve, mae = t[key].to_numpy(float), t[f"mae_{key}"].to_numpy(float)
+        ok = np.isfinite(curve)
+        assert ok.any()
+        assert np.all(curve[ok] <= mae[ok] + 1e-12), key
+    # by hand for one cell
+    small = est[(est["size"] == "small") & (est["model"] == "NB")]["gamma_FB"]
+    truth = t.attrs["truth"]["gamma"]
+    nb = t.set_index("model").loc["NB"]
+    assert nb["gamma_FB"] == pytest.approx(abs(small.mean() - truth))
+    assert nb["mae_gamma_FB"] == pytest.approx((small - truth).abs().mean())

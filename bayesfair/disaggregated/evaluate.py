@@ -156,6 +156,7 @@ def disaggregated_evaluation(
     interactions: bool = False,
     explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None,
     outcome_rates: bool = True,
+    sr_interval: str = "percentile",
     hb_draws: int = 1000,
     hb_tune: int = 1000,
     hb_chains: int = 4,
@@ -188,6 +189,9 @@ def disaggregated_evaluation(
         Structured-regression features besides group and attribute indicators:
         pairwise attribute interactions, group means of functions of the data
         frame, and the group's outcome rate.
+    sr_interval : {"percentile", "basic"}
+        rBLPR interval of structured regression (see
+        :func:`~bayesfair.disaggregated.structured.structured_regression`).
     hb_draws, hb_tune, hb_chains : int
         NUTS settings of the hierarchical model.
     random_state : int, optional
@@ -276,7 +280,15 @@ def disaggregated_evaluation(
                 gd, interactions=interactions, explanatory=explanatory, outcome_rates=outcome_rates
             )
             sr = structured_regression(
-                gd, m, s, sigma2, features=feats, levels=levels, n_bootstrap=n_bootstrap, rng=rng
+                gd,
+                m,
+                s,
+                sigma2,
+                features=feats,
+                levels=levels,
+                n_bootstrap=n_bootstrap,
+                interval=sr_interval,
+                rng=rng,
             )
             sr_info[name] = {k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas")}
             est, ivals = sr["estimate"], sr["intervals"]

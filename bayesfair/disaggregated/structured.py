@@ -136,6 +136,7 @@ def structured_regression(
     n_folds: int = 10,
     lam: float | None = None,
     n_lambdas: int = 30,
+    interval: str = "percentile",
     rng: np.random.Generator,
 ) -> dict:
     """Lasso estimates of every group's metric and rBLPR intervals.
@@ -144,7 +145,14 @@ def structured_regression(
     ``lam``, ``cv_loss``, ``lambdas``, ``selected`` (feature names) and ``coef``.
     ``lam`` fixes the penalty (0 gives back the standard estimates for defined groups,
     a very large value the weighted mean); otherwise it is chosen by cross-validation.
+    ``interval`` is ``"percentile"`` (rBLPR as Liu, Xu and Li publish it: percentiles
+    of the bootstrap lasso + partial ridge estimates, whose bootstrap world has the
+    lasso fit as its truth) or ``"basic"`` (the bootstrap deviations reflected
+    around the LPR estimate).  On the Adult simulation the percentile intervals
+    cover more often for five of six metrics.
     """
+    if interval not in ("percentile", "basic"):
+        raise ValueError(f"`interval` must be 'percentile' or 'basic', got {interval!r}")
     F_df = group_features(gd) if features is None else features
     F, _sd = _standardise(F_df.to_numpy(float))
     n = gd.sizes().astype(float)
@@ -183,9 +191,13 @@ def structured_regression(
     intervals = {}
     for level in levels:
         a = (1 - level) / 2
-        # basic bootstrap interval around the lasso + partial ridge estimate
-        q_lo, q_hi = np.quantile(boot - lpr, [a, 1 - a], axis=0)
-        intervals[level] = (lpr - q_hi, lpr - q_lo)
+        if interval == "percentile":
+            # rBLPR as published: percentiles of the bootstrap LPR estimates
+            intervals[level] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
+        else:
+            # basic bootstrap interval around the lasso + partial ridge estimate
+            q_lo, q_hi = np.quantile(boot - lpr, [a, 1 - a], axis=0)
+            intervals[level] = (lpr - q_hi, lpr - q_lo)
     return {
         "estimate": est,
         "lpr": lpr,

@@ -7,6 +7,11 @@ scores (P[score >= r] = 0.2 in the population, as in the paper).  Evaluation
 sets of 5,000 rows are drawn by stratified sampling (proportional allocation,
 each group's count rounded, so the smallest groups have a handful of rows).
 Every estimator is compared with the population's true metric values.
+
+Structured regression gets, besides group and attribute indicators, pairwise
+interactions and the group's outcome rate, explanatory features in the spirit of the paper's
+clinical features: the group means of four of the audited model's inputs
+(:data:`EXPLANATORY`), computed on the evaluation set like everything else.
 """
 
 from __future__ import annotations
@@ -24,11 +29,19 @@ from ..datasets import load_adult
 from ..disaggregated import disaggregated_evaluation
 from ..disaggregated.groups import GroupedData
 
-__all__ = ["METRICS", "population", "simulate", "summarise"]
+__all__ = ["EXPLANATORY", "METRICS", "population", "simulate", "summarise"]
 
 METRICS = ("selection_rate", "fpr", "fnr", "accuracy", "ppv", "auc")
 SENSITIVE = ["race", "sex", "age_band"]
 AGE_BANDS = ["17-29", "30-44", "45-59", "60+"]
+
+#: Explanatory features of structured regression: group means of model inputs.
+EXPLANATORY = {
+    "education_num": lambda df: df["education_num"].to_numpy(float),
+    "hours_per_week": lambda df: df["hours_per_week"].to_numpy(float),
+    "age": lambda df: df["age"].to_numpy(float),
+    "capital_gain>0": lambda df: (df["capital_gain"].to_numpy(float) > 0).astype(float),
+}
 
 
 def population(data_home: str | os.PathLike | None = None, random_state: int = 0):
@@ -85,8 +98,16 @@ def simulate(
     n_bootstrap: int = 500,
     random_state: int = 0,
     pop_truth=None,
+    explanatory=EXPLANATORY,
+    interactions: bool = True,
 ) -> pd.DataFrame:
-    """Long table of every (draw, metric, group, estimator, level) with the truth."""
+    """Long table of every (draw, metric, group, estimator, level) with the truth.
+
+    ``explanatory`` (default :data:`EXPLANATORY`; ``None`` for none) and
+    ``interactions`` (pairwise attribute interactions, default on: on Adult they
+    cut structured regression's error for five of six metrics and raise its
+    coverage) are passed to structured regression.
+    """
     pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
     out = []
@@ -106,6 +127,8 @@ def simulate(
             hb_draws=hb_draws,
             hb_tune=hb_draws,
             hb_chains=hb_chains,
+            explanatory=explanatory,
+            interactions=interactions,
             random_state=int(rng.integers(2**31)),
         )
         iv = res.intervals.drop(columns="n")

@@ -190,8 +190,33 @@ def score_mask(mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen):
 
 
 @nb.njit(cache=True)
-def coordinate_step(j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen):
-    """Optimal non-empty subset of the values of attribute j, the others held fixed (exact)."""
+def _range_step(k, order, starts, family, m, s, lg, sp0, sig2, pen, pen_other):
+    """Optimal contiguous range of an ordinal attribute's values (exact: every range)."""
+    best_sub = np.ones(k, np.bool_)
+    fall, best_theta = set_max(order, family, m, s, lg, sp0, sig2)
+    best = fall - pen_other
+    for lo in range(k):
+        for hi in range(lo + 1, k + 1):
+            c = hi - lo
+            if c == k:
+                continue
+            seg = order[starts[lo] : starts[hi]]
+            f, th = set_max(seg, family, m, s, lg, sp0, sig2)
+            net = f - pen * c - pen_other
+            if net > best:
+                best = net
+                best_theta = th
+                best_sub[:] = False
+                best_sub[lo:hi] = True
+    return best_sub, best, best_theta
+
+
+@nb.njit(cache=True)
+def coordinate_step(j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen, ordinal):
+    """Optimal non-empty subset of the values of attribute j, the others held fixed (exact).
+
+    For an ordinal attribute (``ordinal[j]``) only contiguous ranges of its values
+    are allowed, and every range is scored."""
     k = arity[j]
     A = codes.shape[0]
     counts = np.zeros(k + 1, np.int64)
@@ -209,6 +234,8 @@ def coordinate_step(j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2,
             order[fill[v]] = a
             fill[v] += 1
     pen_other = mask_penalty(mask, offsets, arity, pen, j)
+    if ordinal[j]:
+        return _range_step(k, order, starts, family, m, s, lg, sp0, sig2, pen, pen_other)
 
     best_sub = np.ones(k, np.bool_)
     fall, best_theta = set_max(order, family, m, s, lg, sp0, sig2)
@@ -279,13 +306,15 @@ def _bits(mask, lo, hi):
 
 
 @nb.njit(cache=True)
-def scan(codes, offsets, arity, family, m, s, lg, sig2, pen, init_masks, seed):
+def scan(codes, offsets, arity, family, m, s, lg, sig2, pen, init_masks, seed, ordinal):
     """Coordinate ascent from each initial mask; returns the best mask, score, theta and
     the score reached by every restart.
 
-    A coordinate step depends only on the attribute and the values held for the other
-    attributes, so its result is memoised across steps and restarts (when the attributes
-    have at most 63 values in all): restarts that meet a state already seen cost nothing.
+    ``ordinal`` (bool per attribute) restricts those attributes to contiguous ranges;
+    their initial masks must be contiguous.  A coordinate step depends only on the
+    attribute and the values held for the other attributes, so its result is memoised
+    across steps and restarts (when the attributes have at most 63 values in all):
+    restarts that meet a state already seen cost nothing.
     """
     np.random.seed(seed)  # noqa: NPY002 (numba's own generator, seeded per call)
     sp0 = np.empty(lg.shape[0])
@@ -326,7 +355,7 @@ def scan(codes, offsets, arity, family, m, s, lg, sig2, pen, init_masks, seed):
                         sub[v] = (subbits >> v) & 1
                 else:
                     sub, sc, th = coordinate_step(
-                        j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen
+                        j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen, ordinal
                     )
                     subbits = 0
                     for v in range(arity[j]):
@@ -335,7 +364,7 @@ def scan(codes, offsets, arity, family, m, s, lg, sig2, pen, init_masks, seed):
                     memo[key] = (subbits, sc, th)
             else:
                 sub, sc, th = coordinate_step(
-                    j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen
+                    j, mask, codes, offsets, arity, family, m, s, lg, sp0, sig2, pen, ordinal
                 )
             if sc > score + 1e-10 * max(1.0, abs(score)):
                 mask[lo_j:hi_j] = sub

@@ -163,6 +163,7 @@ def posterior_bias_scan(
     tune: int = 500,
     chains: int = 2,
     sigma: float = 1.0,
+    ordinal: Sequence[str] | str | None = None,
     random_state: int | None = None,
 ) -> PosteriorScanResult:
     """Conditional Bias Scan against posterior draws of I-hat.
@@ -213,6 +214,7 @@ def posterior_bias_scan(
         sigma,
         None,
         None,
+        ordinal,
     )
     rng = check_random_state(random_state)
 
