@@ -266,10 +266,9 @@ def test_simulation_on_adult(data_home):
     rate by at least 30% and is more accurate than the standard estimator for FPR too; the
     standard 95% intervals (pooled variance) cover the truth in [0.92, 0.98] of group-draws.
     What the Adult population does not reproduce -- the 30% cut for James-Stein, empirical
-    Bayes and structured regression (they are within a few percent of the standard
-    estimator here, better in some draws and worse in others), and the coverage of
-    structured regression and hierarchical Bayes for FPR, where tiny population groups have
-    a true rate of exactly 0 -- is reported in the notebook and the issue, not asserted.
+    Bayes and structured regression on selection rate and FPR (at most 11% here), and
+    hierarchical Bayes' FPR coverage, where one in eight population groups has a true FPR
+    of exactly 0 -- is reported in notebook 04 and the issue, not asserted.
     """
     from bayesfair.replication import herlihy
 
