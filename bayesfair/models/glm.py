@@ -107,13 +107,15 @@ class HierarchicalLogisticRegression(LogisticRegression):
         non-empty intersection's data pin its log-odds down far more tightly
         than the prior scale of the deviations (``n p (1-p) > 100 lam^2``, e.g.
         millions of rows in few groups) and otherwise does not.
-    target_accept : float, default 0.95
+    target_accept : float, default 0.98
 
     Notes
     -----
     Defaults: sum-to-zero effects, automatic centring and
-    ``target_accept=0.95`` give NUTS fits without divergences on Adult,
-    COMPAS and 10 million synthetic rows.  :meth:`paper` returns the settings
+    ``target_accept=0.98`` give NUTS fits without divergences on Adult,
+    COMPAS and 10 million synthetic rows (on Adult, 4 x 1,000 draws: 0
+    divergences for each of 6 seeds at 0.98, against 1 in 3 of 6 seeds at
+    0.95, for about 30% more time).  :meth:`paper` returns the settings
     of the authors' public code.
     """
 
@@ -127,7 +129,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
         effects: str = "sum_to_zero",
         parameterization: str = "auto",
         *,
-        target_accept: float = 0.95,
+        target_accept: float = 0.98,
         **kwargs: Any,
     ) -> None:
         super().__init__(
