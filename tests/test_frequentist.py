@@ -193,7 +193,7 @@ def test_studentized_permutation_test_holds_its_level():
     rej = {"studentized": 0, "unstudentized": 0, "within": 0}
     for r in range(reps):
         a, b = _cells(rng, 20_000)
-        kw = dict(n_resamples=499, random_state=r)
+        kw = dict(n_resamples=199, random_state=r)
         rej["studentized"] += permutation_test_counts(a, b, **kw).pvalue <= 0.05
         rej["unstudentized"] += permutation_test_counts(a, b, studentize=False, **kw).pvalue <= 0.05
         rej["within"] += (

@@ -253,3 +253,19 @@ def test_compiled_model_cache_keeps_each_data_sets_coords():
     f2 = LogisticRegression(**kw).fit(two.audit_data())
     assert list(f1.idata_.posterior["intersection"].values) == one.audit_data().group_labels
     assert list(f2.idata_.posterior["intersection"].values) == two.audit_data().group_labels
+
+
+def test_cached_map_equals_find_map_for_each_data_set():
+    """The MAP objective is compiled once per model structure and reused with new counts:
+    each data set's point estimate must equal a fresh ``pymc.find_MAP`` on its own model."""
+    import pymc as pm
+
+    levels = {"a": ["x", "y", "z"], "b": ["u", "v"]}
+    for M in (LogisticRegression, HierarchicalLogisticRegression):
+        for seed in (1, 2):
+            data = make_gaussian_threshold(levels, n_rows=300, random_state=seed).audit_data()
+            fit = M(method="map", random_state=0).fit(data)
+            with fit._model, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref = np.asarray(pm.find_MAP(progressbar=False)["p"])
+            np.testing.assert_allclose(fit.p_point_, ref, atol=1e-5)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import curve_fit
 from scipy.stats import norm
 from sklearn.base import clone
 
@@ -148,14 +147,40 @@ class LearningCurveResult:
 
 
 def _fit_pow3(n, y):
-    p0 = (max(float(np.min(y)) * 0.9, 0.0), float(np.max(y) - np.min(y)) * n.min() ** 0.5, 0.5)
-    try:
-        popt, _ = curve_fit(
-            _pow3, n, y, p0=p0, bounds=([-np.inf, 0, 0], [np.inf, np.inf, 5]), maxfev=20_000
+    """Least-squares fit of delta + alpha n^-beta with alpha >= 0 and 0 <= beta <= 5.
+
+    For fixed beta the model is linear in (delta, alpha), solved in closed form; the
+    profile error over beta is scanned on a grid and refined by a bounded scalar search
+    (fast enough to refit hundreds of bootstrap curves)."""
+    from scipy.optimize import minimize_scalar
+
+    n = np.asarray(n, float)
+    y = np.asarray(y, float)
+    if len(n) < 3 or not np.isfinite(y).all():
+        return np.array([np.nan] * 3)
+
+    def solve(beta):
+        x = np.power(n, -beta)
+        xc, yc = x - x.mean(), y - y.mean()
+        sxx = float(xc @ xc)
+        alpha = max(float(xc @ yc) / sxx, 0.0) if sxx > 1e-300 else 0.0
+        delta = float(y.mean() - alpha * x.mean())
+        r = y - delta - alpha * x
+        return float(r @ r), delta, alpha
+
+    grid = np.linspace(0.0, 5.0, 101)
+    sse = np.array([solve(b)[0] for b in grid])
+    i = int(np.argmin(sse))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    beta = grid[i]
+    if hi > lo:
+        res = minimize_scalar(
+            lambda b: solve(b)[0], bounds=(lo, hi), method="bounded", options={"xatol": 1e-8}
         )
-    except RuntimeError:
-        popt = np.array([np.nan] * 3)
-    return popt
+        if res.fun <= sse[i]:
+            beta = float(res.x)
+    _, delta, alpha = solve(beta)
+    return np.array([delta, alpha, beta])
 
 
 def group_learning_curves(

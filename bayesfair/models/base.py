@@ -17,6 +17,46 @@ __all__ = ["FairnessModel", "SamplerWarning"]
 
 METHODS = ("nuts", "advi", "map")
 _NUTPIE_CACHE: dict[tuple, Any] = {}
+_MAP_CACHE: dict[tuple, Any] = {}
+
+
+class _MapObjective:
+    """The MAP problem of one model structure, compiled once: the log density (without
+    Jacobian, as ``pymc.find_MAP``) and its gradient over the unconstrained values, and
+    ``p`` as a function of them.  The counts are ``pm.Data``, set before each solve."""
+
+    def __init__(self, model) -> None:
+        import pymc as pm
+        from pymc.blocking import DictToArrayBijection
+
+        self.model = model
+        self.start = model.initial_point()
+        self.x0 = DictToArrayBijection.map(self.start).data
+        self.logp = DictToArrayBijection.mapf(model.compile_logp(jacobian=False), self.start)
+        self.dlogp = DictToArrayBijection.mapf(model.compile_dlogp(jacobian=False), self.start)
+        # ``p`` as a graph of the value variables (model["p"] itself would draw its
+        # random inputs); unobserved_value_vars rewrites deterministics that way
+        p_graph = next(v for v in model.unobserved_value_vars if v.name == "p")
+        self.p_fn = model.compile_fn(
+            p_graph, inputs=model.value_vars, on_unused_input="ignore", point_fn=True
+        )
+        self._pm = pm
+
+    def solve(self, n: np.ndarray, k: np.ndarray) -> np.ndarray:
+        from pymc.blocking import DictToArrayBijection, RaveledVars
+        from scipy.optimize import minimize
+
+        with self.model:
+            self._pm.set_data({"n": n, "k": k})
+        info = DictToArrayBijection.map(self.start).point_map_info
+
+        def cost(x):
+            v = RaveledVars(x, info)
+            return -float(self.logp(v)), -np.asarray(self.dlogp(v), dtype=float)
+
+        res = minimize(cost, self.x0.copy(), jac=True, method="L-BFGS-B")
+        point = DictToArrayBijection.rmap(RaveledVars(res.x, info), self.start)
+        return np.asarray(self.p_fn(point), dtype=float)
 
 
 class SamplerWarning(UserWarning):
@@ -204,12 +244,15 @@ class FairnessModel:
         if "_p_point" not in self.__dict__:
             if not hasattr(self, "_model"):
                 raise ValueError(f"this {type(self).__name__} is not fitted yet")
-            import pymc as pm
-
-            with self._model, warnings.catch_warnings():
+            # the compiled objective is cached per model structure (like the sampler's
+            # compiled model), so repeated fits of one structure compile once
+            key = self.cache_key(self.design_)
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                point = pm.find_MAP(progressbar=False, seed=self._map_seed)
-            self._p_point = np.asarray(point["p"], dtype=float)
+                obj = _MAP_CACHE.get(key)
+                if obj is None:
+                    obj = _MAP_CACHE[key] = _MapObjective(self._model)
+                self._p_point = obj.solve(self.design_.n, self.design_.k)
         return self._p_point
 
     @p_point_.setter
