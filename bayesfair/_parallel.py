@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from joblib import Parallel, delayed
 
-__all__ = ["chunked_resamples"]
+__all__ = ["chunked_resamples", "shuffled_statistic"]
 
 #: How many chunks a resampling loop is split into (independent of n_jobs).
 N_CHUNKS = 16
@@ -49,3 +49,22 @@ def chunked_resamples(
             for s, sd in zip(sizes, seeds, strict=True)
         )
     return np.concatenate(parts, axis=0)
+
+
+def shuffled_statistic(
+    values: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    batch: int = 64,
+) -> Callable[[int, np.random.Generator], np.ndarray]:
+    """A ``fn(size, rng)`` for :func:`chunked_resamples`: ``statistic`` of ``size``
+    independent shuffles of ``values``, drawn ``batch`` at a time as the rows of a
+    (batch, n) array so that the statistic is vectorised over shuffles."""
+
+    def draw(size: int, rng: np.random.Generator) -> np.ndarray:
+        out = []
+        for start in range(0, size, batch):
+            k = min(batch, size - start)
+            out.append(statistic(rng.permuted(np.broadcast_to(values, (k, len(values))), axis=1)))
+        return np.concatenate(out)
+
+    return draw

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._parallel import chunked_resamples
+from .._parallel import chunked_resamples, shuffled_statistic
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["correlation_permutation_test"]
@@ -68,14 +68,7 @@ def correlation_permutation_test(
     obs_r = float(_stat(x, e, False)) / np.sqrt(len(x))
     obs_z = float(_stat(x, e, True))
 
-    def draw(size: int, rng) -> np.ndarray:
-        out = []
-        for start in range(0, size, batch):
-            k = min(batch, size - start)
-            perm = rng.permuted(np.broadcast_to(e, (k, len(e))), axis=1)
-            out.append(_stat(x, perm, studentize))
-        return np.concatenate(out)
-
+    draw = shuffled_statistic(e, lambda perm: _stat(x, perm, studentize), batch)
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
     obs = obs_z if studentize else float(np.sqrt(len(x)) * obs_r)
     p, k = _pvalue(null, obs, alternative)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .._parallel import chunked_resamples
+from .._parallel import chunked_resamples, shuffled_statistic
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -95,13 +95,7 @@ def metric_permutation_test(
         diff = float(_welch(v, is_a, False))
         z = float(_welch(v, is_a, True))
 
-        def draw(size: int, rng) -> np.ndarray:
-            out = []
-            for s in range(0, size, batch):
-                k = min(batch, size - s)
-                m = rng.permuted(np.broadcast_to(is_a, (k, len(is_a))), axis=1)
-                out.append(_welch(v, m, studentize))
-            return np.concatenate(out)
+        draw = shuffled_statistic(is_a, lambda m: _welch(v, m, studentize), batch)
 
         est = [float(v[is_a].mean()), float(v[~is_a].mean())]
         name = "mean"
