@@ -26,12 +26,12 @@ class _MapObjective:
     ``p`` as a function of them.  The counts are ``pm.Data``, set before each solve."""
 
     def __init__(self, model) -> None:
-        import pymc as pm
         from pymc.blocking import DictToArrayBijection
 
         self.model = model
         self.start = model.initial_point()
-        self.x0 = DictToArrayBijection.map(self.start).data
+        raveled = DictToArrayBijection.map(self.start)
+        self.x0, self.info = raveled.data, raveled.point_map_info
         self.logp = DictToArrayBijection.mapf(model.compile_logp(jacobian=False), self.start)
         self.dlogp = DictToArrayBijection.mapf(model.compile_dlogp(jacobian=False), self.start)
         # ``p`` as a graph of the value variables (model["p"] itself would draw its
@@ -40,15 +40,15 @@ class _MapObjective:
         self.p_fn = model.compile_fn(
             p_graph, inputs=model.value_vars, on_unused_input="ignore", point_fn=True
         )
-        self._pm = pm
 
     def solve(self, n: np.ndarray, k: np.ndarray) -> np.ndarray:
+        import pymc as pm
         from pymc.blocking import DictToArrayBijection, RaveledVars
         from scipy.optimize import minimize
 
         with self.model:
-            self._pm.set_data({"n": n, "k": k})
-        info = DictToArrayBijection.map(self.start).point_map_info
+            pm.set_data({"n": n, "k": k})
+        info = self.info
 
         def cost(x):
             v = RaveledVars(x, info)
@@ -210,7 +210,7 @@ class FairnessModel:
 
         model = self.build_model(design)
         seed = self._seed()
-        self._model, self._map_seed = model, seed
+        self._model = model
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
             if self.method == "map":

@@ -334,13 +334,14 @@ def table3(
     small = est[est["size"] == "small"]
     rows = []
     for name, ests in small.groupby("model", sort=False):
-        row: dict[str, object] = {"model": name}
+        curve: dict[str, float] = {}
+        mae: dict[str, float] = {}
         for key in keys:
             dev = ests[key].to_numpy(float) - truth[key.split("_")[0]]
-            row[key] = float(abs(np.mean(dev))) if not np.isnan(dev).all() else np.nan
-        for key in keys:
-            dev = ests[key].to_numpy(float) - truth[key.split("_")[0]]
-            row[f"mae_{key}"] = float(np.mean(np.abs(dev))) if not np.isnan(dev).all() else np.nan
+            defined = not np.isnan(dev).all()
+            curve[key] = float(abs(np.mean(dev))) if defined else np.nan
+            mae[f"mae_{key}"] = float(np.mean(np.abs(dev))) if defined else np.nan
+        row: dict[str, object] = {"model": name, **curve, **mae}
         paper = PAPER_TABLE3[dataset].get(name, [np.nan] * 4)
         for key, value in zip(("eps_PE", "eps_FB", "gamma_PE", "gamma_FB"), paper, strict=True):
             row[f"paper_{key}"] = value
