@@ -103,12 +103,14 @@ def _random_problem(rng, max_arity: int = 4, max_attributes: int = 4):
     return df, obs, ehat, family
 
 
-@pytest.mark.slow
-def test_scan_equals_exhaustive_enumeration():
-    rng = np.random.default_rng(2024)
-    n_problems, agree, worst = 200, 0, 0.0
+def _agreement_with_enumeration(rng, n_problems, choose_ordinal=None, **problem_kw):
+    """Scan (20 restarts) random problems and count those whose score equals exhaustive
+    enumeration; the scan must never exceed the optimum, and ranges of ordinal attributes
+    (``choose_ordinal(df, rng)``) must be contiguous.  Returns (agree, worst gap)."""
+    agree, worst = 0, 0.0
     for _ in range(n_problems):
-        df, obs, ehat, family = _random_problem(rng)
+        df, obs, ehat, family = _random_problem(rng, **problem_kw)
+        ordinal = choose_ordinal(df, rng) if choose_ordinal else []
         direction = rng.choice(["positive", "negative"])
         penalty = float(rng.choice([0.0, 0.5, 1.0, 3.0]))
         res = subset_scan(
@@ -119,41 +121,7 @@ def test_scan_equals_exhaustive_enumeration():
             score=family,
             direction=direction,
             penalty=penalty,
-            n_restarts=20,
-            random_state=int(rng.integers(1e6)),
-        )
-        codes, values = _codes(df, list(df.columns))
-        prep = _Prepared(codes, values, list(df.columns), obs, ehat, family, direction, 1.0)
-        exact = _brute_force(prep, penalty)
-        assert res.score <= exact + 1e-7 * max(1, abs(exact))  # never above the optimum
-        gap = exact - res.score
-        worst = max(worst, gap)
-        agree += gap <= 1e-6 * max(1.0, abs(exact))
-    assert agree / n_problems >= 0.99, (agree, worst)
-
-
-@pytest.mark.slow
-def test_scan_with_ordinal_attributes_equals_exhaustive_enumeration():
-    """Ordinal attributes (arity up to 6) may only take contiguous ranges: the scan's
-    optimum equals enumeration over ranges, and every reported range is contiguous.
-    Up to 3 attributes; those with more than 4 values are always ordinal (keeps the
-    enumeration small)."""
-    rng = np.random.default_rng(77)
-    n_problems, agree = 120, 0
-    for _ in range(n_problems):
-        df, obs, ehat, family = _random_problem(rng, max_arity=6, max_attributes=3)
-        ordinal = [c for c in df.columns if df[c].nunique() > 4 or rng.random() < 0.5]
-        direction = rng.choice(["positive", "negative"])
-        penalty = float(rng.choice([0.0, 0.5, 1.0, 3.0]))
-        res = subset_scan(
-            df,
-            list(df.columns),
-            obs,
-            ehat,
-            score=family,
-            direction=direction,
-            penalty=penalty,
-            ordinal=ordinal,
+            ordinal=ordinal or None,
             n_restarts=20,
             random_state=int(rng.integers(1e6)),
         )
@@ -166,9 +134,33 @@ def test_scan_with_ordinal_attributes_equals_exhaustive_enumeration():
             codes, values, list(df.columns), obs, ehat, family, direction, 1.0, ordinal
         )
         exact = _brute_force(prep, penalty)
-        assert res.score <= exact + 1e-7 * max(1, abs(exact))
-        agree += exact - res.score <= 1e-6 * max(1.0, abs(exact))
-    assert agree / n_problems >= 0.99, agree
+        assert res.score <= exact + 1e-7 * max(1, abs(exact))  # never above the optimum
+        gap = exact - res.score
+        worst = max(worst, gap)
+        agree += gap <= 1e-6 * max(1.0, abs(exact))
+    return agree, worst
+
+
+@pytest.mark.slow
+def test_scan_equals_exhaustive_enumeration():
+    agree, worst = _agreement_with_enumeration(np.random.default_rng(2024), 200)
+    assert agree / 200 >= 0.99, (agree, worst)
+
+
+@pytest.mark.slow
+def test_scan_with_ordinal_attributes_equals_exhaustive_enumeration():
+    """Ordinal attributes (arity up to 6) may only take contiguous ranges: the scan's
+    optimum equals enumeration over ranges, and every reported range is contiguous.
+    Up to 3 attributes; those with more than 4 values are always ordinal (keeps the
+    enumeration small)."""
+    agree, worst = _agreement_with_enumeration(
+        np.random.default_rng(77),
+        120,
+        lambda df, rng: [c for c in df.columns if df[c].nunique() > 4 or rng.random() < 0.5],
+        max_arity=6,
+        max_attributes=3,
+    )
+    assert agree / 120 >= 0.99, (agree, worst)
 
 
 def test_ordinal_attributes_auto_and_errors():
