@@ -178,7 +178,9 @@ def disaggregated_evaluation(
     estimators : list
         Any of "standard" (intervals from the pooled variance, eq. 7), "james_stein",
         "empirical_bayes" (with posterior intervals), "structured" (lasso, rBLPR
-        intervals) and "hierarchical" (PyMC; credible intervals).
+        intervals) and "hierarchical" (PyMC; central credible intervals, which reach 0
+        or 1 for a count metric whose rows in a group are all on one side, as
+        Brown, Cai and DasGupta's modified Jeffreys interval).
     levels : list of float
         Interval levels; the first is the one in ``table``.
     n_bootstrap_variance : int
@@ -304,6 +306,7 @@ def disaggregated_evaluation(
         other = [i for i in range(len(metrics)) if i not in count]
         seed = int(rng.integers(2**31))
         groups_post = {}
+        boundary = {}
         if count:
             cells = gd.cells()
             km = [gd.count_ratio(cells, metrics[i]) for i in count]
@@ -320,6 +323,7 @@ def disaggregated_evaluation(
             idatas["binomial"] = idata
             for j, i in enumerate(count):
                 groups_post[names[i]] = th[:, j, :]
+                boundary[names[i]] = km[j]
         if other:
             S = np.array([std[names[i]] for i in other])
             SE = np.array([np.sqrt(sigma2s[names[i]] / np.maximum(n, 1)) for i in other])
@@ -338,9 +342,19 @@ def disaggregated_evaluation(
                 groups_post[names[i]] = th[:, j, :]
         for name in names:
             post = groups_post[name]
-            ivals = {
-                lv: tuple(np.quantile(post, [(1 - lv) / 2, (1 + lv) / 2], axis=0)) for lv in levels
-            }
+            ivals = {}
+            for lv in levels:
+                lo, hi = np.quantile(post, [(1 - lv) / 2, (1 + lv) / 2], axis=0)
+                if name in boundary:
+                    # a group whose every counted row is on one side (0 of m, or m of m)
+                    # gets an interval reaching that boundary, as Brown, Cai and DasGupta's
+                    # modified Jeffreys interval: the central interval of a posterior on
+                    # (0, 1) can never contain a rate of exactly 0 or 1, which the data
+                    # cannot rule out
+                    k, m = (np.asarray(v, dtype=float) for v in boundary[name])
+                    lo = np.where((m > 0) & (k == 0), 0.0, lo)
+                    hi = np.where((m > 0) & (k == m), 1.0, hi)
+                ivals[lv] = (lo, hi)
             add(name, "hierarchical", post.mean(axis=0), ivals)
 
     diagnostics = {}

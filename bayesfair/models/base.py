@@ -177,6 +177,11 @@ class FairnessModel:
         (dims ``intersection``) and observed Binomial ``y``."""
         raise NotImplementedError
 
+    def _pyfunc_model(self, design: Design):
+        """The model's log density and gradient written out for nutpie (no compilation),
+        or None to let nutpie compile the PyMC model."""
+        return None
+
     def cache_key(self, design: Design) -> tuple:
         """What determines the compiled model apart from the data values (the attribute
         levels fix both the shapes and the coords that the sampler writes into ``idata_``)."""
@@ -266,12 +271,14 @@ class FairnessModel:
         if use_nutpie:
             import nutpie
 
-            key = self.cache_key(design)
-            compiled = _NUTPIE_CACHE.get(key)
+            compiled = self._pyfunc_model(design)
             if compiled is None:
-                compiled = nutpie.compile_pymc_model(model)
-                _NUTPIE_CACHE[key] = compiled
-            compiled = compiled.with_data(n=design.n, k=design.k)
+                key = self.cache_key(design)
+                compiled = _NUTPIE_CACHE.get(key)
+                if compiled is None:
+                    compiled = nutpie.compile_pymc_model(model)
+                    _NUTPIE_CACHE[key] = compiled
+                compiled = compiled.with_data(n=design.n, k=design.k)
             return nutpie.sample(
                 compiled,
                 draws=self.draws,
