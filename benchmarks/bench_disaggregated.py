@@ -88,8 +88,9 @@ def run(quick: bool = False) -> list[dict]:
             "bayesfair_s": t_hb,
             "baseline": "target (issue)",
             "baseline_s": 60.0,
-            "note": f"two models (binomial for 5 count metrics, Fay-Herriot for AUC), "
-            f"compilation included; {diverging} divergences",
+            "note": f"two models (binomial for 5 count metrics, Fay-Herriot for AUC) on the "
+            f"closed-form density (numba callbacks from the on-disk cache after the first "
+            f"run on a machine, a few seconds more before); {diverging} divergences",
         }
     )
     return rows

@@ -295,3 +295,48 @@ def test_simulation_on_adult(data_home):
     ]
     coverage = ((iv.lower <= iv.truth) & (iv.truth <= iv.upper)).mean()
     assert 0.92 <= coverage <= 0.98, coverage
+
+
+@pytest.mark.parametrize("binomial", [True, False])
+@pytest.mark.parametrize("interactions", [True, False])
+def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions):
+    """The sampler's hand-written density and gradient (disaggregated/_hb_logp.py) against
+    PyMC's for the same hierarchical model, at random points; and theta / eta."""
+    from bayesfair.disaggregated._hb_logp import hb_expand
+    from bayesfair.disaggregated.hierarchical import _Problem
+
+    labels = pd.DataFrame(
+        {"a": ["x", "x", "y", "y", "z", "z", "x"], "b": ["u", "v", "u", "v", "u", "v", "w"]}
+    )
+    rng = np.random.default_rng(2)
+    G, M = len(labels), 2
+    if binomial:
+        m = rng.integers(0, 40, (M, G)).astype(float)
+        k = np.floor(m * rng.uniform(0, 1, (M, G)))
+        prob = _Problem(labels, ["sel", "fpr"], k, m, None, None, interactions)
+    else:
+        s = rng.uniform(0.5, 0.95, (M, G))
+        se = rng.uniform(0.01, 0.2, (M, G))
+        s[1, 3] = np.nan  # undefined for one group: out of the likelihood
+        prob = _Problem(labels, ["auc", "user"], None, None, s, se, interactions)
+    model, lay = prob.pymc_model(), prob.layout()
+    names = [v.name for v in model.value_vars]
+    start = model.initial_point()
+    sizes = [int(np.prod(start[n].shape)) for n in names]
+    assert sum(sizes) == lay.ndim
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    out_var = "theta" if binomial else "eta"
+    graph = next(v for v in model.unobserved_value_vars if v.name == out_var)
+    value = model.compile_fn(graph, inputs=model.value_vars, on_unused_input="ignore")
+    offsets = []
+    for _ in range(4):
+        x = rng.normal(0.0, 0.7, lay.ndim)
+        parts = np.split(x, np.cumsum(sizes)[:-1])
+        point = {n: p.reshape(start[n].shape) for n, p in zip(names, parts, strict=True)}
+        ours, grad = lay.logp(x)
+        offsets.append(ours - float(logp(point)))
+        np.testing.assert_allclose(grad, dlogp(point), rtol=1e-7, atol=1e-9)
+        out = np.empty(sum(int(np.prod(sh)) for sh in lay.variables()[1]))
+        hb_expand(x, lay.buffer, out)
+        np.testing.assert_allclose(out[-M * G :], np.ravel(value(point)), rtol=1e-10)
+    np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-8 * abs(offsets[0]) + 1e-8)

@@ -7,11 +7,16 @@ Binomial(m_a, p_a) with
 
 an intercept, attribute main effects, pairwise interactions and a group effect,
 each block (each attribute, each pair, the groups) with its own scale
-~ HalfNormal(1), non-centred.  Metrics without counts (AUC, user metrics): the
-same structure on the identity scale for the standard estimates, which are
-Normal(mu_a, sigma_a) with the pooled standard errors (a Fay-Herriot model; its
-group effect is integrated out in the sampler and drawn from its conditional
-Normal afterwards).
+~ HalfNormal(1), non-centred.  Main effects sum to zero over each attribute's
+values and interactions over both attributes' values (PyMC's ``ZeroSumNormal``),
+so that the intercept is identified: the same differences between groups as
+independent effects, without the ridge between the intercept and the effects of
+a two-valued attribute that made NUTS diverge.  Metrics without counts (AUC, user
+metrics): the same structure on the identity scale for the standard estimates,
+which are Normal(mu_a, sigma_a) with the pooled standard errors (a Fay-Herriot
+model; its group effect is integrated out in the sampler and drawn from its
+conditional Normal afterwards), with every scale ~ HalfNormal(s) and the
+intercept ~ Normal(mean, s), s the spread of the standard estimates.
 Several metrics are fitted in one model along a ``measure`` dimension.
 """
 
@@ -24,15 +29,126 @@ import pandas as pd
 
 __all__ = ["fit_hierarchical"]
 
-#: compiled nutpie models, keyed on the model's structure (the data change, not the graph)
-_COMPILED: dict = {}
-
 
 def _design(labels: pd.DataFrame):
     codes = {c: pd.Categorical(labels[c], categories=pd.unique(labels[c])).codes for c in labels}
     levels = {c: list(pd.unique(labels[c])) for c in labels}
     pairs = list(combinations(labels.columns, 2))
     return codes, levels, pairs
+
+
+class _Problem:
+    """What both the PyMC model and the closed-form density of one fit are built from."""
+
+    def __init__(self, labels, metric_names, k, m, s, se, interactions) -> None:
+        self.binomial = k is not None
+        self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
+        self.codes, self.levels, self.pairs = _design(labels)
+        self.G, self.M = len(labels), len(self.metric_names)
+        if self.binomial:
+            center = np.log((np.nansum(k, 1) + 0.5) / (np.nansum(m - k, 1) + 0.5))
+            self.data = {"k_obs": np.asarray(k, float), "m_obs": np.asarray(m, float)}
+        else:
+            center = np.array([np.nanmean(r) if np.isfinite(r).any() else 0.0 for r in s])
+            mask = np.isfinite(s) & np.isfinite(se) & (se > 0)
+            self.data = {
+                "s_obs": np.where(mask, s, 0.0),
+                "se_obs": np.where(mask, se, 1.0),
+                "mask": mask.astype(float),
+            }
+        self.data["center"] = np.asarray(center, float)
+        self.tau = 2.5 if self.binomial else 1.0
+        # prior scale of the spreads: 1 on the log-odds scale; for Fay-Herriot the spread
+        # of the standard estimates (as rstanarm's autoscaling), since a metric such as an
+        # AUC varies by hundredths, where HalfNormal(1) scales leave the sampler a funnel
+        self.scale = np.ones(self.M)
+        if not self.binomial:
+            for i, row in enumerate(np.where(self.data["mask"] > 0, s, np.nan)):
+                ok = row[np.isfinite(row)]
+                spread = np.std(ok, ddof=1) if len(ok) > 1 else 0.0
+                self.scale[i] = spread if spread > 0 else 1.0
+
+    def pymc_model(self):
+        import pymc as pm
+
+        G, M, d0 = self.G, self.M, self.data
+        coords = {"measure": self.metric_names, "group": np.arange(G)}
+        sc = self.scale
+        for c, lv in self.levels.items():
+            coords[f"{c}_level"] = [str(v) for v in lv]
+        with pm.Model(coords=coords) as model:
+            d = {name: pm.Data(name, val) for name, val in d0.items()}
+            alpha = pm.Normal("alpha", d["center"], self.tau * sc, dims="measure")
+            eta = alpha[:, None] * np.ones((1, G))
+            for c in self.labels.columns:
+                sd = pm.HalfNormal(f"sigma_{c}", sc, dims="measure")
+                z = pm.ZeroSumNormal(f"z_{c}", 1.0, dims=("measure", f"{c}_level"))
+                eta = eta + (sd[:, None] * z)[:, self.codes[c]]
+            if self.interactions:
+                for c1, c2 in self.pairs:
+                    n1, n2 = len(self.levels[c1]), len(self.levels[c2])
+                    sd = pm.HalfNormal(f"sigma_{c1}_{c2}", sc, dims="measure")
+                    z = pm.ZeroSumNormal(
+                        f"z_{c1}_{c2}", 1.0, shape=(M, n1, n2), n_zerosum_axes=2
+                    ).reshape((M, n1 * n2))
+                    eta = eta + (sd[:, None] * z)[:, self.codes[c1] * n2 + self.codes[c2]]
+            sd_g = pm.HalfNormal("sigma_group", sc, dims="measure")
+            if self.binomial:
+                z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
+                eta = eta + sd_g[:, None] * z_g
+                pm.Deterministic("theta", pm.math.invlogit(eta), dims=("measure", "group"))
+                # binomial log-likelihood of the counts (binomial coefficients dropped: constant)
+                pm.Potential(
+                    "k",
+                    pm.math.sum(
+                        -d["k_obs"] * pm.math.log1pexp(-eta)
+                        - (d["m_obs"] - d["k_obs"]) * pm.math.log1pexp(eta)
+                    ),
+                )
+            else:
+                # the group effect is integrated out analytically (s_a ~ N(eta_a, se_a^2 +
+                # sigma_group^2)), which removes the funnel between the group effects and their
+                # scale when large groups' standard errors are small; theta is drawn afterwards
+                pm.Deterministic("eta", eta, dims=("measure", "group"))
+                tot = d["se_obs"] ** 2 + sd_g[:, None] ** 2
+                z = (d["s_obs"] - eta) ** 2 / tot
+                pm.Potential("s", pm.math.sum(d["mask"] * (-0.5 * z - 0.5 * pm.math.log(tot))))
+        return model
+
+    def layout(self):
+        from ..models._fastlogp import zero_sum_basis
+        from ._hb_logp import HBLayout
+
+        codes, levels = self.codes, self.levels
+        blocks = [
+            (c, [str(v) for v in levels[c]], codes[c], zero_sum_basis(len(levels[c])))
+            for c in self.labels.columns
+        ]
+        if self.interactions:
+            for c1, c2 in self.pairs:
+                n1, n2 = len(levels[c1]), len(levels[c2])
+                cells = [f"{a}, {b}" for a in levels[c1] for b in levels[c2]]
+                basis = np.kron(zero_sum_basis(n1), zero_sum_basis(n2))
+                blocks.append((f"{c1}_{c2}", cells, codes[c1] * n2 + codes[c2], basis))
+        d = self.data
+        if self.binomial:
+            g = self.G
+            blocks.append(("group", [str(i) for i in range(g)], np.arange(g), np.eye(g)))
+            d1, d2, mask = d["k_obs"], d["m_obs"], None
+        else:
+            d1, d2, mask = d["s_obs"], d["se_obs"], d["mask"]
+        return HBLayout(
+            self.metric_names,
+            self.G,
+            blocks,
+            d["center"],
+            fay_herriot=not self.binomial,
+            tau=self.tau,
+            scale=self.scale,
+            d1=d1,
+            d2=d2,
+            mask=mask,
+        )
 
 
 def fit_hierarchical(
@@ -55,89 +171,24 @@ def fit_hierarchical(
     Binomial: ``k`` and ``m`` of shape (metrics, groups).  Fay-Herriot: ``s`` and
     ``se`` of shape (metrics, groups), NaN where undefined (left out of the
     likelihood).  Returns (idata, draws of the group values with shape
-    (samples, metrics, groups)).
+    (samples, metrics, groups)).  With nutpie installed the sampler runs on the
+    closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
+    per model); otherwise on the PyMC model with PyMC's sampler.
     """
     import pymc as pm
 
     from ..models.base import _have_nutpie
 
-    binomial = k is not None
-    codes, levels, pairs = _design(labels)
-    G = len(labels)
-    coords = {"measure": metric_names, "group": np.arange(G)}
-    for c, lv in levels.items():
-        coords[f"{c}_level"] = [str(v) for v in lv]
-    if binomial:
-        center = np.log((np.nansum(k, 1) + 0.5) / (np.nansum(m - k, 1) + 0.5))
-    else:
-        center = np.array([np.nanmean(r) if np.isfinite(r).any() else 0.0 for r in s])
-    M = len(metric_names)
-    if binomial:
-        data_vals = {"k_obs": np.asarray(k, float), "m_obs": np.asarray(m, float)}
-    else:
-        mask = np.isfinite(s) & np.isfinite(se) & (se > 0)
-        data_vals = {
-            "s_obs": np.where(mask, s, 0.0),
-            "se_obs": np.where(mask, se, 1.0),
-            "mask": mask.astype(float),
-        }
-    data_vals["center"] = np.asarray(center, float)
-    key = (
-        binomial,
-        tuple(labels.columns),
-        tuple(tuple(map(str, v)) for v in levels.values()),
-        G,
-        M,
-        interactions,
-    )
-
-    def build():
-        with pm.Model(coords=coords) as model:
-            d = {name: pm.Data(name, val) for name, val in data_vals.items()}
-            alpha = pm.Normal("alpha", d["center"], 2.5 if binomial else 1.0, dims="measure")
-            eta = alpha[:, None] * np.ones((1, G))
-            for c in labels.columns:
-                sd = pm.HalfNormal(f"sigma_{c}", 1.0, dims="measure")
-                z = pm.Normal(f"z_{c}", 0.0, 1.0, dims=("measure", f"{c}_level"))
-                eta = eta + (sd[:, None] * z)[:, codes[c]]
-            if interactions:
-                for c1, c2 in pairs:
-                    n1, n2 = len(levels[c1]), len(levels[c2])
-                    sd = pm.HalfNormal(f"sigma_{c1}_{c2}", 1.0, dims="measure")
-                    z = pm.Normal(f"z_{c1}_{c2}", 0.0, 1.0, shape=(M, n1 * n2))
-                    eta = eta + (sd[:, None] * z)[:, codes[c1] * n2 + codes[c2]]
-            sd_g = pm.HalfNormal("sigma_group", 1.0, dims="measure")
-            if binomial:
-                z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
-                eta = eta + sd_g[:, None] * z_g
-                pm.Deterministic("theta", pm.math.invlogit(eta), dims=("measure", "group"))
-                # binomial log-likelihood of the counts (binomial coefficients dropped: constant)
-                pm.Potential(
-                    "k",
-                    pm.math.sum(
-                        -d["k_obs"] * pm.math.log1pexp(-eta)
-                        - (d["m_obs"] - d["k_obs"]) * pm.math.log1pexp(eta)
-                    ),
-                )
-            else:
-                # the group effect is integrated out analytically (s_a ~ N(eta_a, se_a^2 +
-                # sigma_group^2)), which removes the funnel between the group effects and their
-                # scale when large groups' standard errors are small; theta is drawn afterwards
-                pm.Deterministic("eta", eta, dims=("measure", "group"))
-                tot = d["se_obs"] ** 2 + sd_g[:, None] ** 2
-                z = (d["s_obs"] - eta) ** 2 / tot
-                pm.Potential("s", pm.math.sum(d["mask"] * (-0.5 * z - 0.5 * pm.math.log(tot))))
-        return model
+    prob = _Problem(labels, metric_names, k, m, s, se, interactions)
+    binomial, M, data_vals = prob.binomial, prob.M, prob.data
 
     if _have_nutpie():
         import nutpie
 
-        compiled = _COMPILED.get(key)
-        if compiled is None:
-            compiled = nutpie.compile_pymc_model(build())
-            _COMPILED[key] = compiled
+        from ._hb_logp import hierarchical_nutpie_model
+
         idata = nutpie.sample(
-            compiled.with_data(**data_vals),
+            hierarchical_nutpie_model(prob.layout()),
             draws=draws,
             tune=tune,
             chains=chains,
@@ -146,7 +197,7 @@ def fit_hierarchical(
             progress_bar=False,
         )
     else:
-        with build():
+        with prob.pymc_model():
             idata = pm.sample(
                 draws=draws,
                 tune=tune,

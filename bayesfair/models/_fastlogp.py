@@ -310,40 +310,53 @@ class LogisticLayout:
         return names, shapes, dims
 
 
+def nutpie_model(
+    cfuncs,
+    buffer: np.ndarray,
+    start: np.ndarray,
+    variables: tuple[list[str], list[tuple[int, ...]], dict[str, tuple[str, ...]]],
+    coords: dict,
+):
+    """A nutpie model from compiled C callbacks ``(logp, expand)`` that read ``buffer``.
+
+    ``variables`` are the names, shapes and dims that ``expand`` writes, in order;
+    chains start at ``start`` jittered by U(-1, 1), as PyMC's default for nutpie.
+    """
+    import pandas as pd
+    from nutpie.compile_pymc import CompiledPyMCModel
+
+    names, shapes, dims = variables
+    sizes = [int(np.prod(s)) for s in shapes]
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(offsets)]
+    ndim = len(start)
+
+    def initial_point(seed: int) -> np.ndarray:
+        return start + np.random.default_rng(seed).uniform(-1.0, 1.0, ndim)
+
+    logp_cfunc, expand_cfunc = cfuncs
+    return CompiledPyMCModel(
+        _n_dim=ndim,
+        dims=dims,
+        _coords={k: pd.Index(v) for k, v in coords.items()},
+        _shapes=dict(zip(names, shapes, strict=True)),
+        compiled_logp_func=logp_cfunc,
+        compiled_expand_func=expand_cfunc,
+        initial_point_func=initial_point,
+        shared_data={},
+        user_data=buffer,  # kept alive by the model: the callbacks get its address
+        n_expanded=int(offsets[-1]),
+        shape_info=(names, slices, shapes),
+        logp_func=None,
+        expand_func=None,
+    )
+
+
 def logistic_nutpie_model(design: Design, **layout: object):
     """A compiled ``nutpie`` model of LR (no ``lam``) or HLR on ``design``'s counts.
 
     Its draws hold the variables and dims of the PyMC model: ``c``,
     ``beta_<attr>``, for HLR ``sigma2``, ``z`` and ``gamma``, and ``p``.
     """
-    import pandas as pd
-    from nutpie.compile_pymc import CompiledPyMCModel
-
     lay = LogisticLayout(design, **layout)  # type: ignore[arg-type]
-    names, shapes, dims = lay.variables()
-    sizes = [int(np.prod(s)) for s in shapes]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(offsets)]
-    start = lay.start
-
-    def initial_point(seed: int) -> np.ndarray:
-        # as PyMC's default for nutpie: the prior's central value jittered by U(-1, 1)
-        # on the unconstrained scale
-        return start + np.random.default_rng(seed).uniform(-1.0, 1.0, lay.ndim)
-
-    logp_cfunc, expand_cfunc = _cfuncs()
-    return CompiledPyMCModel(
-        _n_dim=lay.ndim,
-        dims=dims,
-        _coords={k: pd.Index(v) for k, v in design.coords().items()},
-        _shapes=dict(zip(names, shapes, strict=True)),
-        compiled_logp_func=logp_cfunc,
-        compiled_expand_func=expand_cfunc,
-        initial_point_func=initial_point,
-        shared_data={},
-        user_data=lay.buffer,
-        n_expanded=lay.n_expanded,
-        shape_info=(names, slices, shapes),
-        logp_func=None,
-        expand_func=None,
-    )
+    return nutpie_model(_cfuncs(), lay.buffer, lay.start, lay.variables(), design.coords())
