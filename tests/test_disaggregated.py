@@ -256,6 +256,36 @@ def test_hierarchical_runs_and_shrinks():
     assert (t["lower"] <= t["estimate"]).all() and (t["estimate"] <= t["upper"]).all()
 
 
+def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_side():
+    """A group in which no negative is referred (FPR 0 of m) gets the one-sided interval
+    [0, 95% quantile], of the same posterior mass as the central one; others stay central."""
+    df = _frame(2000, seed=3)
+    none = (df.race == "D") & (df.sex == "F")
+    df.loc[none & (df.y == 0), "d"] = 0  # no false positives in that group
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        "d",
+        metrics=["fpr"],
+        estimators=["hierarchical"],
+        levels=[0.95, 0.5],
+        hb_draws=300,
+        hb_tune=300,
+        hb_chains=2,
+        random_state=0,
+    )
+    t = res.table.set_index("group")
+    iv = res.intervals.set_index(["group", "level"])
+    target = next(g for g in t.index if "D" in g and "F" in g)
+    assert iv.loc[(target, 0.95), "lower"] == 0.0
+    assert iv.loc[(target, 0.5), "lower"] == 0.0
+    upper_95, upper_50 = iv.loc[(target, 0.95), "upper"], iv.loc[(target, 0.5), "upper"]
+    assert 0 < upper_50 < upper_95 < 1
+    others = [(g, 0.95) for g in t.index if g != target]
+    assert (iv.loc[others, "lower"] > 0).all()
+
+
 # ------------------------------------------------------------------ simulation (Section 5.1)
 @pytest.mark.slow
 @pytest.mark.data
@@ -263,16 +293,17 @@ def test_simulation_on_adult(data_home):
     """Section 5.1 rebuilt on Adult (5 draws of 5,000; the notebook runs 20).
 
     Asserted: hierarchical Bayes cuts the small-group mean absolute error of the standard
-    estimator by at least 15% for selection rate and is more accurate for FPR, and the
-    standard 95% intervals (pooled variance) cover the truth in [0.92, 0.98] of group-draws.
-    The issue's 30% is not asserted because it depends on the audited model: with 5 draws,
-    the cut for selection rate was 39.7%, 29.9%, 33.4% and 19.4% for the models trained
-    on the 25% splits of seeds 0-3 (FPR: 23.2%, 10.5%, 27.2%, 21.8%); the notebook's 20-draw
-    run on split 0 gives 47% and 24%.  What else the Adult population does not reproduce
-    -- the 30% cut for James-Stein, empirical Bayes and structured regression on selection
-    rate and FPR (at most 11% here), and hierarchical Bayes' FPR coverage, where one in
-    eight population groups has a true FPR of exactly 0 -- is reported in notebook 04 and
-    the issue.
+    estimator by at least 15% for selection rate and is more accurate for FPR; the
+    standard 95% intervals (pooled variance) cover the truth in [0.92, 0.98] of group-draws
+    (320 of them), and hierarchical Bayes' 95% intervals for each metric in [0.90, 0.99]
+    (160 group-draws each, binomial standard error about 0.015: the issue's band widened
+    by that).  The issue's 30% is not asserted because it depends on the audited model: with
+    5 draws, the cut for selection rate was 39.7%, 29.9%, 33.4% and 19.4% for the models
+    trained on the 25% splits of seeds 0-3 (FPR: 23.2%, 10.5%, 27.2%, 21.8%; this test's
+    split 1 now gives 29.8% and 11.7%); the notebook's 20-draw run on split 0 is reported
+    there.  What the Adult population does not reproduce -- the 30% cut for James-Stein,
+    empirical Bayes and structured regression on selection rate and FPR -- is reported in
+    notebook 04 and the issue.
     """
     from bayesfair.replication import herlihy
 
@@ -295,6 +326,16 @@ def test_simulation_on_adult(data_home):
     ]
     coverage = ((iv.lower <= iv.truth) & (iv.truth <= iv.upper)).mean()
     assert 0.92 <= coverage <= 0.98, coverage
+    hb = sim[
+        (sim.estimator == "hierarchical")
+        & (sim.level == 0.95)
+        & sim.defined
+        & np.isfinite(sim.truth)
+    ]
+    hb_cov = hb.assign(c=(hb.lower <= hb.truth) & (hb.truth <= hb.upper)).groupby("metric")["c"]
+    print("hierarchical Bayes 95% coverage:", hb_cov.mean().round(3).to_dict())
+    assert hb_cov.size().min() >= 150
+    assert hb_cov.mean().between(0.90, 0.99).all(), hb_cov.mean()
 
 
 @pytest.mark.parametrize("binomial", [True, False])

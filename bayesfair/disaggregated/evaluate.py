@@ -178,9 +178,9 @@ def disaggregated_evaluation(
     estimators : list
         Any of "standard" (intervals from the pooled variance, eq. 7), "james_stein",
         "empirical_bayes" (with posterior intervals), "structured" (lasso, rBLPR
-        intervals) and "hierarchical" (PyMC; central credible intervals, which reach 0
-        or 1 for a count metric whose rows in a group are all on one side, as
-        Brown, Cai and DasGupta's modified Jeffreys interval).
+        intervals) and "hierarchical" (PyMC; central credible intervals, one-sided
+        from 0 or to 1 for a count metric whose rows in a group are all on one
+        side, so that a rate of exactly 0 or 1 can be covered).
     levels : list of float
         Interval levels; the first is the one in ``table``.
     n_bootstrap_variance : int
@@ -347,13 +347,14 @@ def disaggregated_evaluation(
                 lo, hi = np.quantile(post, [(1 - lv) / 2, (1 + lv) / 2], axis=0)
                 if name in boundary:
                     # a group whose every counted row is on one side (0 of m, or m of m)
-                    # gets an interval reaching that boundary, as Brown, Cai and DasGupta's
-                    # modified Jeffreys interval: the central interval of a posterior on
-                    # (0, 1) can never contain a rate of exactly 0 or 1, which the data
-                    # cannot rule out
+                    # gets the one-sided interval of the same posterior mass, reaching that
+                    # boundary (as the modified Jeffreys interval of Brown, Cai and DasGupta
+                    # reaches it): a central interval of a posterior on (0, 1) can never
+                    # contain a rate of exactly 0 or 1, which such data cannot rule out
                     k, m = (np.asarray(v, dtype=float) for v in boundary[name])
-                    lo = np.where((m > 0) & (k == 0), 0.0, lo)
-                    hi = np.where((m > 0) & (k == m), 1.0, hi)
+                    none, every = (m > 0) & (k == 0), (m > 0) & (k == m)
+                    lo = np.where(none, 0.0, np.where(every, np.quantile(post, 1 - lv, 0), lo))
+                    hi = np.where(every, 1.0, np.where(none, np.quantile(post, lv, 0), hi))
                 ivals[lv] = (lo, hi)
             add(name, "hierarchical", post.mean(axis=0), ivals)
 
