@@ -11,9 +11,10 @@ groups), with ``alpha ~ Normal(center, tau scale)``, ``sigma_b ~ HalfNormal(scal
 as ``log sigma_b``), ``z_b = Q_b v_b`` with ``v_b ~ Normal(0, 1)`` (``Q_b`` PyMC's
 zero-sum transform for the attribute and pair blocks, the identity for the groups),
 and a binomial likelihood on counts or
-the Fay-Herriot marginal ``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  One
-numba C callback reads every size and value from a flat buffer, so it compiles
-once per machine (numba's on-disk cache) whatever the groups and metrics, where
+the Fay-Herriot marginal ``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  The C
+callbacks of :mod:`bayesfair._nutpie` read every size and value from a flat buffer,
+so they compile once per machine (numba's on-disk cache) whatever the groups and
+metrics, where
 ``nutpie.compile_pymc_model`` compiles each model structure in every process.
 The unconstrained vector is in the PyMC model's order (``alpha``; per block
 ``log sigma_b`` then ``z_b``, measures first; ``log sigma_group`` last for
@@ -23,16 +24,14 @@ against PyMC's.
 
 from __future__ import annotations
 
-import functools
-
 import numba
 import numpy as np
 
-from ..models._fastlogp import _EXPAND_SIG, _LOGP_SIG, _log1pexp, _sigmoid, nutpie_model
+from ..models._fastlogp import _log1pexp, _sigmoid
 
 __all__ = ["HBLayout", "hb_logp_and_grad", "hierarchical_nutpie_model"]
 
-_HEADER = 8  # M, G, number of blocks, Fay-Herriot (0/1), tau, unused x3
+_HEADER = 8  # M, G, number of blocks, Fay-Herriot (0/1), tau, unused x2, kind
 
 
 @numba.njit(cache=True, nogil=True)
@@ -41,7 +40,7 @@ def _sizes(head):
 
 
 @numba.njit(cache=True, nogil=True)
-def _buffer_size(ud) -> int:
+def buffer_size(ud) -> int:
     m, g, nb = _sizes(ud)
     q = 0
     for b in range(nb):  # levels and unconstrained sizes follow the header and centres
@@ -183,21 +182,6 @@ def hb_logp_and_grad(x, buf, grad) -> float:
     return lp
 
 
-def _logp_entry(dim, x_, out_, logp_, ud_):
-    head = numba.carray(ud_, (_HEADER,))
-    buf = numba.carray(ud_, (_buffer_size(head),))
-    x = numba.carray(x_, (dim,))
-    out = numba.carray(out_, (dim,))
-    val = hb_logp_and_grad(x, buf, out)
-    logp_[0] = val
-    for j in range(dim):
-        if not np.isfinite(out[j]):
-            return 3
-    if not np.isfinite(val):
-        return 4
-    return 0
-
-
 @numba.njit(cache=True, nogil=True)
 def hb_expand(x, buf, out) -> None:
     """``alpha``; per block ``sigma_b`` and the level effects ``z_b``; ``sigma_group``
@@ -230,23 +214,6 @@ def hb_expand(x, buf, out) -> None:
     for mu in range(m):
         for a in range(g):
             out[o + mu * g + a] = eta[mu, a] if fay_herriot else _sigmoid(eta[mu, a])
-
-
-def _expand_entry(dim, expanded, x_, out_, ud_):
-    head = numba.carray(ud_, (_HEADER,))
-    buf = numba.carray(ud_, (_buffer_size(head),))
-    x = numba.carray(x_, (dim,))
-    out = numba.carray(out_, (expanded,))
-    hb_expand(x, buf, out)
-    return 0
-
-
-@functools.cache
-def _cfuncs():
-    return (
-        numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(_logp_entry),
-        numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(_expand_entry),
-    )
 
 
 class HBLayout:
@@ -347,4 +314,7 @@ def _level_dim(block: str) -> str:
 
 def hierarchical_nutpie_model(layout: HBLayout):
     """The nutpie model of ``layout`` (compiled C callbacks, no per-model compilation)."""
-    return nutpie_model(_cfuncs(), layout.buffer, layout.start, layout.variables(), layout.coords())
+    from .._nutpie import HIERARCHICAL, nutpie_model
+
+    layout.buffer[7] = HIERARCHICAL
+    return nutpie_model(layout.buffer, layout.start, layout.variables(), layout.coords())

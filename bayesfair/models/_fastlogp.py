@@ -5,11 +5,12 @@ about 13 s of compilation in every new Python process for HLR, several times the
 sampling itself.  The logistic models of this package are small: one linear
 predictor over the intersections, a binomial likelihood on their counts and, for
 HLR, one scale and one deviation per intersection.  Their log density and
-gradient fit in one loop, written here once as a numba C callback that reads
-every size and value from a flat data buffer.  Nothing in it depends on the data
-set, so numba caches it on disk: the first process on a machine compiles it (a
-few seconds), later ones load it; and nutpie calls it from its own threads
-without the Python interpreter.
+gradient fit in one loop, written here once; nutpie calls it through the C
+callbacks of :mod:`bayesfair._nutpie`, which read every size and value from a
+flat data buffer.  Nothing in them depends on the data set, so numba caches them
+on disk: the first process on a machine compiles them (a few seconds), later ones
+load them; and nutpie calls them from its own threads without the Python
+interpreter.
 
 The density is that of the PyMC model the estimator builds, on the same
 unconstrained values (effects through PyMC's ``ZeroSumTransform`` or one-hot,
@@ -25,9 +26,6 @@ prior shortens trajectories threefold on Adult, but brings back the funnel:
 
 from __future__ import annotations
 
-import functools
-import itertools
-
 import numba
 import numpy as np
 
@@ -35,7 +33,7 @@ from ._design import Design
 
 __all__ = ["logistic_nutpie_model", "logp_and_grad", "zero_sum_basis"]
 
-_HEADER = 8  # G, P, is_hlr, lam, prior precision, expanded size, rows of B, unused
+_HEADER = 8  # G, P, is_hlr, lam, prior precision, expanded size, rows of B, kind
 
 
 def zero_sum_basis(levels: int) -> np.ndarray:
@@ -81,6 +79,20 @@ def _unpack(buf):
 
 
 @numba.njit(cache=True, nogil=True)
+def _intersection(x, xf, cen, i, p, hlr, sig):
+    """Intersection ``i``'s standardised deviation ``z`` and log-odds ``gamma = eta +
+    sigma2 z`` (``gamma = eta``, the linear predictor, for LR)."""
+    eta = 0.0
+    for j in range(p):
+        eta += xf[i, j] * x[j]
+    if not hlr:
+        return 0.0, eta
+    u = x[p + 1 + i]  # gamma_i where centred, z_i elsewhere
+    z = (u - eta) / sig if cen[i] > 0 else u
+    return z, eta + sig * z
+
+
+@numba.njit(cache=True, nogil=True)
 def logp_and_grad(x, buf, grad) -> float:
     """Log density (up to a constant) at the unconstrained ``x``; writes the gradient."""
     g, p, n, k, cen, mu0, xf, _ = _unpack(buf)
@@ -100,78 +112,31 @@ def logp_and_grad(x, buf, grad) -> float:
         lp += s - lam * sig
         grad[p] = 1.0 - lam * sig
     for i in range(g):
-        eta = 0.0
-        for j in range(p):
-            eta += xf[i, j] * x[j]
-        if hlr:
-            u = x[p + 1 + i]
-            if cen[i] > 0:  # u is gamma_i ~ N(eta_i, sigma2)
-                r = (u - eta) / sig
-                gamma = u
-                lp += -0.5 * r * r - s
-            else:  # u is z_i ~ N(0, 1), gamma_i = eta_i + sigma2 z_i
-                r = u
-                gamma = eta + sig * u
-                lp += -0.5 * u * u
-        else:
-            gamma = eta
-            r = 0.0
-            u = 0.0
+        z, gamma = _intersection(x, xf, cen, i, p, hlr, sig)
         lp += k[i] * gamma - n[i] * _log1pexp(gamma)
         dg = k[i] - n[i] * _sigmoid(gamma)  # d loglik / d gamma_i
-        if hlr and cen[i] > 0:
-            # eta enters only through the prior of gamma_i
-            de = r / sig
-            grad[p] += r * r - 1.0
-            grad[p + 1 + i] = dg - r / sig
-        elif hlr:
-            de = dg
-            grad[p] += sig * u * dg
-            grad[p + 1 + i] = sig * dg - u
-        else:
-            de = dg
+        de = dg  # d lp / d eta_i
+        if hlr:
+            lp += -0.5 * z * z
+            if cen[i] > 0:  # gamma_i ~ N(eta_i, sigma2) sampled: eta enters by its prior
+                lp -= s
+                de = z / sig
+                grad[p] += z * z - 1.0
+                grad[p + 1 + i] = dg - z / sig
+            else:  # z_i ~ N(0, 1) sampled
+                grad[p] += sig * z * dg
+                grad[p + 1 + i] = sig * dg - z
         for j in range(p):
             grad[j] += xf[i, j] * de
     return lp
 
 
-_LOGP_SIG = numba.types.int64(
-    numba.types.uint64,
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-)
-_EXPAND_SIG = numba.types.int64(
-    numba.types.uint64,
-    numba.types.uint64,
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-)
-
-
 @numba.njit(cache=True, nogil=True)
-def _buffer_size(ud):
+def buffer_size(ud):
     g = int(ud[0])
     p = int(ud[1])
     nb = int(ud[6])
     return _HEADER + 3 * g + p + g * p + nb * p
-
-
-def _logp_entry(dim, x_, out_, logp_, ud_):
-    head = numba.carray(ud_, (_HEADER,))
-    buf = numba.carray(ud_, (_buffer_size(head),))
-    x = numba.carray(x_, (dim,))
-    out = numba.carray(out_, (dim,))
-    val = logp_and_grad(x, buf, out)
-    logp_[0] = val
-    for j in range(dim):
-        if not np.isfinite(out[j]):
-            return 3
-    if not np.isfinite(val):
-        return 4
-    return 0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -193,38 +158,13 @@ def expand(x, buf, out) -> None:
         out[o] = sig
         o += 1
     for i in range(g):
-        eta = 0.0
-        for j in range(p):
-            eta += xf[i, j] * x[j]
+        z, gamma = _intersection(x, xf, cen, i, p, hlr, sig)
         if hlr:
-            u = x[p + 1 + i]
-            z = (u - eta) / sig if cen[i] > 0 else u
-            gamma = eta + sig * z
             out[o + i] = z
             out[o + g + i] = gamma
             out[o + 2 * g + i] = _sigmoid(gamma)
         else:
-            out[o + i] = _sigmoid(eta)
-
-
-def _expand_entry(dim, expanded, x_, out_, ud_):
-    head = numba.carray(ud_, (_HEADER,))
-    if int(head[5]) != expanded:
-        return -1
-    buf = numba.carray(ud_, (_buffer_size(head),))
-    x = numba.carray(x_, (dim,))
-    out = numba.carray(out_, (expanded,))
-    expand(x, buf, out)
-    return 0
-
-
-@functools.cache
-def _cfuncs():
-    """The C callbacks nutpie calls, compiled (or loaded from numba's cache) on first use."""
-    return (
-        numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(_logp_entry),
-        numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(_expand_entry),
-    )
+            out[o + i] = _sigmoid(gamma)
 
 
 class LogisticLayout:
@@ -310,53 +250,14 @@ class LogisticLayout:
         return names, shapes, dims
 
 
-def nutpie_model(
-    cfuncs,
-    buffer: np.ndarray,
-    start: np.ndarray,
-    variables: tuple[list[str], list[tuple[int, ...]], dict[str, tuple[str, ...]]],
-    coords: dict,
-):
-    """A nutpie model from compiled C callbacks ``(logp, expand)`` that read ``buffer``.
-
-    ``variables`` are the names, shapes and dims that ``expand`` writes, in order;
-    chains start at ``start`` jittered by U(-1, 1), as PyMC's default for nutpie.
-    """
-    import pandas as pd
-    from nutpie.compile_pymc import CompiledPyMCModel
-
-    names, shapes, dims = variables
-    sizes = [int(np.prod(s)) for s in shapes]
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(offsets)]
-    ndim = len(start)
-
-    def initial_point(seed: int) -> np.ndarray:
-        return start + np.random.default_rng(seed).uniform(-1.0, 1.0, ndim)
-
-    logp_cfunc, expand_cfunc = cfuncs
-    return CompiledPyMCModel(
-        _n_dim=ndim,
-        dims=dims,
-        _coords={k: pd.Index(v) for k, v in coords.items()},
-        _shapes=dict(zip(names, shapes, strict=True)),
-        compiled_logp_func=logp_cfunc,
-        compiled_expand_func=expand_cfunc,
-        initial_point_func=initial_point,
-        shared_data={},
-        user_data=buffer,  # kept alive by the model: the callbacks get its address
-        n_expanded=int(offsets[-1]),
-        shape_info=(names, slices, shapes),
-        logp_func=None,
-        expand_func=None,
-    )
-
-
 def logistic_nutpie_model(design: Design, **layout: object):
     """A compiled ``nutpie`` model of LR (no ``lam``) or HLR on ``design``'s counts.
 
     Its draws hold the variables and dims of the PyMC model: ``c``,
     ``beta_<attr>``, for HLR ``sigma2``, ``z`` and ``gamma``, and ``p``.
     """
+    from .._nutpie import LOGISTIC, nutpie_model
+
     lay = LogisticLayout(design, **layout)  # type: ignore[arg-type]
-    return nutpie_model(_cfuncs(), lay.buffer, lay.start, lay.variables(), design.coords())
+    lay.buffer[7] = LOGISTIC
+    return nutpie_model(lay.buffer, lay.start, lay.variables(), design.coords())
