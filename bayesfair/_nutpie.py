@@ -1,13 +1,15 @@
-"""The C callbacks through which nutpie samples the package's closed-form densities.
+"""The compiled closed-form densities that nutpie samples, and its C callbacks.
 
 nutpie's Rust sampler calls ``logp(dim, x, grad, logp, user_data)`` and
 ``expand(dim, n_expanded, x, out, user_data)`` from its own threads, without the
 Python interpreter.  Here ``user_data`` is a flat float64 buffer that carries every
 size and value of the model, with the kind of model in its eighth slot: the
-logistic models of P(y|s) (:mod:`bayesfair.models._fastlogp`) or the hierarchical
-model of per-group metrics (:mod:`bayesfair.disaggregated._hb_logp`).  Nothing in
-the callbacks depends on a data set, so numba compiles them once per machine and
-caches them on disk.
+logistic models of P(y|s) (LR, HLR; layout and documentation in
+:mod:`bayesfair.models._fastlogp`) or the hierarchical model of per-group metrics
+(:mod:`bayesfair.disaggregated._hb_logp`).  Nothing here depends on a data set, so
+numba compiles it once per machine and caches it on disk.  Every compiled function
+lives in this one file on purpose: numba invalidates a cached function when its own
+file changes, not when a function it calls in another file does.
 """
 
 from __future__ import annotations
@@ -18,10 +20,15 @@ import itertools
 import numba
 import numpy as np
 
-from .disaggregated import _hb_logp as _hb
-from .models import _fastlogp as _fl
-
-__all__ = ["HIERARCHICAL", "LOGISTIC", "nutpie_model"]
+__all__ = [
+    "HIERARCHICAL",
+    "LOGISTIC",
+    "hb_expand",
+    "hb_logp_and_grad",
+    "lr_expand",
+    "lr_logp_and_grad",
+    "nutpie_model",
+]
 
 LOGISTIC, HIERARCHICAL = 0.0, 1.0
 _HEADER = 8
@@ -42,14 +49,331 @@ _EXPAND_SIG = numba.types.int64(
 )
 
 
+# ---------------------------------------------------------------- logistic models (LR, HLR)
+# buffer: header (G, P, is_hlr, lam, prior precision, expanded size, rows of B, kind), then
+# n (G), k (G), centred (G), prior means (P), design (G x P), output map B (rows x P)
+
+
+@numba.njit(cache=True, nogil=True)
+def _log1pexp(x: float) -> float:
+    if x > 0:
+        return x + np.log1p(np.exp(-x))
+    return np.log1p(np.exp(x))
+
+
+@numba.njit(cache=True, nogil=True)
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + np.exp(-x))
+    e = np.exp(x)
+    return e / (1.0 + e)
+
+
+@numba.njit(cache=True, nogil=True)
+def _lr_unpack(buf):
+    g = int(buf[0])
+    p = int(buf[1])
+    nb = int(buf[6])
+    o = _HEADER
+    n = buf[o : o + g]
+    k = buf[o + g : o + 2 * g]
+    cen = buf[o + 2 * g : o + 3 * g]
+    mu0 = buf[o + 3 * g : o + 3 * g + p]
+    o2 = o + 3 * g + p
+    xf = buf[o2 : o2 + g * p].reshape((g, p))
+    b = buf[o2 + g * p : o2 + g * p + nb * p].reshape((nb, p))
+    return g, p, n, k, cen, mu0, xf, b
+
+
+@numba.njit(cache=True, nogil=True)
+def _lr_intersection(x, xf, cen, i, p, hlr, sig):
+    """Intersection ``i``'s standardised deviation ``z`` and log-odds ``gamma = eta +
+    sigma2 z`` (``gamma = eta``, the linear predictor, for LR)."""
+    eta = 0.0
+    for j in range(p):
+        eta += xf[i, j] * x[j]
+    if not hlr:
+        return 0.0, eta
+    u = x[p + 1 + i]  # gamma_i where centred, z_i elsewhere
+    z = (u - eta) / sig if cen[i] > 0 else u
+    return z, eta + sig * z
+
+
+@numba.njit(cache=True, nogil=True)
+def lr_logp_and_grad(x, buf, grad) -> float:
+    """Log density (up to a constant) at the unconstrained ``x``; writes the gradient."""
+    g, p, n, k, cen, mu0, xf, _ = _lr_unpack(buf)
+    hlr = buf[2] > 0
+    lam = buf[3]
+    prec = buf[4]
+    lp = 0.0
+    for j in range(p):
+        d = x[j] - mu0[j]
+        lp -= 0.5 * prec * d * d
+        grad[j] = -prec * d
+    s = 0.0
+    sig = 1.0
+    if hlr:
+        s = x[p]
+        sig = np.exp(s)
+        lp += s - lam * sig
+        grad[p] = 1.0 - lam * sig
+    for i in range(g):
+        z, gamma = _lr_intersection(x, xf, cen, i, p, hlr, sig)
+        lp += k[i] * gamma - n[i] * _log1pexp(gamma)
+        dg = k[i] - n[i] * _sigmoid(gamma)  # d loglik / d gamma_i
+        de = dg  # d lp / d eta_i
+        if hlr:
+            lp += -0.5 * z * z
+            if cen[i] > 0:  # gamma_i ~ N(eta_i, sigma2) sampled: eta enters by its prior
+                lp -= s
+                de = z / sig
+                grad[p] += z * z - 1.0
+                grad[p + 1 + i] = dg - z / sig
+            else:  # z_i ~ N(0, 1) sampled
+                grad[p] += sig * z * dg
+                grad[p + 1 + i] = sig * dg - z
+        for j in range(p):
+            grad[j] += xf[i, j] * de
+    return lp
+
+
+@numba.njit(cache=True, nogil=True)
+def lr_buffer_size(ud):
+    g = int(ud[0])
+    p = int(ud[1])
+    nb = int(ud[6])
+    return _HEADER + 3 * g + p + g * p + nb * p
+
+
+@numba.njit(cache=True, nogil=True)
+def lr_expand(x, buf, out) -> None:
+    """Write ``c``, every ``beta_<attr>``, then for HLR ``sigma2``, ``z``, ``gamma``;
+    then ``p``, into ``out``."""
+    g, p, _, _, cen, _, xf, b = _lr_unpack(buf)
+    hlr = buf[2] > 0
+    nb = b.shape[0]
+    for r in range(nb):
+        acc = 0.0
+        for j in range(p):
+            acc += b[r, j] * x[j]
+        out[r] = acc
+    o = nb
+    if int(buf[5]) == nb:  # effects only (LR without per-row outputs)
+        return
+    sig = 1.0
+    if hlr:
+        sig = np.exp(x[p])
+        out[o] = sig
+        o += 1
+    for i in range(g):
+        z, gamma = _lr_intersection(x, xf, cen, i, p, hlr, sig)
+        if hlr:
+            out[o + i] = z
+            out[o + g + i] = gamma
+            out[o + 2 * g + i] = _sigmoid(gamma)
+        else:
+            out[o + i] = _sigmoid(gamma)
+
+
+# ---------------------------------------------------------------- hierarchical model of metrics
+# buffer: header (M, G, blocks, Fay-Herriot, tau, -, -, kind), centres (M), prior scales (M),
+# levels (blocks), unconstrained sizes (blocks), index (blocks x G), bases, d1, d2, mask (M x G)
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_sizes(head):
+    return int(head[0]), int(head[1]), int(head[2])
+
+
+@numba.njit(cache=True, nogil=True)
+def hb_buffer_size(ud) -> int:
+    m, g, nb = _hb_sizes(ud)
+    q = 0
+    for b in range(nb):  # levels and unconstrained sizes follow the header and centres
+        q += int(ud[_HEADER + 2 * m + b]) * int(ud[_HEADER + 2 * m + nb + b])
+    return _HEADER + 2 * m + 2 * nb + nb * g + q + 3 * m * g
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_unpack(buf):
+    m, g, nb = _hb_sizes(buf)
+    o = _HEADER
+    center = buf[o : o + m]
+    o += m
+    scale = buf[o : o + m]
+    o += m
+    levels = buf[o : o + nb]
+    o += nb
+    width = buf[o : o + nb]
+    o += nb
+    index = buf[o : o + nb * g].reshape((nb, g))
+    o += nb * g
+    qstart = o
+    for b in range(nb):
+        o += int(levels[b]) * int(width[b])
+    d1 = buf[o : o + m * g].reshape((m, g))
+    d2 = buf[o + m * g : o + 2 * m * g].reshape((m, g))
+    mask = buf[o + 2 * m * g : o + 3 * m * g].reshape((m, g))
+    return m, g, nb, center, scale, levels, width, index, qstart, d1, d2, mask
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_effects(x, buf, mu, eff) -> None:
+    """Every block's level effects ``Q_b v_b`` (not yet scaled) for measure ``mu``, into
+    ``eff`` (blocks concatenated)."""
+    m, _, nb, _, _, levels, width, _, qo, _, _, _ = _hb_unpack(buf)
+    xo = m
+    eo = 0
+    for b in range(nb):
+        nl, nk = int(levels[b]), int(width[b])
+        vo = xo + m + mu * nk
+        for lv in range(nl):
+            acc = 0.0
+            for j in range(nk):
+                acc += buf[qo + lv * nk + j] * x[vo + j]
+            eff[eo + lv] = acc
+        qo += nl * nk
+        xo += m + m * nk
+        eo += nl
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_eta(x, buf, mu, eff, eta) -> None:
+    """The linear predictor of measure ``mu`` at ``x``, into ``eta`` (effects into ``eff``)."""
+    m, g, nb, _, _, levels, width, index, _, _, _, _ = _hb_unpack(buf)
+    _hb_effects(x, buf, mu, eff)
+    eta[:] = x[mu]
+    xo = m
+    eo = 0
+    for b in range(nb):
+        sd = np.exp(x[xo + mu])
+        for a in range(g):
+            eta[a] += sd * eff[eo + int(index[b, a])]
+        xo += m + m * int(width[b])
+        eo += int(levels[b])
+
+
+@numba.njit(cache=True, nogil=True)
+def hb_logp_and_grad(x, buf, grad) -> float:
+    """Log density (up to a constant) at ``x``; writes the gradient into ``grad``."""
+    m, g, nb, center, scale, levels, width, index, q0, d1, d2, mask = _hb_unpack(buf)
+    fay_herriot = buf[3] > 0
+    tau = buf[4]
+    grad[:] = 0.0
+    lp = 0.0
+    eta = np.empty(g)
+    r = np.empty(g)
+    eff = np.empty(int(levels.sum()))
+    per_level = np.empty(int(levels.max()) if nb else 0)
+    n_x = len(x)
+    for mu in range(m):
+        _hb_eta(x, buf, mu, eff, eta)
+        sc2 = scale[mu] * scale[mu]
+        # likelihood and r = its derivative in eta
+        if fay_herriot:
+            sg = np.exp(x[n_x - m + mu])
+            sg2 = sg * sg
+            d_tot = 0.0
+            for a in range(g):
+                if mask[mu, a] > 0:
+                    tot = d2[mu, a] * d2[mu, a] + sg2
+                    e = d1[mu, a] - eta[a]
+                    lp += -0.5 * e * e / tot - 0.5 * np.log(tot)
+                    r[a] = e / tot
+                    d_tot += 0.5 * e * e / (tot * tot) - 0.5 / tot
+                else:
+                    r[a] = 0.0
+            # HalfNormal(scale) on sigma_group, with the log-Jacobian
+            lp += -0.5 * sg2 / sc2 + x[n_x - m + mu]
+            grad[n_x - m + mu] = 2.0 * sg2 * d_tot - sg2 / sc2 + 1.0
+        else:
+            for a in range(g):
+                k = d1[mu, a]
+                n = d2[mu, a]
+                lp += -k * _log1pexp(-eta[a]) - (n - k) * _log1pexp(eta[a])
+                r[a] = k - n * _sigmoid(eta[a])
+        da = x[mu] - center[mu]
+        t2 = tau * tau * sc2
+        lp += -0.5 * da * da / t2
+        total = 0.0
+        for a in range(g):
+            total += r[a]
+        grad[mu] = total - da / t2
+        xo = m
+        eo = 0
+        qo = q0
+        for b in range(nb):
+            nl, nk = int(levels[b]), int(width[b])
+            s = x[xo + mu]
+            sd = np.exp(s)
+            vo = xo + m + mu * nk
+            lp += -0.5 * sd * sd / sc2 + s  # HalfNormal(scale) on sigma_b, log-Jacobian
+            per_level[:nl] = 0.0
+            for a in range(g):
+                per_level[int(index[b, a])] += r[a]
+            acc = 0.0
+            for lv in range(nl):
+                acc += per_level[lv] * eff[eo + lv]
+            grad[xo + mu] = sd * acc - sd * sd / sc2 + 1.0
+            for j in range(nk):
+                v = x[vo + j]
+                lp -= 0.5 * v * v
+                gj = -v
+                for lv in range(nl):
+                    gj += sd * buf[qo + lv * nk + j] * per_level[lv]
+                grad[vo + j] = gj
+            qo += nl * nk
+            xo += m + m * nk
+            eo += nl
+    return lp
+
+
+@numba.njit(cache=True, nogil=True)
+def hb_expand(x, buf, out) -> None:
+    """``alpha``; per block ``sigma_b`` and the level effects ``z_b``; ``sigma_group``
+    (Fay-Herriot); then ``theta`` (counts: the rates) or ``eta`` (Fay-Herriot)."""
+    m, g, nb, _, _, levels, width, _, _, _, _, _ = _hb_unpack(buf)
+    fay_herriot = buf[3] > 0
+    n_x = len(x)
+    eff = np.empty((m, int(levels.sum())))
+    eta = np.empty((m, g))
+    for mu in range(m):
+        _hb_eta(x, buf, mu, eff[mu], eta[mu])
+    for mu in range(m):
+        out[mu] = x[mu]
+    o = m
+    xo = m
+    eo = 0
+    for b in range(nb):
+        nl = int(levels[b])
+        for mu in range(m):
+            out[o + mu] = np.exp(x[xo + mu])
+            for lv in range(nl):
+                out[o + m + mu * nl + lv] = eff[mu, eo + lv]
+        o += m + m * nl
+        xo += m + m * int(width[b])
+        eo += nl
+    if fay_herriot:
+        for mu in range(m):
+            out[o + mu] = np.exp(x[n_x - m + mu])
+        o += m
+    for mu in range(m):
+        for a in range(g):
+            out[o + mu * g + a] = eta[mu, a] if fay_herriot else _sigmoid(eta[mu, a])
+
+
+# ---------------------------------------------------------------- the callbacks
+
+
 def _logp_entry(dim, x_, out_, logp_, ud_):
     head = numba.carray(ud_, (_HEADER,))
     x = numba.carray(x_, (dim,))
     out = numba.carray(out_, (dim,))
     if head[7] == LOGISTIC:
-        val = _fl.logp_and_grad(x, numba.carray(ud_, (_fl.buffer_size(head),)), out)
+        val = lr_logp_and_grad(x, numba.carray(ud_, (lr_buffer_size(head),)), out)
     else:
-        val = _hb.hb_logp_and_grad(x, numba.carray(ud_, (_hb.buffer_size(head),)), out)
+        val = hb_logp_and_grad(x, numba.carray(ud_, (hb_buffer_size(head),)), out)
     logp_[0] = val
     for j in range(dim):
         if not np.isfinite(out[j]):
@@ -64,9 +388,9 @@ def _expand_entry(dim, expanded, x_, out_, ud_):
     x = numba.carray(x_, (dim,))
     out = numba.carray(out_, (expanded,))
     if head[7] == LOGISTIC:
-        _fl.expand(x, numba.carray(ud_, (_fl.buffer_size(head),)), out)
+        lr_expand(x, numba.carray(ud_, (lr_buffer_size(head),)), out)
     else:
-        _hb.hb_expand(x, numba.carray(ud_, (_hb.buffer_size(head),)), out)
+        hb_expand(x, numba.carray(ud_, (hb_buffer_size(head),)), out)
     return 0
 
 

@@ -343,7 +343,7 @@ def test_simulation_on_adult(data_home):
 def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions):
     """The sampler's hand-written density and gradient (disaggregated/_hb_logp.py) against
     PyMC's for the same hierarchical model, at random points; and theta / eta."""
-    from bayesfair.disaggregated._hb_logp import hb_expand
+    from bayesfair._nutpie import hb_expand
     from bayesfair.disaggregated.hierarchical import _Problem
 
     labels = pd.DataFrame(

@@ -300,7 +300,8 @@ def test_closed_form_density_equals_pymc(cls, params):
     """The sampler's hand-written log density and gradient (models/_fastlogp.py) against
     PyMC's compiled ones for the same model, at random points, with an empty and a
     tiny intersection; and every expanded variable against PyMC's deterministics."""
-    from bayesfair.models._fastlogp import LogisticLayout, expand
+    from bayesfair._nutpie import lr_expand as expand
+    from bayesfair.models._fastlogp import LogisticLayout
 
     levels = {"a": ["x", "y", "z"], "b": ["u", "v"], "c": ["p", "q"]}
     data = make_gaussian_threshold(
@@ -311,7 +312,7 @@ def test_closed_form_density_equals_pymc(cls, params):
     model_obj._validate()
     model = model_obj.build_model(design)
     hlr = isinstance(model_obj, HierarchicalLogisticRegression)
-    lay = LogisticLayout(
+    lay = LogisticLayout.from_design(
         design,
         mu=model_obj.mu,
         sigma=model_obj.sigma,
@@ -368,13 +369,14 @@ def test_closed_form_density_equals_pymc(cls, params):
 def test_closed_form_density_mixes_centred_and_noncentred_intersections():
     """Centring some intersections is a change of variables gamma_j = eta_j + sigma2 z_j:
     the density on gamma is the density on z minus log sigma2 for each centred one."""
-    from bayesfair.models._fastlogp import LogisticLayout, expand
+    from bayesfair._nutpie import lr_expand as expand
+    from bayesfair.models._fastlogp import LogisticLayout
 
     design = design_from(make_gaussian_threshold(n_rows=3000, random_state=5).audit_data())
     args = dict(mu=0.0, sigma=1.0, effects="sum_to_zero", lam=10.0)
     mask = np.arange(design.n_groups) % 3 == 0
-    nc = LogisticLayout(design, **args, centered=False)
-    mixed = LogisticLayout(design, **args, centered=mask)
+    nc = LogisticLayout.from_design(design, **args, centered=False)
+    mixed = LogisticLayout.from_design(design, **args, centered=mask)
     rng = np.random.default_rng(1)
     for _ in range(3):
         x = rng.normal(0.0, 0.5, nc.ndim)

@@ -469,3 +469,24 @@ def test_posterior_bias_scan_small():
     assert "coef" in res.idata.posterior
     assert res.summary().shape[0] == 1
     res.plot()
+
+
+def test_posterior_ihat_closed_form_density_equals_pymc():
+    """The weighted I-hat regression's closed-form density (the sampler's) against PyMC's
+    model of it, at random points: equal up to a constant, gradients equal."""
+    from bayesfair.scan.bayes import _ihat_layout, _ihat_model
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 3))
+    W1, W0 = rng.uniform(0, 3, 40), rng.uniform(0, 3, 40)
+    model = _ihat_model(X, W1, W0, ["a", "b", "c"], 2.5)
+    lay = _ihat_layout(X, W1, W0, 2.5)
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    offsets = []
+    for _ in range(4):
+        x = rng.normal(0, 1, lay.ndim)
+        point = {"intercept": x[0], "coef": x[1:]}
+        ours, grad = lay.logp(x)
+        offsets.append(ours - float(logp(point)))
+        np.testing.assert_allclose(grad, dlogp(point), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(offsets, offsets[0], atol=1e-8)

@@ -104,10 +104,9 @@ class PosteriorScanResult:
         return axes
 
 
-def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
+def _ihat_model(X, W1, W0, names, prior_scale):
+    """The weighted I-hat logistic regression as a PyMC model."""
     import pymc as pm
-
-    from ..models.base import _have_nutpie
 
     coords = {"feature": names, "pattern": np.arange(len(X))}
     with pm.Model(coords=coords) as model:
@@ -120,14 +119,42 @@ def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
             "weighted_loglik",
             -pm.math.sum(W1 * pm.math.log1pexp(-eta) + W0 * pm.math.log1pexp(eta)),
         )
-        if _have_nutpie():
-            import nutpie
+    return model
 
-            compiled = nutpie.compile_pymc_model(model)
-            idata = nutpie.sample(
-                compiled, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=False
-            )
-        else:
+
+def _ihat_layout(X, W1, W0, prior_scale):
+    """The same model for the closed-form sampler: ``W1 log s(eta) + W0 log(1 - s(eta))``
+    is the binomial log-likelihood of ``W1`` successes in ``W1 + W0`` weighted trials."""
+    from ..models._fastlogp import LogisticLayout
+
+    f = X.shape[1]
+    eye = np.eye(f + 1)
+    return LogisticLayout(
+        np.hstack([np.ones((len(X), 1)), X]),
+        W1 + W0,
+        W1,
+        np.zeros(f + 1),
+        sigma=prior_scale,
+        outputs=[("intercept", (), eye[:1]), ("coef", ("feature",), eye[1:])],
+        row_dim="pattern",
+        row_outputs=False,
+    )
+
+
+def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
+    import pymc as pm
+
+    from ..models.base import _have_nutpie
+
+    if _have_nutpie():
+        import nutpie
+
+        compiled = _ihat_layout(X, W1, W0, prior_scale).nutpie_model({"feature": names})
+        idata = nutpie.sample(
+            compiled, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=False
+        )
+    else:
+        with _ihat_model(X, W1, W0, names, prior_scale):
             idata = pm.sample(
                 draws=draws,
                 tune=tune,
