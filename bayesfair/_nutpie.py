@@ -3,7 +3,8 @@
 nutpie's Rust sampler calls ``logp(dim, x, grad, logp, user_data)`` and
 ``expand(dim, n_expanded, x, out, user_data)`` from its own threads, without the
 Python interpreter.  Here ``user_data`` is a flat float64 buffer that carries every
-size and value of the model, with the kind of model in its eighth slot: the
+size and value of the model, with the kind of model in its eighth slot, which picks
+the pair of callbacks: the
 logistic models of P(y|s) (LR, HLR; layout and documentation in
 :mod:`bayesfair.models._fastlogp`) or the hierarchical model of per-group metrics
 (:mod:`bayesfair.disaggregated._hb_logp`).  Nothing here depends on a data set, so
@@ -366,40 +367,50 @@ def hb_expand(x, buf, out) -> None:
 # ---------------------------------------------------------------- the callbacks
 
 
-def _logp_entry(dim, x_, out_, logp_, ud_):
-    head = numba.carray(ud_, (_HEADER,))
-    x = numba.carray(x_, (dim,))
-    out = numba.carray(out_, (dim,))
-    if head[7] == LOGISTIC:
-        val = lr_logp_and_grad(x, numba.carray(ud_, (lr_buffer_size(head),)), out)
-    else:
-        val = hb_logp_and_grad(x, numba.carray(ud_, (hb_buffer_size(head),)), out)
-    logp_[0] = val
-    for j in range(dim):
-        if not np.isfinite(out[j]):
+@numba.njit(cache=True, nogil=True)
+def _status(val, grad) -> int:
+    """nutpie's return codes: 0 fine, 3 a non-finite gradient, 4 a non-finite density."""
+    for j in range(len(grad)):
+        if not np.isfinite(grad[j]):
             return 3
-    if not np.isfinite(val):
-        return 4
+    return 0 if np.isfinite(val) else 4
+
+
+# one pair per kind of model, so that a process compiles only the kind it samples
+def _lr_logp(dim, x_, out_, logp_, ud_):
+    buf = numba.carray(ud_, (lr_buffer_size(numba.carray(ud_, (_HEADER,))),))
+    out = numba.carray(out_, (dim,))
+    logp_[0] = lr_logp_and_grad(numba.carray(x_, (dim,)), buf, out)
+    return _status(logp_[0], out)
+
+
+def _lr_expand(dim, expanded, x_, out_, ud_):
+    buf = numba.carray(ud_, (lr_buffer_size(numba.carray(ud_, (_HEADER,))),))
+    lr_expand(numba.carray(x_, (dim,)), buf, numba.carray(out_, (expanded,)))
     return 0
 
 
-def _expand_entry(dim, expanded, x_, out_, ud_):
-    head = numba.carray(ud_, (_HEADER,))
-    x = numba.carray(x_, (dim,))
-    out = numba.carray(out_, (expanded,))
-    if head[7] == LOGISTIC:
-        lr_expand(x, numba.carray(ud_, (lr_buffer_size(head),)), out)
-    else:
-        hb_expand(x, numba.carray(ud_, (hb_buffer_size(head),)), out)
+def _hb_logp(dim, x_, out_, logp_, ud_):
+    buf = numba.carray(ud_, (hb_buffer_size(numba.carray(ud_, (_HEADER,))),))
+    out = numba.carray(out_, (dim,))
+    logp_[0] = hb_logp_and_grad(numba.carray(x_, (dim,)), buf, out)
+    return _status(logp_[0], out)
+
+
+def _hb_expand(dim, expanded, x_, out_, ud_):
+    buf = numba.carray(ud_, (hb_buffer_size(numba.carray(ud_, (_HEADER,))),))
+    hb_expand(numba.carray(x_, (dim,)), buf, numba.carray(out_, (expanded,)))
     return 0
 
 
 @functools.cache
-def _cfuncs():
-    """The callbacks, compiled (or loaded from numba's cache) on first use."""
+def _cfuncs(kind: float):
+    """The callbacks of one kind of model, compiled (or loaded from numba's cache) on
+    first use."""
+    logp, expand = (_lr_logp, _lr_expand) if kind == LOGISTIC else (_hb_logp, _hb_expand)
     return (
-        numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(_logp_entry),
-        numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(_expand_entry),
+        numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(logp),
+        numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(expand),
     )
 
 
@@ -426,7 +437,7 @@ def nutpie_model(
     def initial_point(seed: int) -> np.ndarray:
         return start + np.random.default_rng(seed).uniform(-1.0, 1.0, ndim)
 
-    logp_cfunc, expand_cfunc = _cfuncs()
+    logp_cfunc, expand_cfunc = _cfuncs(float(buffer[7]))
     return CompiledPyMCModel(
         _n_dim=ndim,
         dims=dims,
