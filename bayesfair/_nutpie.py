@@ -15,6 +15,7 @@ file changes, not when a function it calls in another file does.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 
@@ -24,6 +25,7 @@ import numpy as np
 __all__ = [
     "HIERARCHICAL",
     "LOGISTIC",
+    "available",
     "hb_expand",
     "hb_logp_and_grad",
     "lr_expand",
@@ -412,6 +414,45 @@ def _cfuncs(kind: float):
         numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(logp),
         numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(expand),
     )
+
+
+#: the fields of nutpie's ``CompiledPyMCModel`` that :func:`nutpie_model` fills (nutpie 0.16)
+_FIELDS = {
+    "_n_dim",
+    "dims",
+    "_coords",
+    "_shapes",
+    "compiled_logp_func",
+    "compiled_expand_func",
+    "initial_point_func",
+    "shared_data",
+    "user_data",
+    "n_expanded",
+    "shape_info",
+    "logp_func",
+    "expand_func",
+}
+
+
+@functools.cache
+def available() -> bool:
+    """Whether nutpie is installed and takes C callbacks as this module hands them over.
+
+    ``CompiledPyMCModel`` is not public API; when a nutpie release changes it, the
+    estimators fall back to ``nutpie.compile_pymc_model`` (slower to start, same
+    posterior) instead of failing, and the test suite says so.
+    """
+    try:
+        from nutpie.compile_pymc import CompiledPyMCModel
+    except ImportError:
+        return False
+    fields = dataclasses.fields(CompiledPyMCModel)
+    required = {
+        f.name
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    return _FIELDS <= {f.name for f in fields} and required <= _FIELDS
 
 
 def nutpie_model(

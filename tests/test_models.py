@@ -395,3 +395,14 @@ def test_closed_form_density_mixes_centred_and_noncentred_intersections():
             (mixed.logp(y + h * e)[0] - mixed.logp(y - h * e)[0]) / (2 * h) for e in np.eye(len(y))
         ]
         np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-4)
+
+
+def test_installed_nutpie_takes_the_closed_form_callbacks():
+    """The closed-form sampler hands nutpie a ``CompiledPyMCModel`` built from C callbacks,
+    which is not nutpie's public API.  If a nutpie release changes it, the estimators fall
+    back to compiling the PyMC model (correct, but about 13 s more per process): this test
+    fails then, so that the slowdown is noticed rather than silent."""
+    pytest.importorskip("nutpie")
+    from bayesfair._nutpie import available
+
+    assert available()

@@ -185,10 +185,15 @@ def fit_hierarchical(
     if _have_nutpie():
         import nutpie
 
+        from .._nutpie import available
         from ._hb_logp import hierarchical_nutpie_model
 
+        if available():
+            compiled = hierarchical_nutpie_model(prob.layout())
+        else:
+            compiled = nutpie.compile_pymc_model(prob.pymc_model())
         idata = nutpie.sample(
-            hierarchical_nutpie_model(prob.layout()),
+            compiled,
             draws=draws,
             tune=tune,
             chains=chains,

@@ -271,7 +271,9 @@ class FairnessModel:
         if use_nutpie:
             import nutpie
 
-            compiled = self._pyfunc_model(design)
+            from .._nutpie import available
+
+            compiled = self._pyfunc_model(design) if available() else None
             if compiled is None:
                 key = self.cache_key(design)
                 compiled = _NUTPIE_CACHE.get(key)

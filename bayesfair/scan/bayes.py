@@ -149,7 +149,12 @@ def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
     if _have_nutpie():
         import nutpie
 
-        compiled = _ihat_layout(X, W1, W0, prior_scale).nutpie_model({"feature": names})
+        from .._nutpie import available
+
+        if available():
+            compiled = _ihat_layout(X, W1, W0, prior_scale).nutpie_model({"feature": names})
+        else:
+            compiled = nutpie.compile_pymc_model(_ihat_model(X, W1, W0, names, prior_scale))
         idata = nutpie.sample(
             compiled, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=False
         )
