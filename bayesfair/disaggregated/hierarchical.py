@@ -9,14 +9,16 @@ an intercept, attribute main effects, pairwise interactions and a group effect,
 each block (each attribute, each pair, the groups) with its own scale
 ~ HalfNormal(1), non-centred.  Main effects sum to zero over each attribute's
 values and interactions over both attributes' values (PyMC's ``ZeroSumNormal``),
-so that the intercept is identified: the same differences between groups as
-independent effects, without the ridge between the intercept and the effects of
-a two-valued attribute that made NUTS diverge.  Metrics without counts (AUC, user
-metrics): the same structure on the identity scale for the standard estimates,
-which are Normal(mu_a, sigma_a) with the pooled standard errors (a Fay-Herriot
-model; its group effect is integrated out in the sampler and drawn from its
-conditional Normal afterwards), with every scale ~ HalfNormal(s) and the
-intercept ~ Normal(mean, s), s the spread of the standard estimates.
+so that the intercept is identified: contrasts keep the prior of independent
+effects (differences between an attribute's values, interaction contrasts); only
+the parts that duplicated the intercept or the main effects go, and with them the
+ridge between the intercept and the effects of a two-valued attribute that made
+NUTS diverge.  Metrics without counts (AUC, user metrics): the same structure on
+the identity scale for the standard estimates, which are Normal(mu_a, sigma_a)
+with the pooled standard errors (a Fay-Herriot model; its group effect is
+integrated out in the sampler and drawn from its conditional Normal afterwards),
+with every scale ~ HalfNormal(s) and the intercept ~ Normal(mean, s), s the
+spread of the standard estimates.
 Several metrics are fitted in one model along a ``measure`` dimension.
 """
 
