@@ -4,10 +4,9 @@ nutpie's Rust sampler calls ``logp(dim, x, grad, logp, user_data)`` and
 ``expand(dim, n_expanded, x, out, user_data)`` from its own threads, without the
 Python interpreter.  Here ``user_data`` is a flat float64 buffer that carries every
 size and value of the model, with the kind of model in its eighth slot, which picks
-the pair of callbacks: the
-logistic models of P(y|s) (LR, HLR; layout and documentation in
-:mod:`bayesfair.models._fastlogp`) or the hierarchical model of per-group metrics
-(:mod:`bayesfair.disaggregated._hb_logp`).  Nothing here depends on a data set, so
+the pair of callbacks: the logistic models of P(y|s) (LR, HLR; layout and
+documentation in :mod:`bayesfair.models._fastlogp`) or the hierarchical model of
+per-group metrics (:mod:`bayesfair.disaggregated._hb_logp`).  Nothing here depends on a data set, so
 numba compiles it once per machine and caches it on disk.  Every compiled function
 lives in this one file on purpose: numba invalidates a cached function when its own
 file changes, not when a function it calls in another file does.

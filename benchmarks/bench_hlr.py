@@ -61,7 +61,7 @@ def _fresh_process(home: str, numba_cache: str, pymc_compiled: bool = False) -> 
         "import json, time, warnings; warnings.simplefilter('ignore')\n"
         "from bayesfair.datasets import load_adult\n"
         "from bayesfair.models import HierarchicalLogisticRegression as HLR\n"
-        + ("HLR._pyfunc_model = lambda self, design: None\n" if pymc_compiled else "")
+        + ("HLR._closed_form_model = lambda self, design: None\n" if pymc_compiled else "")
         + f"data = load_adult('both', data_home={home!r}).audit_data()\n"
         "t0 = time.perf_counter()\n"
         "fit = HLR(draws=1000, tune=1000, chains=4, random_state=1)\n"

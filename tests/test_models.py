@@ -271,16 +271,12 @@ def test_cached_map_equals_find_map_for_each_data_set():
             np.testing.assert_allclose(fit.p_point_, ref, atol=1e-5)
 
 
-def _pymc_point(model, x: np.ndarray, order: list[str]) -> dict:
-    """The PyMC value-variable dict of the closed-form layout's vector ``x``."""
-    start = model.initial_point()
-    point, i = {}, 0
-    for name in order:
-        size = int(np.prod(start[name].shape))
-        point[name] = x[i : i + size].reshape(start[name].shape)
-        i += size
-    assert i == len(x)
-    return point
+def _unravel(vector: np.ndarray, names: list[str], shapes: list[tuple]) -> dict:
+    """Split a flat vector into named arrays of the given shapes, in order."""
+    sizes = [int(np.prod(s)) for s in shapes]
+    assert sum(sizes) == len(vector)
+    parts = np.split(vector, np.cumsum(sizes)[:-1])
+    return {n: p.reshape(s) for n, p, s in zip(names, parts, shapes, strict=True)}
 
 
 @pytest.mark.parametrize(
@@ -328,6 +324,7 @@ def test_closed_form_density_equals_pymc(cls, params):
         + [n for n in names if n in ("z", "gamma")]
     )
     assert sorted(order) == sorted(names)
+    start = model.initial_point()
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     wanted = ["c", *[f"beta_{a}" for a in levels], "p"] + (["gamma"] if hlr else [])
     graphs = [v for v in model.unobserved_value_vars if v.name in wanted]
@@ -336,32 +333,18 @@ def test_closed_form_density_equals_pymc(cls, params):
     offsets = []
     for _ in range(4):
         x = rng.normal(0.0, 0.7, lay.ndim)
-        point = _pymc_point(model, x, order)
+        point = _unravel(x, order, [start[n].shape for n in order])
         ours, grad = lay.logp(x)
         offsets.append(ours - float(logp(point)))
-        ref = dict(
-            zip(
-                names,
-                np.split(
-                    dlogp(point), np.cumsum([int(np.prod(point[n].shape)) for n in names])[:-1]
-                ),
-                strict=True,
-            )
-        )
+        ref = _unravel(dlogp(point), names, [start[n].shape for n in names])
         np.testing.assert_allclose(
-            grad, np.concatenate([ref[n] for n in order]), rtol=1e-6, atol=1e-8
+            grad, np.concatenate([ref[n].ravel() for n in order]), rtol=1e-6, atol=1e-8
         )
         out = np.empty(lay.n_expanded)
         expand(x, lay.buffer, out)
-        got = dict(
-            zip(
-                lay.variables()[0],
-                np.split(out, np.cumsum([int(np.prod(s)) for s in lay.variables()[1]])[:-1]),
-                strict=True,
-            )
-        )
+        got = _unravel(out, *lay.variables()[:2])
         for g, v in zip(graphs, values(point), strict=True):
-            np.testing.assert_allclose(got[g.name], np.ravel(v), rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(np.ravel(got[g.name]), np.ravel(v), rtol=1e-10, atol=1e-12)
     # equal up to the normalising constant, which PyMC keeps and we drop
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-6 * abs(offsets[0]) + 1e-8)
 

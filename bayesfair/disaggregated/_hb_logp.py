@@ -7,15 +7,14 @@ predictor per measure,
     eta_a = alpha + sum_b sigma_b z_b[index_b(a)],
 
 over blocks ``b`` (each attribute, each pair of attributes, and for counts the
-groups), with ``alpha ~ Normal(center, tau scale)``, ``sigma_b ~ HalfNormal(scale)`` (sampled
-as ``log sigma_b``), ``z_b = Q_b v_b`` with ``v_b ~ Normal(0, 1)`` (``Q_b`` PyMC's
-zero-sum transform for the attribute and pair blocks, the identity for the groups),
-and a binomial likelihood on counts or
-the Fay-Herriot marginal ``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  The C
-callbacks of :mod:`bayesfair._nutpie` read every size and value from a flat buffer,
-so they compile once per machine (numba's on-disk cache) whatever the groups and
-metrics, where
-``nutpie.compile_pymc_model`` compiles each model structure in every process.
+groups), with ``alpha ~ Normal(center, tau scale)``, ``sigma_b ~ HalfNormal(scale)``
+(sampled as ``log sigma_b``), ``z_b = Q_b v_b`` with ``v_b ~ Normal(0, 1)`` (``Q_b``
+PyMC's zero-sum transform for the attribute and pair blocks, the identity for the
+groups), and a binomial likelihood on counts or the Fay-Herriot marginal
+``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  The C callbacks of
+:mod:`bayesfair._nutpie` read every size and value from a flat buffer, so they
+compile once per machine (numba's on-disk cache) whatever the groups and metrics,
+where ``nutpie.compile_pymc_model`` compiles each model structure in every process.
 The unconstrained vector is in the PyMC model's order (``alpha``; per block
 ``log sigma_b`` then ``z_b``, measures first; ``log sigma_group`` last for
 Fay-Herriot); ``tests/test_disaggregated.py`` checks density and gradient
@@ -25,6 +24,8 @@ against PyMC's.
 from __future__ import annotations
 
 import numpy as np
+
+from .._nutpie import HIERARCHICAL, hb_logp_and_grad, nutpie_model
 
 __all__ = ["HBLayout", "hierarchical_nutpie_model"]
 
@@ -48,7 +49,7 @@ class HBLayout:
         self,
         metric_names: list[str],
         n_groups: int,
-        blocks: list[tuple[str, list[str], np.ndarray]],
+        blocks: list[tuple[str, list[str], np.ndarray, np.ndarray]],
         center: np.ndarray,
         *,
         fay_herriot: bool,
@@ -62,14 +63,15 @@ class HBLayout:
         self.metric_names, self.blocks, self.fay_herriot = metric_names, blocks, fay_herriot
         self.n_groups = g
         mask = np.ones((m, g)) if mask is None else np.asarray(mask, dtype=float)
-        header = [m, g, len(blocks), float(fay_herriot), tau, 0, 0, 0]
+        header = [m, g, len(blocks), float(fay_herriot), tau, 0, 0, HIERARCHICAL]
         bases = [np.asarray(q, dtype=float) for _, _, _, q in blocks]
+        scale = np.broadcast_to(np.asarray(scale, dtype=float), (m,))
         self.buffer = np.ascontiguousarray(
             np.concatenate(
                 [
                     np.asarray(header, dtype=float),
                     np.asarray(center, dtype=float),
-                    np.broadcast_to(np.asarray(scale, dtype=float), (m,)),
+                    scale,
                     np.asarray([q.shape[0] for q in bases], dtype=float),
                     np.asarray([q.shape[1] for q in bases], dtype=float),
                     *[np.asarray(ix, dtype=float) for _, _, ix, _ in blocks],
@@ -84,7 +86,7 @@ class HBLayout:
         self.start = np.zeros(self.ndim)
         # alpha at its centre, each sigma at its prior scale, every z at 0
         self.start[:m] = center
-        sc = np.log(np.broadcast_to(np.asarray(scale, dtype=float), (m,)))
+        sc = np.log(scale)
         o = m
         for q in bases:
             self.start[o : o + m] = sc
@@ -94,8 +96,6 @@ class HBLayout:
 
     def logp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         grad = np.empty(self.ndim)
-        from .._nutpie import hb_logp_and_grad
-
         return float(hb_logp_and_grad(np.asarray(x, dtype=float), self.buffer, grad)), grad
 
     def variables(self):
@@ -129,7 +129,4 @@ def _level_dim(block: str) -> str:
 
 def hierarchical_nutpie_model(layout: HBLayout):
     """The nutpie model of ``layout`` (compiled C callbacks, no per-model compilation)."""
-    from .._nutpie import HIERARCHICAL, nutpie_model
-
-    layout.buffer[7] = HIERARCHICAL
     return nutpie_model(layout.buffer, layout.start, layout.variables(), layout.coords())

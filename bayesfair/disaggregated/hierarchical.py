@@ -177,44 +177,20 @@ def fit_hierarchical(
     closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
     per model); otherwise on the PyMC model with PyMC's sampler.
     """
-    import pymc as pm
-
-    from ..models.base import _have_nutpie
+    from ..models.base import sample_nuts
+    from ._hb_logp import hierarchical_nutpie_model
 
     prob = _Problem(labels, metric_names, k, m, s, se, interactions)
     binomial, M, data_vals = prob.binomial, prob.M, prob.data
-
-    if _have_nutpie():
-        import nutpie
-
-        from .._nutpie import available
-        from ._hb_logp import hierarchical_nutpie_model
-
-        if available():
-            compiled = hierarchical_nutpie_model(prob.layout())
-        else:
-            compiled = nutpie.compile_pymc_model(prob.pymc_model())
-        idata = nutpie.sample(
-            compiled,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            seed=random_seed,
-            target_accept=target_accept if binomial else max(target_accept, 0.99),
-            progress_bar=False,
-        )
-    else:
-        with prob.pymc_model():
-            idata = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=1,
-                random_seed=random_seed,
-                target_accept=target_accept if binomial else max(target_accept, 0.99),
-                progressbar=False,
-                compute_convergence_checks=False,
-            )
+    idata = sample_nuts(
+        prob.pymc_model,
+        lambda: hierarchical_nutpie_model(prob.layout()),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=random_seed,
+        target_accept=target_accept if binomial else max(target_accept, 0.99),
+    )
     if binomial:
         th = idata.posterior["theta"].to_numpy()
         return idata, th.reshape(-1, *th.shape[2:])

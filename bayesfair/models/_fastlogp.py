@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._nutpie import LOGISTIC, lr_logp_and_grad, nutpie_model
 from ._design import Design
 
 __all__ = ["LogisticLayout", "logistic_nutpie_model", "zero_sum_basis"]
@@ -83,7 +84,10 @@ class LogisticLayout:
         self.ndim = p + (1 + g if self.hlr else 0)
         self.centered = np.broadcast_to(np.asarray(centered, dtype=bool), (g,)).copy()
         n_expanded = b.shape[0] + (1 + 3 * g if self.hlr else g if row_outputs else 0)
-        header = [g, p, float(self.hlr), lam or 0.0, 1.0 / sigma**2, n_expanded, b.shape[0], 0]
+        header = [
+            *(g, p, float(self.hlr), lam or 0.0, 1.0 / sigma**2, n_expanded, b.shape[0]),
+            LOGISTIC,
+        ]
         self.buffer = np.ascontiguousarray(
             np.concatenate(
                 [
@@ -148,8 +152,6 @@ class LogisticLayout:
 
     def logp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         grad = np.empty(self.ndim)
-        from .._nutpie import lr_logp_and_grad
-
         return float(lr_logp_and_grad(np.asarray(x, dtype=float), self.buffer, grad)), grad
 
     def variables(self) -> tuple[list[str], list[tuple[int, ...]], dict[str, tuple[str, ...]]]:
@@ -170,9 +172,6 @@ class LogisticLayout:
 
     def nutpie_model(self, coords: dict):
         """The nutpie model of this layout (``coords`` for every dim of the outputs)."""
-        from .._nutpie import LOGISTIC, nutpie_model
-
-        self.buffer[7] = LOGISTIC
         return nutpie_model(self.buffer, self.start, self.variables(), coords)
 
 

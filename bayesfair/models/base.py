@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from .. import _arviz
 from ..data import AuditData
 from ._design import Design, design_from
 
-__all__ = ["FairnessModel", "SamplerWarning"]
+__all__ = ["FairnessModel", "SamplerWarning", "sample_nuts"]
 
 METHODS = ("nuts", "advi", "map")
 _NUTPIE_CACHE: dict[tuple, Any] = {}
@@ -69,6 +70,63 @@ def _have_nutpie() -> bool:
     except ImportError:
         return False
     return True
+
+
+def sample_nuts(
+    pymc_model: Callable[[], Any],
+    closed_form: Callable[[], Any] | None = None,
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    target_accept: float = 0.8,
+    use_nutpie: bool | None = None,
+    compile_nutpie: Callable[[], Any] | None = None,
+):
+    """NUTS draws of a model, with the fastest backend at hand.
+
+    With nutpie (``use_nutpie`` None: when installed): on ``closed_form()``, a model
+    from the package's compiled densities (:mod:`bayesfair._nutpie`), when given,
+    not None, and the installed nutpie takes it; otherwise on ``compile_nutpie()`` (default:
+    ``nutpie.compile_pymc_model(pymc_model())``).  Without: PyMC's sampler on
+    ``pymc_model()``.  Returns the ``arviz.InferenceData``.
+    """
+    import pymc as pm
+
+    if use_nutpie is None:
+        use_nutpie = _have_nutpie()
+    if use_nutpie:
+        import nutpie
+
+        from .._nutpie import available
+
+        compiled = closed_form() if closed_form is not None and available() else None
+        if compiled is None:
+            if compile_nutpie is not None:
+                compiled = compile_nutpie()
+            else:
+                compiled = nutpie.compile_pymc_model(pymc_model())
+        return nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=seed,
+            target_accept=target_accept,
+            progress_bar=False,
+        )
+    with pymc_model():
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=1,
+            random_seed=seed,
+            target_accept=target_accept,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
 
 
 def binomial_loglik(p: np.ndarray, design: Design) -> np.ndarray:
@@ -177,9 +235,9 @@ class FairnessModel:
         (dims ``intersection``) and observed Binomial ``y``."""
         raise NotImplementedError
 
-    def _pyfunc_model(self, design: Design):
-        """The model's log density and gradient written out for nutpie (no compilation),
-        or None to let nutpie compile the PyMC model."""
+    def _closed_form_model(self, design: Design):
+        """A nutpie model of the log density and gradient written out in closed form
+        (:mod:`bayesfair._nutpie`), or None to let nutpie compile the PyMC model."""
         return None
 
     def cache_key(self, design: Design) -> tuple:
@@ -265,42 +323,25 @@ class FairnessModel:
         self._p_point = np.asarray(value, dtype=float)
 
     def _nuts(self, model, design: Design, seed: int):
-        import pymc as pm
-
-        use_nutpie = self.sampler == "nutpie" or (self.sampler == "auto" and _have_nutpie())
-        if use_nutpie:
+        def compiled():  # nutpie's compilation of the PyMC model, once per structure
             import nutpie
 
-            from .._nutpie import available
+            key = self.cache_key(design)
+            if key not in _NUTPIE_CACHE:
+                _NUTPIE_CACHE[key] = nutpie.compile_pymc_model(model)
+            return _NUTPIE_CACHE[key].with_data(n=design.n, k=design.k)
 
-            compiled = self._pyfunc_model(design) if available() else None
-            if compiled is None:
-                key = self.cache_key(design)
-                compiled = _NUTPIE_CACHE.get(key)
-                if compiled is None:
-                    compiled = nutpie.compile_pymc_model(model)
-                    _NUTPIE_CACHE[key] = compiled
-                compiled = compiled.with_data(n=design.n, k=design.k)
-            return nutpie.sample(
-                compiled,
-                draws=self.draws,
-                tune=self.tune,
-                chains=self.chains,
-                seed=seed,
-                target_accept=self.target_accept,
-                progress_bar=False,
-            )
-        with model:
-            return pm.sample(
-                draws=self.draws,
-                tune=self.tune,
-                chains=self.chains,
-                cores=1,
-                random_seed=seed,
-                target_accept=self.target_accept,
-                progressbar=False,
-                compute_convergence_checks=False,
-            )
+        return sample_nuts(
+            lambda: model,
+            lambda: self._closed_form_model(design),
+            draws=self.draws,
+            tune=self.tune,
+            chains=self.chains,
+            seed=seed,
+            target_accept=self.target_accept,
+            use_nutpie=self.sampler == "nutpie" or (self.sampler == "auto" and _have_nutpie()),
+            compile_nutpie=compiled,
+        )
 
     def _check_diagnostics(self, idata) -> None:
         free = [v for v in idata.posterior.data_vars if v not in ("p", "logit_p", "gamma")]

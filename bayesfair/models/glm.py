@@ -94,7 +94,7 @@ class LogisticRegression(FairnessModel):
         _observe(model, self._linear(model, design, self.sigma))
         return model
 
-    def _pyfunc_model(self, design: Design):
+    def _closed_form_model(self, design: Design):
         return logistic_nutpie_model(design, mu=self.mu, sigma=self.sigma, effects=self.effects)
 
 
@@ -200,7 +200,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
     def cache_key(self, design: Design) -> tuple:
         return (*super().cache_key(design), self.resolved_parameterization(design))
 
-    def _pyfunc_model(self, design: Design):
+    def _closed_form_model(self, design: Design):
         return logistic_nutpie_model(
             design,
             mu=self.mu,

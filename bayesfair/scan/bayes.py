@@ -142,33 +142,16 @@ def _ihat_layout(X, W1, W0, prior_scale):
 
 
 def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
-    import pymc as pm
+    from ..models.base import sample_nuts
 
-    from ..models.base import _have_nutpie
-
-    if _have_nutpie():
-        import nutpie
-
-        from .._nutpie import available
-
-        if available():
-            compiled = _ihat_layout(X, W1, W0, prior_scale).nutpie_model({"feature": names})
-        else:
-            compiled = nutpie.compile_pymc_model(_ihat_model(X, W1, W0, names, prior_scale))
-        idata = nutpie.sample(
-            compiled, draws=draws, tune=tune, chains=chains, seed=seed, progress_bar=False
-        )
-    else:
-        with _ihat_model(X, W1, W0, names, prior_scale):
-            idata = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=1,
-                random_seed=seed,
-                progressbar=False,
-                compute_convergence_checks=False,
-            )
+    idata = sample_nuts(
+        lambda: _ihat_model(X, W1, W0, names, prior_scale),
+        lambda: _ihat_layout(X, W1, W0, prior_scale).nutpie_model({"feature": names}),
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+    )
     b0 = idata.posterior["intercept"].to_numpy().reshape(-1)
     b = idata.posterior["coef"].to_numpy().reshape(-1, len(names))
     eta_new = b0[:, None] + b @ X_new.T
