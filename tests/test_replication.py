@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from bayesfair.models import DirichletMultinomial, HierarchicalLogisticRegression
@@ -38,13 +39,15 @@ def test_table2_adult_hlr_fb_beats_edf_pe_in_all_settings(data_home):
 
 def test_table2_compas_hlr_fb_beats_edf_pe_on_average_over_splits(data_home):
     """COMPAS has no official split; over 10 random 5,410/1,804 splits HLR-FB beats EDF-PE
-    on average in every setting (split by split the full-data gap is within +-0.001)."""
+    on average in every setting.  Split by split it does not always: the gaps are printed
+    (``pytest -s``), one row per split seed, one column per setting."""
     gaps = []
     for seed in range(10):
         t = foulds.table2(
             "compas", models={**EDF, **HLR}, data_home=data_home, random_state=seed, ensemble=None
         )
         gaps.append(_gap(t))
+    print("HLR-FB minus EDF-PE by split seed:\n" + pd.DataFrame(gaps).round(4).to_string())
     gaps = np.array([g.to_numpy() for g in gaps])
     finite_mean = np.array([col[np.isfinite(col)].mean() for col in gaps.T])
     assert (finite_mean > 0).all(), finite_mean
