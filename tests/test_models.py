@@ -389,3 +389,34 @@ def test_installed_nutpie_takes_the_closed_form_callbacks():
     from bayesfair._nutpie import available
 
     assert available()
+
+
+def test_falling_back_from_the_closed_form_says_so(monkeypatch):
+    """When nutpie does not take the compiled densities the fit still runs (here on a
+    stand-in for nutpie's compilation, to keep the test fast) and warns."""
+    pytest.importorskip("nutpie")
+    import bayesfair._nutpie as compiled_densities
+    from bayesfair.models._fastlogp import logistic_nutpie_model
+    from bayesfair.models.base import SamplerWarning, sample_nuts
+
+    design = design_from(make_gaussian_threshold(n_rows=500, random_state=0).audit_data())
+    args = dict(mu=0.0, sigma=1.0, effects="sum_to_zero")
+    monkeypatch.setattr(compiled_densities, "available", lambda: False)
+    used = []
+
+    def stand_in():
+        used.append("compiled PyMC model")
+        return logistic_nutpie_model(design, **args)
+
+    with pytest.warns(SamplerWarning, match="does not take"):
+        idata = sample_nuts(
+            lambda: None,
+            lambda: pytest.fail("the closed form must not be used"),
+            draws=20,
+            tune=20,
+            chains=1,
+            seed=0,
+            compile_nutpie=stand_in,
+        )
+    assert used == ["compiled PyMC model"]
+    assert idata.posterior["p"].shape == (1, 20, design.n_groups)

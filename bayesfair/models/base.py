@@ -61,7 +61,8 @@ class _MapObjective:
 
 
 class SamplerWarning(UserWarning):
-    """Divergences, R-hat above 1.01 or low ESS in a fit."""
+    """Divergences, R-hat above 1.01 or low ESS in a fit; or nutpie sampling the
+    compiled PyMC model because it does not take the package's compiled densities."""
 
 
 def _have_nutpie() -> bool:
@@ -101,6 +102,14 @@ def sample_nuts(
 
         from .._nutpie import available
 
+        if closed_form is not None and not available():
+            warnings.warn(
+                "the installed nutpie does not take bayesfair's compiled densities "
+                "(bayesfair._nutpie.available() is False; tested with nutpie 0.16): "
+                "compiling the PyMC model instead, which is slower to start",
+                SamplerWarning,
+                stacklevel=3,
+            )
         compiled = closed_form() if closed_form is not None and available() else None
         if compiled is None:
             if compile_nutpie is not None:
