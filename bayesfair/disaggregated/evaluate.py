@@ -157,6 +157,7 @@ def disaggregated_evaluation(
     explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None,
     outcome_rates: bool = True,
     sr_interval: str = "percentile",
+    sr_ridge: str | float = "groups",
     hb_draws: int = 1000,
     hb_tune: int = 1000,
     hb_chains: int = 4,
@@ -193,6 +194,11 @@ def disaggregated_evaluation(
         frame, and the group's outcome rate.
     sr_interval : {"percentile", "basic"}
         rBLPR interval of structured regression (see
+        :func:`~bayesfair.disaggregated.structured.structured_regression`).
+    sr_ridge : {"groups", "rows"} or float
+        Partial ridge of rBLPR: ``"groups"`` (default) gives tighter intervals that
+        cover where the features explain the small groups; ``"rows"`` intervals close
+        to the standard width that cover conservatively where they do not (see
         :func:`~bayesfair.disaggregated.structured.structured_regression`).
     hb_draws, hb_tune, hb_chains : int
         NUTS settings of the hierarchical model.
@@ -290,6 +296,7 @@ def disaggregated_evaluation(
                 levels=levels,
                 n_bootstrap=n_bootstrap,
                 interval=sr_interval,
+                ridge=sr_ridge,
                 rng=rng,
             )
             sr_info[name] = {k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas")}

@@ -100,13 +100,16 @@ def simulate(
     pop_truth=None,
     explanatory=EXPLANATORY,
     interactions: bool = True,
+    sr_ridge: str | float = "groups",
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
 
     ``explanatory`` (default :data:`EXPLANATORY`; ``None`` for none) and
     ``interactions`` (pairwise attribute interactions, default on: on Adult they
     cut structured regression's error for five of six metrics and raise its
-    coverage) are passed to structured regression.
+    coverage) are passed to structured regression, as is ``sr_ridge`` (the partial
+    ridge of its rBLPR intervals, see
+    :func:`~bayesfair.disaggregated.structured.structured_regression`).
     """
     pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
@@ -129,6 +132,7 @@ def simulate(
             hb_chains=hb_chains,
             explanatory=explanatory,
             interactions=interactions,
+            sr_ridge=sr_ridge,
             random_state=int(rng.integers(2**31)),
         )
         iv = res.intervals.drop(columns="n")
