@@ -8,7 +8,16 @@ fairness metrics (:mod:`bayesfair.metrics`), data sets
 from .aggregate import aggregate_counts
 from .audit import AuditResult, run_audit
 from .data import AuditData
-from .frequentist import discrimination_test, permutation_test
+from .disaggregated import disaggregated_evaluation
+from .frequentist import (
+    auc_permutation_test,
+    compare_discrimination,
+    discrimination_test,
+    group_learning_curves,
+    intersectional_permutation_test,
+    metric_permutation_test,
+    permutation_test,
+)
 from .metrics import (
     FairnessEstimate,
     bias_amplification,
@@ -48,9 +57,12 @@ __all__ = [
     "Report",
     "__version__",
     "aggregate_counts",
+    "auc_permutation_test",
     "bias_amplification",
+    "compare_discrimination",
     "conditional_bias_scan",
     "df_bias_amplification",
+    "disaggregated_evaluation",
     "discrimination_test",
     "empirical_fairness",
     "epsilon_df",
@@ -58,7 +70,10 @@ __all__ = [
     "gamma_sf",
     "gamma_sf_argmax",
     "group_auc",
+    "group_learning_curves",
     "group_rates",
+    "intersectional_permutation_test",
+    "metric_permutation_test",
     "model_average",
     "permutation_test",
     "posterior_bias_scan",

@@ -129,6 +129,10 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", levels=[95])
     with pytest.raises(ValueError, match="missing"):
         disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
+    with pytest.raises(ValueError, match="'y' has 2 missing values"):
+        disaggregated_evaluation(df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d")
+    with pytest.raises(ValueError, match="y_pred"):
+        disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
 
 
 # ------------------------------------------------------------------ structured regression
@@ -465,6 +469,7 @@ def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions):
         prob = _Problem(labels, ["auc", "user"], None, None, s, se, interactions)
     model, lay = prob.pymc_model(), prob.layout()
     names = [v.name for v in model.value_vars]
+    assert ("sigma_group_log__" in names) == (len(labels.columns) > 1 or not binomial)
     start = model.initial_point()
     sizes = [int(np.prod(start[n].shape)) for n in names]
     assert sum(sizes) == lay.ndim

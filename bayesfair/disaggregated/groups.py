@@ -76,6 +76,12 @@ class GroupedData:
                 raise ValueError(f"sensitive feature {c!r} is not in the data")
             if data[c].isna().any():
                 raise ValueError(f"sensitive feature {c!r} has missing values")
+        for role, col in (("y_true", y_true), ("y_pred", y_pred)):
+            if col is not None and data[col].isna().any():
+                raise ValueError(
+                    f"`{role}` column {col!r} has {int(data[col].isna().sum())} missing values; "
+                    "drop or impute those rows first"
+                )
         y = data[y_true].to_numpy()
         if not np.isin(y, (0, 1)).all():
             raise ValueError(f"`y_true` column {y_true!r} must be 0/1")

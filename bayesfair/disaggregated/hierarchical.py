@@ -7,7 +7,8 @@ Binomial(m_a, p_a) with
 
 an intercept, attribute main effects, pairwise interactions and a group effect,
 each block (each attribute, each pair, the groups) with its own scale
-~ HalfNormal(1), non-centred.  Main effects sum to zero over each attribute's
+~ HalfNormal(1), non-centred (with a single attribute, the main effect is the
+group effect, so there is no separate one).  Main effects sum to zero over each attribute's
 values and interactions over both attributes' values (PyMC's ``ZeroSumNormal``),
 so that the intercept is identified: contrasts keep the prior of independent
 effects (differences between an attribute's values, interaction contrasts); only
@@ -46,6 +47,9 @@ class _Problem:
         self.binomial = k is not None
         self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
         self.codes, self.levels, self.pairs = _design(labels)
+        # with one attribute the group effect of a count model would repeat the main effect
+        # (both one value per group): a ridge the sampler can only cross by its priors
+        self.group_effect = len(labels.columns) > 1
         self.G, self.M = len(labels), len(self.metric_names)
         if self.binomial:
             center = np.log((np.nansum(k, 1) + 0.5) / (np.nansum(m - k, 1) + 0.5))
@@ -94,10 +98,11 @@ class _Problem:
                         f"z_{c1}_{c2}", 1.0, shape=(M, n1, n2), n_zerosum_axes=2
                     ).reshape((M, n1 * n2))
                     eta = eta + (sd[:, None] * z)[:, self.codes[c1] * n2 + self.codes[c2]]
-            sd_g = pm.HalfNormal("sigma_group", sc, dims="measure")
             if self.binomial:
-                z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
-                eta = eta + sd_g[:, None] * z_g
+                if self.group_effect:
+                    sd_g = pm.HalfNormal("sigma_group", sc, dims="measure")
+                    z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
+                    eta = eta + sd_g[:, None] * z_g
                 pm.Deterministic("theta", pm.math.invlogit(eta), dims=("measure", "group"))
                 # binomial log-likelihood of the counts (binomial coefficients dropped: constant)
                 pm.Potential(
@@ -108,6 +113,7 @@ class _Problem:
                     ),
                 )
             else:
+                sd_g = pm.HalfNormal("sigma_group", sc, dims="measure")
                 # the group effect is integrated out analytically (s_a ~ N(eta_a, se_a^2 +
                 # sigma_group^2)), which removes the funnel between the group effects and their
                 # scale when large groups' standard errors are small; theta is drawn afterwards
@@ -135,7 +141,8 @@ class _Problem:
         d = self.data
         if self.binomial:
             g = self.G
-            blocks.append(("group", [str(i) for i in range(g)], np.arange(g), np.eye(g)))
+            if self.group_effect:
+                blocks.append(("group", [str(i) for i in range(g)], np.arange(g), np.eye(g)))
             d1, d2, mask = d["k_obs"], d["m_obs"], None
         else:
             d1, d2, mask = d["s_obs"], d["se_obs"], d["mask"]
