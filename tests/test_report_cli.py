@@ -143,6 +143,7 @@ def test_demo_with_bayesian_section(tmp_path):
     assert html.count("data:image/png;base64,") >= 3
     assert "Subgroup scan (Conditional Bias Scan)" in html
     assert "Per-group estimates for small groups" in html and "hierarchical" in html
+    assert "NUTS diagnostics of the hierarchical models" in html
 
 
 def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
@@ -151,6 +152,7 @@ def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
     html = out.read_text()
     assert "Subgroup scan (Conditional Bias Scan)" in html
     assert "Per-group estimates for small groups" in html and "structured" in html
+    assert "sr_ridge=&#x27;rows&#x27;" in html  # the caveat on structured regression's intervals
     assert "P(flagged rate higher | data)" in html
 
 

@@ -32,6 +32,16 @@ def add_disaggregated_section(
             "it, the data cannot speak for that group on their own."
         )
     )
+    if "structured" in have:
+        sec.add(
+            Text(
+                "Structured regression's intervals (residual bootstrap lasso + partial ridge) "
+                "carry the uncertainty of the fitted surface; where its features miss real "
+                "differences between small groups they can be too short (in the package's Adult "
+                "simulation, 0.89-0.91 coverage at 95% for AUC and accuracy). "
+                "disaggregated_evaluation(..., sr_ridge='rows') gives conservative ones."
+            )
+        )
     for metric in metrics or list(dict.fromkeys(result.table["metric"])):
         fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
         result.plot(metric, estimators=have, ax=ax)
@@ -50,4 +60,17 @@ def add_disaggregated_section(
             sig, caption="Pooled variance parameter of each metric (eq. 6).", float_format="{:.4f}"
         )
     )
+    if result.diagnostics:
+        diag = pd.DataFrame(result.diagnostics).T.rename_axis("hierarchical model").reset_index()
+        sec.add(
+            Table(
+                diag,
+                caption=(
+                    "NUTS diagnostics of the hierarchical models: divergent transitions, "
+                    "largest R-hat and smallest effective sample sizes (0 divergences and "
+                    "R-hat <= 1.01 expected)."
+                ),
+                float_format="{:.3g}",
+            )
+        )
     return report
