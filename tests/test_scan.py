@@ -185,6 +185,15 @@ def test_ordinal_attributes_auto_and_errors():
     assert auto.score < free.score
     with pytest.raises(ValueError, match="ordinal"):
         subset_scan(df, ["age"], y, p, ordinal=["g"])
+    # raw numeric ages: "auto" takes them as ordered, and leaving them unordered warns
+    raw = df.assign(age=age)
+    with pytest.warns(UserWarning, match=r"\['age'\] have more than 10 values"):
+        unordered = subset_scan(raw, ["age", "g"], y, p, n_restarts=10, random_state=0)
+    assert unordered.score >= free.score
+    auto_raw = subset_scan(raw, ["age", "g"], y, p, ordinal="auto", n_restarts=10, random_state=0)
+    ages = sorted(np.unique(age))
+    idx = [ages.index(v) for v in auto_raw.subgroup["age"]]
+    assert idx == list(range(min(idx), max(idx) + 1))
     with pytest.raises(ValueError, match="ordinal"):
         subset_scan(df, ["age"], y, p, ordinal="yes")
 

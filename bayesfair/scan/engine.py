@@ -17,6 +17,7 @@ number of distinct (cell, expectation) pairs, never quadratically in rows.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -163,26 +164,52 @@ def _as_array(frame: pd.DataFrame, x, name: str) -> np.ndarray:
     return arr
 
 
+def _is_numeric(s: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+
+
+#: a numeric scan attribute with more distinct values than this, scanned as unordered
+#: categories, gets a warning: any subset of its values can form the subgroup
+MANY_VALUES = 10
+
+
 def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> tuple[str, ...]:
     """The scan attributes treated as ordinal: a list of names, ``"auto"`` (the
-    attributes stored as *ordered* pandas Categoricals, e.g. from ``pd.cut``) or None."""
+    attributes stored as *ordered* pandas Categoricals, e.g. from ``pd.cut``, and the
+    numeric ones) or None.  Warns about numeric attributes with many values that are
+    left unordered."""
     if ordinal is None:
-        return ()
-    if isinstance(ordinal, str):
+        chosen: tuple[str, ...] = ()
+    elif isinstance(ordinal, str):
         if ordinal != "auto":
             raise ValueError(
                 f"`ordinal` must be a list of scan attributes, 'auto' or None, got {ordinal!r}"
             )
-        return tuple(
+        chosen = tuple(
             a
             for a in attributes
-            if isinstance(data[a].dtype, pd.CategoricalDtype) and data[a].cat.ordered
+            if (isinstance(data[a].dtype, pd.CategoricalDtype) and data[a].cat.ordered)
+            or _is_numeric(data[a])
         )
-    ordinal = tuple(ordinal)
-    unknown = [a for a in ordinal if a not in attributes]
-    if unknown:
-        raise ValueError(f"`ordinal` names columns that are not scan attributes: {unknown}")
-    return ordinal
+    else:
+        chosen = tuple(ordinal)
+        unknown = [a for a in chosen if a not in attributes]
+        if unknown:
+            raise ValueError(f"`ordinal` names columns that are not scan attributes: {unknown}")
+    many = [
+        a
+        for a in attributes
+        if a not in chosen and _is_numeric(data[a]) and data[a].nunique() > MANY_VALUES
+    ]
+    if many:
+        warnings.warn(
+            f"numeric scan attribute(s) {many} have more than {MANY_VALUES} values and are "
+            "scanned as unordered categories (any subset of values can form the subgroup); "
+            "pass ordinal='auto' (or their names) to scan contiguous ranges, or bin them",
+            UserWarning,
+            stacklevel=3,
+        )
+    return chosen
 
 
 class _Prepared:
@@ -381,8 +408,9 @@ def subset_scan(
         Attributes whose subgroups must be contiguous ranges of their values
         (binned continuous covariates: "age 25-45", never "under 25 or over 65"),
         in the order of their categories (sorted values otherwise).  ``"auto"``
-        takes the attributes stored as ordered Categoricals.  Each coordinate
-        step scores every range, so it stays exact.
+        takes the attributes stored as ordered Categoricals and the numeric
+        ones.  Each coordinate step scores every range, so it stays exact.  A
+        numeric attribute with more than 10 values left unordered gets a warning.
     random_state : int or numpy.random.Generator, optional
 
     Returns
