@@ -416,6 +416,8 @@ def test_simulation_on_adult(data_home):
         estimators=("standard", "hierarchical"),  # the two whose claims are asserted
         random_state=1,
     )
+    diag = pd.DataFrame(sim.attrs["hb_diagnostics"])  # one binomial fit per draw
+    assert list(diag["draw"]) == list(range(5)) and set(diag["model"]) == {"binomial"}
     mae, _ = herlihy.summarise(sim)
     small = mae.set_index(["metric", "estimator"])["small"]
     cut = {

@@ -17,6 +17,7 @@ clinical features: the group means of four of the audited model's inputs
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from ..datasets import load_adult
 from ..disaggregated import disaggregated_evaluation
 from ..disaggregated.groups import GroupedData
+from ..models.base import SamplerWarning
 
 __all__ = ["EXPLANATORY", "METRICS", "population", "simulate", "summarise"]
 
@@ -110,31 +112,40 @@ def simulate(
     coverage) are passed to structured regression, as is ``sr_ridge`` (the partial
     ridge of its rBLPR intervals, see
     :func:`~bayesfair.disaggregated.structured.structured_regression`).
+
+    The hierarchical models' NUTS diagnostics of every draw are in
+    ``attrs["hb_diagnostics"]``: records of draw, model, divergences, largest R-hat
+    and smallest ESS (``pd.DataFrame(sim.attrs["hb_diagnostics"])``).  Instead of a
+    warning per draw, one ``SamplerWarning`` at the end counts the fits with problems.
     """
     pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
-    out = []
+    out, diagnostics = [], []
     for d in range(n_draws):
         rng = np.random.default_rng(seeds[d])
         ev = _stratified(pop, n_eval, rng)
-        res = disaggregated_evaluation(
-            ev,
-            SENSITIVE,
-            "y",
-            "decision",
-            "score",
-            metrics=list(metrics),
-            estimators=list(estimators),
-            levels=list(levels),
-            n_bootstrap=n_bootstrap,
-            hb_draws=hb_draws,
-            hb_tune=hb_draws,
-            hb_chains=hb_chains,
-            explanatory=explanatory,
-            interactions=interactions,
-            sr_ridge=sr_ridge,
-            random_state=int(rng.integers(2**31)),
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)  # summarised after the loop
+            res = disaggregated_evaluation(
+                ev,
+                SENSITIVE,
+                "y",
+                "decision",
+                "score",
+                metrics=list(metrics),
+                estimators=list(estimators),
+                levels=list(levels),
+                n_bootstrap=n_bootstrap,
+                hb_draws=hb_draws,
+                hb_tune=hb_draws,
+                hb_chains=hb_chains,
+                explanatory=explanatory,
+                interactions=interactions,
+                sr_ridge=sr_ridge,
+                random_state=int(rng.integers(2**31)),
+            )
+        for model, diag in res.diagnostics.items():
+            diagnostics.append({"draw": d, "model": model, **diag})
         iv = res.intervals.drop(columns="n")
         est = res.table[["group", "n", "metric", "estimator", "estimate", "defined"]]
         long = est.merge(iv, on=["group", "metric", "estimator"], how="left")
@@ -143,7 +154,25 @@ def simulate(
         ]
         long["draw"] = d
         out.append(long)
-    return pd.concat(out, ignore_index=True)
+    sim = pd.concat(out, ignore_index=True)
+    # records, not a DataFrame: pandas compares attrs when it combines frames
+    sim.attrs["hb_diagnostics"] = diagnostics
+    diag = pd.DataFrame(diagnostics)
+    if len(diag):
+        r_hat = diag["r_hat_max"] if "r_hat_max" in diag else pd.Series(1.0, index=diag.index)
+        diag = diag.assign(r_hat_max=r_hat.fillna(1.0))
+        bad = diag[(diag["divergences"] > 0) | (diag["r_hat_max"] > 1.01)]
+        if len(bad):
+            warnings.warn(
+                f"hierarchical models: divergences or R-hat above 1.01 in {len(bad)} of "
+                f"{len(diag)} fits ({bad['draw'].nunique()} of {n_draws} draws; largest R-hat "
+                f"{diag['r_hat_max'].max():.3f}, {int(diag['divergences'].sum())} divergent "
+                "transitions in all); more `hb_draws` or `hb_chains` would tighten them. "
+                'Per fit: .attrs["hb_diagnostics"]',
+                SamplerWarning,
+                stacklevel=2,
+            )
+    return sim
 
 
 def summarise(sim: pd.DataFrame, small: int = 25):
