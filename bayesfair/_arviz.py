@@ -84,6 +84,24 @@ def diagnostics(idata, var_names: Sequence[str] | None = None) -> dict[str, floa
     return out
 
 
+#: the largest R-hat a fit may have without a warning
+R_HAT_MAX = 1.01
+
+
+def sampler_problems(diag: Mapping[str, float], min_ess_bulk: float | None = None) -> list[str]:
+    """What is wrong with a fit, from its :func:`diagnostics`: divergent transitions,
+    R-hat above :data:`R_HAT_MAX` and, given ``min_ess_bulk``, a low bulk ESS (an
+    undefined R-hat or ESS is not a problem).  Empty when nothing is."""
+    msgs = []
+    if diag["divergences"] > 0:
+        msgs.append(f"{int(diag['divergences'])} divergent transitions")
+    if diag.get("r_hat_max", 0) > R_HAT_MAX:
+        msgs.append(f"R-hat up to {diag['r_hat_max']:.3f} (> {R_HAT_MAX})")
+    if min_ess_bulk is not None and diag.get("ess_bulk_min", np.inf) < min_ess_bulk:
+        msgs.append(f"bulk ESS as low as {diag['ess_bulk_min']:.0f} (< {min_ess_bulk})")
+    return msgs
+
+
 def compare(idatas: Mapping[str, object], method: str) -> pd.DataFrame:
     """ArviZ's LOO comparison with ``method`` in {"stacking", "BB-pseudo-BMA", "pseudo-BMA"}."""
     az = _az()

@@ -371,11 +371,7 @@ def disaggregated_evaluation(
             idata, [v for v in idata.posterior.data_vars if v not in ("theta", "eta")]
         )
         diagnostics[name] = diag
-        problems = []
-        if diag["divergences"] > 0:
-            problems.append(f"{int(diag['divergences'])} divergent transitions")
-        if diag.get("r_hat_max", 0) > 1.01:
-            problems.append(f"R-hat up to {diag['r_hat_max']:.3f}")
+        problems = _arviz.sampler_problems(diag)
         if problems:
             warnings.warn(
                 f"hierarchical model ({name}): " + ", ".join(problems), SamplerWarning, stacklevel=2

@@ -356,14 +356,7 @@ class FairnessModel:
         free = [v for v in idata.posterior.data_vars if v not in ("p", "logit_p", "gamma")]
         diag = _arviz.diagnostics(idata, free)
         self.diagnostics_ = diag
-        msgs = []
-        if diag["divergences"] > 0:
-            msgs.append(f"{int(diag['divergences'])} divergent transitions")
-        if diag.get("r_hat_max", 0) > 1.01:
-            msgs.append(f"R-hat up to {diag['r_hat_max']:.3f} (> 1.01)")
-        if diag.get("ess_bulk_min", np.inf) < 100 * self.chains:
-            msgs.append(f"bulk ESS as low as {diag['ess_bulk_min']:.0f} (< {100 * self.chains})")
-        for m in msgs:
+        for m in _arviz.sampler_problems(diag, min_ess_bulk=100 * self.chains):
             text = f"{type(self).__name__}: {m}"
             self.warnings_.append(text)
             warnings.warn(text, SamplerWarning, stacklevel=4)

@@ -26,6 +26,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
+from .. import _arviz
 from ..datasets import load_adult
 from ..disaggregated import disaggregated_evaluation
 from ..disaggregated.groups import GroupedData
@@ -157,21 +158,18 @@ def simulate(
     sim = pd.concat(out, ignore_index=True)
     # records, not a DataFrame: pandas compares attrs when it combines frames
     sim.attrs["hb_diagnostics"] = diagnostics
-    diag = pd.DataFrame(diagnostics)
-    if len(diag):
-        r_hat = diag["r_hat_max"] if "r_hat_max" in diag else pd.Series(1.0, index=diag.index)
-        diag = diag.assign(r_hat_max=r_hat.fillna(1.0))
-        bad = diag[(diag["divergences"] > 0) | (diag["r_hat_max"] > 1.01)]
-        if len(bad):
-            warnings.warn(
-                f"hierarchical models: divergences or R-hat above 1.01 in {len(bad)} of "
-                f"{len(diag)} fits ({bad['draw'].nunique()} of {n_draws} draws; largest R-hat "
-                f"{diag['r_hat_max'].max():.3f}, {int(diag['divergences'].sum())} divergent "
-                "transitions in all); more `hb_draws` or `hb_chains` would tighten them. "
-                'Per fit: .attrs["hb_diagnostics"]',
-                SamplerWarning,
-                stacklevel=2,
-            )
+    bad = [r for r in diagnostics if _arviz.sampler_problems(r)]
+    if bad:
+        r_hats = [r["r_hat_max"] for r in diagnostics if np.isfinite(r["r_hat_max"])]
+        warnings.warn(
+            f"hierarchical models: divergences or R-hat above {_arviz.R_HAT_MAX} in {len(bad)} "
+            f"of {len(diagnostics)} fits ({len({r['draw'] for r in bad})} of {n_draws} draws; "
+            f"largest R-hat {max(r_hats, default=np.nan):.3f}, "
+            f"{int(sum(r['divergences'] for r in diagnostics))} divergent transitions in all); "
+            'more `hb_draws` or `hb_chains` would tighten them. Per fit: .attrs["hb_diagnostics"]',
+            SamplerWarning,
+            stacklevel=2,
+        )
     return sim
 
 
