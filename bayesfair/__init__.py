@@ -37,6 +37,7 @@ from .models import (
     LogisticRegression,
     NaiveBayes,
     NeuralNetwork,
+    SamplerWarning,
     model_average,
     posterior_fairness,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "NaiveBayes",
     "NeuralNetwork",
     "Report",
+    "SamplerWarning",
     "__version__",
     "aggregate_counts",
     "auc_permutation_test",

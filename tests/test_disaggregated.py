@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair import AuditData
+from bayesfair import AuditData, SamplerWarning
 from bayesfair.disaggregated import (
     GroupedData,
     disaggregated_evaluation,
@@ -353,6 +355,37 @@ def test_hierarchical_runs_and_shrinks():
     assert "binomial" in res.idata and "fay_herriot" in res.idata
     t = res.table[res.table.estimator == "hierarchical"]
     assert (t["lower"] <= t["estimate"]).all() and (t["estimate"] <= t["upper"]).all()
+
+
+def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
+    """``hb_point_estimate`` picks the posterior mean (default) or median of theta; the
+    posterior itself does not change with it (same seed)."""
+    df = _frame(2000)
+    kw = dict(
+        metrics=["selection_rate"],
+        estimators=["hierarchical"],
+        hb_draws=200,
+        hb_tune=300,
+        hb_chains=2,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        mean = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw)
+        med = disaggregated_evaluation(
+            df, ["race", "sex"], "y", "d", hb_point_estimate="median", **kw
+        )
+    for res, how in ((mean, "mean"), (med, "median")):
+        th = res.idata["binomial"].posterior["theta"].sel(measure="selection_rate")
+        want = getattr(th, how)(("chain", "draw")).to_numpy()
+        got = res.estimates("selection_rate")["hierarchical"].to_numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not np.allclose(
+        mean.estimates("selection_rate")["hierarchical"],
+        med.estimates("selection_rate")["hierarchical"],
+    )
+    with pytest.raises(ValueError, match="hb_point_estimate"):
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", hb_point_estimate="mode", **kw)
 
 
 def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_side():

@@ -104,15 +104,18 @@ def simulate(
     explanatory=EXPLANATORY,
     interactions: bool = True,
     sr_ridge: str | float = "groups",
+    sr_interval: str = "percentile",
+    hb_point_estimate: str = "mean",
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
 
     ``explanatory`` (default :data:`EXPLANATORY`; ``None`` for none) and
     ``interactions`` (pairwise attribute interactions, default on: on Adult they
     cut structured regression's error for five of six metrics and raise its
-    coverage) are passed to structured regression, as is ``sr_ridge`` (the partial
-    ridge of its rBLPR intervals, see
-    :func:`~bayesfair.disaggregated.structured.structured_regression`).
+    coverage) are passed to structured regression, as are ``sr_ridge`` (the partial
+    ridge of its rBLPR intervals) and ``sr_interval`` (see
+    :func:`~bayesfair.disaggregated.structured.structured_regression`);
+    ``hb_point_estimate`` ("mean" or "median") to the hierarchical model.
 
     The hierarchical models' NUTS diagnostics of every draw are in
     ``attrs["hb_diagnostics"]``: records of draw, model, divergences, largest R-hat
@@ -143,6 +146,8 @@ def simulate(
                 explanatory=explanatory,
                 interactions=interactions,
                 sr_ridge=sr_ridge,
+                sr_interval=sr_interval,
+                hb_point_estimate=hb_point_estimate,
                 random_state=int(rng.integers(2**31)),
             )
         for model, diag in res.diagnostics.items():
