@@ -129,6 +129,10 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
     with pytest.raises(ValueError, match="levels"):
         disaggregated_evaluation(df, ["race"], "y", "d", levels=[95])
+    with pytest.raises(ValueError, match="`sr_ridge`"):
+        disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="cols")
+    with pytest.raises(ValueError, match="`sr_interval`"):
+        disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca")
     with pytest.raises(ValueError, match="missing"):
         disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
     with pytest.raises(ValueError, match="'y' has 2 missing values"):

@@ -15,7 +15,12 @@ from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical
 from .shrinkage import empirical_bayes, james_stein, standard_intervals
-from .structured import goodness_of_fit, group_features, structured_regression
+from .structured import (
+    check_rblpr_options,
+    goodness_of_fit,
+    group_features,
+    structured_regression,
+)
 
 __all__ = ["ESTIMATORS", "DisaggregatedResult", "disaggregated_evaluation"]
 
@@ -235,6 +240,8 @@ def disaggregated_evaluation(
     unknown = set(estimators) - set(ESTIMATORS)
     if unknown:
         raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
+    if "structured" in estimators:
+        check_rblpr_options(sr_interval, sr_ridge, names=("sr_interval", "sr_ridge"))
     if not metrics:
         raise ValueError("`metrics` must name at least one metric")
     levels = list(levels)

@@ -124,6 +124,24 @@ def _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng):
     return lams[int(np.argmin(loss))], loss
 
 
+def check_rblpr_options(
+    interval: str, ridge: str | float, names: tuple[str, str] = ("interval", "ridge")
+) -> None:
+    """Raise if ``interval`` or ``ridge`` of :func:`structured_regression` is not one it
+    takes; ``names`` are the caller's argument names for the messages
+    (``disaggregated_evaluation`` checks its ``sr_*`` arguments before any work)."""
+    iname, rname = names
+    if interval not in ("percentile", "basic"):
+        raise ValueError(f"`{iname}` must be 'percentile' or 'basic', got {interval!r}")
+    if isinstance(ridge, str):
+        if ridge not in ("groups", "rows"):
+            raise ValueError(f"`{rname}` must be 'groups', 'rows' or a number, got {ridge!r}")
+    elif not (isinstance(ridge, (int, float)) and ridge >= 0):
+        raise TypeError(
+            f"`{rname}` must be 'groups', 'rows' or a non-negative number, got {ridge!r}"
+        )
+
+
 def structured_regression(
     gd: GroupedData,
     metric,
@@ -169,13 +187,7 @@ def structured_regression(
       conservatively (0.97-0.98 on the Adult simulation).
     * a number: lam2 itself.
     """
-    if interval not in ("percentile", "basic"):
-        raise ValueError(f"`interval` must be 'percentile' or 'basic', got {interval!r}")
-    if isinstance(ridge, str):
-        if ridge not in ("groups", "rows"):
-            raise ValueError(f"`ridge` must be 'groups', 'rows' or a number, got {ridge!r}")
-    elif not (isinstance(ridge, (int, float)) and ridge >= 0):
-        raise TypeError(f"`ridge` must be 'groups', 'rows' or a non-negative number, got {ridge!r}")
+    check_rblpr_options(interval, ridge)
     F_df = group_features(gd) if features is None else features
     F, _sd = _standardise(F_df.to_numpy(float))
     n = gd.sizes().astype(float)
