@@ -100,8 +100,8 @@ def check_binary(
     arr = values.to_numpy()
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
-        bad = pd.unique(arr[~ok])[:5]
-        raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {list(bad)}")
+        bad = [v.item() if hasattr(v, "item") else v for v in pd.unique(arr[~ok])[:5]]
+        raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {bad}")
     return arr.astype(np.uint8)
 
 

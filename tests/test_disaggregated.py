@@ -119,7 +119,7 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["zz"], "y", "d")
     with pytest.raises(ValueError, match="y_true"):
         disaggregated_evaluation(df, ["race"], "nope", "d")
-    with pytest.raises(ValueError, match="0/1"):
+    with pytest.raises(ValueError, match=r"'score' must contain only 0 and 1, found \[0\.86"):
         disaggregated_evaluation(df, ["race"], "score", "d")
     with pytest.raises(ValueError, match="unknown estimator"):
         disaggregated_evaluation(df, ["race"], "y", "d", estimators=["magic"])
@@ -135,7 +135,7 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca")
     with pytest.raises(ValueError, match="missing"):
         disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
-    with pytest.raises(ValueError, match="'y' has 2 missing values"):
+    with pytest.raises(ValueError, match="'y' has 2 missing value"):
         disaggregated_evaluation(df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d")
     with pytest.raises(ValueError, match="y_pred"):
         disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
@@ -314,6 +314,61 @@ def test_undefined_groups_are_reported_not_dropped():
     assert len(d) == 2 * 3 and not d["defined"].any()
     assert d[d.estimator == "standard"]["estimate"].isna().all()
     assert d[d.estimator == "structured"]["estimate"].notna().all()  # borrowed strength
+    wide = res.estimates("fnr")  # the wide table keeps the undefined groups too
+    assert len(wide) == res.grouped.n_groups and wide["standard"].isna().sum() == 2
+
+
+def test_pos_label_codes_the_outcome_and_the_decisions():
+    df = _frame(600)
+    coded = df.assign(
+        y=np.where(df.y == 1, ">50K", "<=50K"), d=np.where(df.d == 1, ">50K", "<=50K")
+    )
+    kw = dict(metrics=["fpr", "fnr"], estimators=["standard", "james_stein"], random_state=0)
+    a = disaggregated_evaluation(coded, ["race", "sex"], "y", "d", pos_label=">50K", **kw)
+    b = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw)
+    pd.testing.assert_frame_equal(a.table, b.table)
+    # a 0/1 decision column is used as it is beside a coded outcome
+    c = disaggregated_evaluation(
+        coded.assign(d=df.d), ["race", "sex"], "y", "d", pos_label=">50K", **kw
+    )
+    pd.testing.assert_frame_equal(c.table, b.table)
+    with pytest.raises(ValueError, match="pass pos_label"):
+        disaggregated_evaluation(coded, ["race", "sex"], "y", "d", **kw)
+    with pytest.raises(ValueError, match="pos_label='yes' does not occur in `y_true`"):
+        disaggregated_evaluation(coded, ["race", "sex"], "y", "d", pos_label="yes", **kw)
+    with pytest.raises(ValueError, match="`y_score` column 'race' must hold numeric"):
+        disaggregated_evaluation(
+            df, ["sex"], "y", "d", "race", metrics=["auc"], estimators=["standard"]
+        )
+
+
+def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
+    # every group's decisions miss every positive: FNR is 1 wherever it is defined, the
+    # bootstrap variances are all 0 and so is sigma^2; nothing may divide by it
+    df = _frame(400)
+    df["d"] = 0
+    df.loc[df.race == "D", "y"] = 0  # and FNR is undefined in race D
+    with pytest.warns(UserWarning, match=r"\['fnr'\].*pooled\s+variance"):
+        res = disaggregated_evaluation(
+            df,
+            ["race", "sex"],
+            "y",
+            "d",
+            metrics=["fnr", "accuracy"],
+            estimators=["standard", "james_stein", "empirical_bayes", "structured"],
+            n_bootstrap=20,
+            random_state=0,
+        )
+    assert res.sigma2["fnr"] == 0 and res.sigma2["accuracy"] > 0
+    t = res.table[res.table.metric == "fnr"]
+    assert len(t) == 4 * res.grouped.n_groups
+    defined = t[t.defined]
+    assert (defined["estimate"] == 1.0).all() and len(defined) == 4 * 6
+    assert t[~t.defined]["estimate"].isna().all()
+    assert t[["lower", "upper"]].isna().all().all()  # no zero-width interval claims certainty
+    acc = res.table[res.table.metric == "accuracy"]
+    assert acc["estimate"].notna().all()
+    assert acc[acc.estimator != "james_stein"][["lower", "upper"]].notna().all().all()
 
 
 def test_callable_metric_and_auc_run():

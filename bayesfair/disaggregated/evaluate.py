@@ -62,9 +62,11 @@ class DisaggregatedResult:
     def estimates(self, metric: str) -> pd.DataFrame:
         """Wide table of one metric: a column per estimator."""
         t = self.table[self.table["metric"] == metric]
-        return t.pivot_table(
-            index=["group", "n"], columns="estimator", values="estimate", sort=False
-        ).reset_index()
+        wide = t.pivot(index=["group", "n"], columns="estimator", values="estimate")
+        order = pd.MultiIndex.from_frame(t[["group", "n"]].drop_duplicates())
+        wide = wide.reindex(index=order, columns=pd.unique(t["estimator"]))
+        wide.columns.name = "estimator"
+        return wide.reset_index()
 
     def goodness_of_fit(
         self,
@@ -167,6 +169,7 @@ def disaggregated_evaluation(
     hb_tune: int = 1000,
     hb_chains: int = 4,
     hb_point_estimate: str = "mean",
+    pos_label: object | None = None,
     random_state: int | None = None,
 ) -> DisaggregatedResult:
     """Estimate per-group metrics for every intersectional group with several estimators.
@@ -214,6 +217,10 @@ def disaggregated_evaluation(
         expected absolute error; the median also always lies inside the central
         credible interval and is pulled less by the long tail of a rate's posterior
         near 0 or 1.
+    pos_label : optional
+        The value of ``y_true`` that means 1, when it is not coded as bool or 0/1
+        (for example ``">50K"``); it applies to ``y_pred`` too when that column is
+        coded the same way.
     random_state : int, optional
 
     Returns
@@ -236,7 +243,7 @@ def disaggregated_evaluation(
             f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
         )
     rng = check_random_state(random_state)
-    gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score)
+    gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score, pos_label)
     unknown = set(estimators) - set(ESTIMATORS)
     if unknown:
         raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
@@ -285,12 +292,27 @@ def disaggregated_evaluation(
                 )
 
     std = {}
+    degenerate: list[str] = []
     for name, m in zip(names, metrics, strict=True):
         s = gd.estimate(m)
         std[name] = s
         bv = gd.bootstrap_variance(m, n_bootstrap_variance, rng)
         sigma2 = pooled_sigma2(n, bv)
         sigma2s[name] = sigma2
+        if not sigma2 > 0:
+            # every group's estimate is 0 or 1 (or undefined): the pooled variance model
+            # sees no noise, so there is nothing to shrink and no width to give an interval
+            degenerate.append(name)
+            nan = np.full(gd.n_groups, np.nan)
+            for est in ("standard", "james_stein", "empirical_bayes", "structured"):
+                if est in estimators:
+                    add(
+                        name,
+                        est,
+                        s,
+                        {lv: (nan, nan) for lv in levels} if est != "james_stein" else {},
+                    )
+            continue
         if "standard" in estimators:
             add(name, "standard", s, {lv: standard_intervals(s, n, sigma2, lv) for lv in levels})
         if "james_stein" in estimators:
@@ -328,7 +350,7 @@ def disaggregated_evaluation(
 
     if "hierarchical" in estimators:
         count = [i for i, m in enumerate(metrics) if isinstance(m, str) and m in COUNT_METRICS]
-        other = [i for i in range(len(metrics)) if i not in count]
+        other = [i for i in range(len(metrics)) if i not in count and names[i] not in degenerate]
         seed = int(rng.integers(2**31))
         groups_post = {}
         boundary = {}
@@ -366,6 +388,10 @@ def disaggregated_evaluation(
             for j, i in enumerate(other):
                 groups_post[names[i]] = th[:, j, :]
         for name in names:
+            if name not in groups_post:  # a metric without counts and with no pooled variance
+                nan = np.full(gd.n_groups, np.nan)
+                add(name, "hierarchical", nan, {lv: (nan, nan) for lv in levels})
+                continue
             post = groups_post[name]
             ivals = {}
             for lv in levels:
@@ -384,6 +410,16 @@ def disaggregated_evaluation(
             point = np.median(post, axis=0) if hb_point_estimate == "median" else post.mean(0)
             add(name, "hierarchical", point, ivals)
 
+    if degenerate:
+        warnings.warn(
+            f"metric(s) {degenerate}: every group's standard estimate is 0 or 1, so the pooled "
+            "variance (eq. 6) is 0 and gives no interval: the standard, James-Stein, "
+            "empirical-Bayes and structured rows carry the standard estimates with NaN "
+            "intervals. Hierarchical Bayes models the counts of a count metric and still "
+            "gives credible intervals; a metric without counts gets no hierarchical estimate.",
+            UserWarning,
+            stacklevel=2,
+        )
     diagnostics = {}
     for name, idata in idatas.items():
         diag = _arviz.diagnostics(

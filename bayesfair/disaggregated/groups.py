@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._validation import check_binary
 from ..metrics.rates import RATE_DEFINITIONS
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
@@ -58,7 +59,11 @@ class GroupedData:
         y_true: str,
         y_pred: str | None = None,
         y_score: str | None = None,
+        pos_label: object | None = None,
     ) -> GroupedData:
+        """Validate and code the data.  ``y_true`` (and ``y_pred`` when it is coded the
+        same way, not as bool or 0/1) may use any two values, with ``pos_label`` the one
+        that means 1."""
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
         sens = (
@@ -76,26 +81,29 @@ class GroupedData:
                 raise ValueError(f"sensitive feature {c!r} is not in the data")
             if data[c].isna().any():
                 raise ValueError(f"sensitive feature {c!r} has missing values")
-        for role, col in (("y_true", y_true), ("y_pred", y_pred)):
-            if col is not None and data[col].isna().any():
-                raise ValueError(
-                    f"`{role}` column {col!r} has {int(data[col].isna().sum())} missing values; "
-                    "drop or impute those rows first"
-                )
-        y = data[y_true].to_numpy()
-        if not np.isin(y, (0, 1)).all():
-            raise ValueError(f"`y_true` column {y_true!r} must be 0/1")
+        y = check_binary(data[y_true], y_true, "`y_true`", pos_label).astype(int)
         yhat = None
         if y_pred is not None:
-            yhat = data[y_pred].to_numpy()
-            if not np.isin(yhat, (0, 1)).all():
-                raise ValueError(f"`y_pred` column {y_pred!r} must be 0/1 decisions")
-            yhat = yhat.astype(int)
+            d = data[y_pred]
+            coded_like_y = not (
+                pd.api.types.is_bool_dtype(d.dtype) or pd.api.types.is_numeric_dtype(d.dtype)
+            )
+            yhat = check_binary(d, y_pred, "`y_pred`", pos_label if coded_like_y else None).astype(
+                int
+            )
         score = None
         if y_score is not None:
-            score = data[y_score].to_numpy(float)
+            sc = data[y_score]
+            if not pd.api.types.is_numeric_dtype(sc.dtype) or pd.api.types.is_bool_dtype(sc.dtype):
+                raise ValueError(
+                    f"`y_score` column {y_score!r} must hold numeric scores, got dtype {sc.dtype}"
+                )
+            score = sc.to_numpy(float)
             if not np.isfinite(score).all():
-                raise ValueError(f"`y_score` column {y_score!r} has missing values")
+                raise ValueError(
+                    f"`y_score` column {y_score!r} has {int((~np.isfinite(score)).sum())} "
+                    "missing or infinite values"
+                )
         levels = []
         codes = []
         for c in sens:
