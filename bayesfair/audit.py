@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._repr import compact_repr
 from .data import AuditData
 from .metrics import (
     FairnessEstimate,
@@ -43,6 +44,8 @@ class AuditResult:
     notes : list of str
         What was excluded and why.
     """
+
+    __repr__ = compact_repr
 
     data: AuditData
     name: str

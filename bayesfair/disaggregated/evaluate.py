@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _arviz
+from .._repr import compact_repr
 from .._validation import check_random_state
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
@@ -49,6 +50,8 @@ class DisaggregatedResult:
         Per hierarchical model: divergences, largest R-hat, smallest bulk ESS (problems
         also raise a ``SamplerWarning``).
     """
+
+    __repr__ = compact_repr
 
     table: pd.DataFrame
     intervals: pd.DataFrame

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from .._repr import compact_repr
 from ..data import AuditData
 
 __all__ = ["DiscriminationTestResult", "discrimination_test"]
@@ -36,6 +37,8 @@ class DiscriminationTestResult:
         Confidence interval of gamma_a - gamma_b: Newcombe's hybrid score
         interval for a binary loss (good in small samples), else Wald.
     """
+
+    __repr__ = compact_repr
 
     groups: tuple[str, str]
     gamma: dict[str, float]

@@ -12,6 +12,7 @@ from scipy.stats import norm
 from sklearn.base import clone
 
 from .._parallel import chunked_resamples
+from .._repr import compact_repr
 
 __all__ = [
     "DiscriminationComparison",
@@ -32,6 +33,8 @@ class DiscriminationComparison:
     rejected only when both Z_{-1} and Z_{+1} are unlikely: ``pvalue`` is the larger of
     the two two-sided p-values.
     """
+
+    __repr__ = compact_repr
 
     gamma: float
     gamma_other: float
@@ -117,6 +120,8 @@ class LearningCurveResult:
         Per group: delta (the asymptote, the loss with infinite data), alpha, beta of
         delta + alpha n^-beta, and a bootstrap interval of delta over repeats.
     """
+
+    __repr__ = compact_repr
 
     curves: pd.DataFrame
     fits: pd.DataFrame

@@ -18,6 +18,7 @@ from scipy.stats import beta as _beta
 from scipy.stats import norm
 
 from .._parallel import chunked_resamples
+from .._repr import compact_repr
 from ..data import AuditData
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -104,6 +105,8 @@ class PermutationTestResult:
     null_distribution : numpy.ndarray
         The permuted test statistics.
     """
+
+    __repr__ = compact_repr
 
     metric: str
     groups: tuple[str, str]
@@ -389,6 +392,8 @@ class IntersectionalPermutationResult:
     pairwise : pandas.DataFrame
         Every pair's studentized test with raw and Holm-adjusted p-values.
     """
+
+    __repr__ = compact_repr
 
     metric: str
     statistic: float

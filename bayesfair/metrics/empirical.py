@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._repr import compact_repr
 from ..data import AuditData
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 
@@ -34,6 +35,8 @@ class FairnessEstimate:
     method, target : str
     alpha : float
     """
+
+    __repr__ = compact_repr
 
     epsilon: float
     gamma: float

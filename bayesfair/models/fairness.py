@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import _arviz
+from .._repr import compact_repr
 from ..metrics.fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 from .base import FairnessModel
 
@@ -61,6 +62,8 @@ class PosteriorFairness:
     prob : float
         Credible mass of the reported intervals.
     """
+
+    __repr__ = compact_repr
 
     draws: dict[str, np.ndarray]
     x: dict[str, float]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._repr import compact_repr
 from .._validation import check_random_state
 from .cbs import CBSResult, _fit_weighted, _logit, _Pipeline, _proba, _protected_mask
 from .engine import ScanResult, _check_common, describe_subgroup, subgroup_mask
@@ -55,6 +56,8 @@ class PosteriorScanResult:
     ihat_draws : numpy.ndarray
         (draws scanned, protected rows) expectations.
     """
+
+    __repr__ = compact_repr
 
     mean_scan: ScanResult
     score_draws: np.ndarray

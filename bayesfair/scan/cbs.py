@@ -29,6 +29,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
 from .._parallel import chunked_resamples
+from .._repr import compact_repr
 from .engine import (
     ScanResult,
     _codes,
@@ -226,6 +227,8 @@ class CBSResult:
     ihat : numpy.ndarray
         I-hat of the scanned rows.
     """
+
+    __repr__ = compact_repr
 
     scan: ScanResult
     scan_type: str

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._repr import compact_repr
 from . import _kernel
 
 __all__ = [
@@ -86,6 +87,8 @@ class ScanResult:
     restart_scores : numpy.ndarray
         Score reached by each restart (the first started at all values).
     """
+
+    __repr__ = compact_repr
 
     subgroup: dict[str, list]
     score: float
