@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair import AuditData
+from bayesfair import AuditData, SamplerWarning
 from bayesfair.datasets import make_gaussian_threshold
 from bayesfair.metrics import epsilon_df, gamma_sf, outcome_probabilities
 from bayesfair.models import (
@@ -231,6 +231,40 @@ def test_neural_network_advi(small):
     assert np.all((fit.predict_proba() > 0) & (fit.predict_proba() < 1))
 
 
+@pytest.mark.slow
+def test_neural_network_map_leaves_the_all_zero_start(synth):
+    """The MAP of a ReLU network started at all-zero weights stays there (no unit is
+    active, so no gradient reaches a weight) and predicts one rate for every group;
+    the random restarts find a point estimate that follows the data."""
+    from bayesfair.models.base import _MAP_CACHE
+
+    data = synth.audit_data()
+    emp = data.probabilities()[:, 1]
+    fit = NeuralNetwork(method="map", random_state=0).fit(data)
+    assert np.corrcoef(fit.p_point_, emp)[0, 1] > 0.99
+    assert np.max(np.abs(fit.p_point_ - emp)[data.group_sizes() >= 200]) < 0.03
+    objective = _MAP_CACHE[fit.cache_key(fit.design_)]
+    from_zero = objective.solve(fit.design_.n, fit.design_.k)  # no restarts
+    assert np.ptp(from_zero) < 1e-6
+
+
+@pytest.mark.slow
+def test_advi_warns_while_its_loss_is_still_falling(synth):
+    data = synth.audit_data()
+    kw = dict(method="advi", advi_iterations=3000, draws=50, random_state=0)
+    with pytest.warns(SamplerWarning, match="ADVI loss still falling"):
+        slow = LogisticRegression(advi_optimizer="adagrad_window", **kw).fit(data)
+    assert slow.diagnostics_["advi_loss_drop"] > 10
+    assert any("ADVI loss still falling" in w for w in slow.warnings_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplerWarning)
+        fast = LogisticRegression(**kw).fit(data)  # Adam, the default, has converged
+    assert abs(fast.diagnostics_["advi_loss_drop"]) < 1
+    assert fast.diagnostics_["advi_final_loss"] < slow.diagnostics_["advi_final_loss"]
+    with pytest.raises(ValueError, match="advi_optimizer"):
+        LogisticRegression(advi_optimizer="sgd").fit(data)
+
+
 def test_hlr_auto_parameterization_follows_the_information():
     base = design_from(make_gaussian_threshold(n_rows=2000, random_state=0).audit_data())
     n = np.full(16, 600_000)
@@ -397,7 +431,7 @@ def test_falling_back_from_the_closed_form_says_so(monkeypatch):
     pytest.importorskip("nutpie")
     import bayesfair._nutpie as compiled_densities
     from bayesfair.models._fastlogp import logistic_nutpie_model
-    from bayesfair.models.base import SamplerWarning, sample_nuts
+    from bayesfair.models.base import sample_nuts
 
     design = design_from(make_gaussian_threshold(n_rows=500, random_state=0).audit_data())
     args = dict(mu=0.0, sigma=1.0, effects="sum_to_zero")

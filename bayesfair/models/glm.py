@@ -167,7 +167,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
     @classmethod
     def paper(cls, **kwargs: Any) -> HierarchicalLogisticRegression:
         """The authors' public code: beta, c ~ Normal(0, 1) on one-hot indicators,
-        sigma2 ~ Exponential(10), ADVI for 200,000 iterations."""
+        sigma2 ~ Exponential(10), ADVI for 200,000 iterations with PyMC's default optimiser."""
         settings: dict[str, Any] = dict(
             mu=0.0,
             sigma1=1.0,
@@ -175,6 +175,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
             effects="one_hot",
             method="advi",
             advi_iterations=200_000,
+            advi_optimizer="adagrad_window",
         )
         settings.update(kwargs)
         return cls(**settings)
@@ -240,6 +241,12 @@ class NeuralNetwork(FairnessModel):
     """
 
     name = "DNN"
+    #: the MAP starts from zero weights and from 10 random points (see ``_MapObjective.solve``)
+    _map_restarts = 10
+
+    @property
+    def _start_jitter(self) -> float:
+        return 0.5 * float(self.sigma)
 
     def __init__(self, hidden: tuple[int, ...] = (10, 10, 10), sigma: float = 1.0, **kwargs: Any):
         super().__init__(**kwargs)
