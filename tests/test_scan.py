@@ -320,7 +320,7 @@ def test_cbs_scan_types_and_validation():
         conditional_bias_scan(
             f, scan_type="separation_recommendations", **{**common, "decision": None}
         )
-    with pytest.raises(ValueError, match="boolean or 0/1"):
+    with pytest.raises(ValueError, match=r"boolean or 0/1; .* pass protected=\('race', '"):
         conditional_bias_scan(
             f, scan_type="separation_recommendations", **{**common, "protected": "race"}
         )

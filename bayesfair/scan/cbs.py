@@ -306,7 +306,11 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
         col = frame[protected]
         vals = set(pd.unique(col.dropna()))
         if col.isna().any() or not vals <= {0, 1}:
-            raise ValueError(f"`protected` column {protected!r} must be boolean or 0/1")
+            example = min(vals - {0, 1}, key=str, default="value")
+            raise ValueError(
+                f"`protected` column {protected!r} must be boolean or 0/1; to take one value "
+                f"of it as the protected class, pass protected=({protected!r}, {example!r})"
+            )
         return col.to_numpy().astype(bool), protected, None
     if isinstance(protected, dict) and len(protected) == 1:
         protected = next(iter(protected.items()))
