@@ -104,3 +104,42 @@ def test_bias_variance_noise_add_up_for_squared_loss():
         random_state=0,
     )
     assert blind["noise"].isna().all()
+
+
+def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
+    """At a training size equal to the whole training set every repeat fits the same
+    deterministic model, so each group's curve value is that model's log loss (Brier
+    score) on the group's test rows, as scikit-learn computes it."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import brier_score_loss, log_loss
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 2))
+    g = rng.choice(["a", "b"], 900, p=[0.7, 0.3])
+    y = (X[:, 0] + (g == "b") * X[:, 1] + rng.normal(size=900) > 0).astype(int)
+    tr, te = slice(0, 600), slice(600, None)
+    model = LogisticRegression().fit(X[tr], y[tr])
+    p = model.predict_proba(X[te])[:, 1]
+    for loss, ref in (("log", log_loss), ("brier", brier_score_loss)):
+        res = group_learning_curves(
+            LogisticRegression(),
+            X[tr],
+            y[tr],
+            g[tr],
+            sizes=[300, 600],
+            n_repeats=3,
+            loss=loss,
+            X_test=X[te],
+            y_test=y[te],
+            group_test=g[te],
+            random_state=1,
+        )
+        full = res.curves[res.curves.n == 600].groupby("group")["loss"]
+        assert full.std().max() < 1e-8  # the same model in every repeat
+        for grp in ("a", "b"):
+            m = g[te] == grp
+            assert full.mean()[grp] == pytest.approx(ref(y[te][m], p[m]), rel=1e-6)
+    with pytest.raises(TypeError, match="predict_proba"):
+        group_learning_curves(LinearRegression(), X, y, g, sizes=[100], loss="log")
+    with pytest.raises(ValueError, match="'brier', 'log'"):
+        group_learning_curves(LogisticRegression(), X, y, g, sizes=[100], loss="hinge")

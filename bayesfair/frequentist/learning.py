@@ -211,6 +211,23 @@ def group_learning_curves(
     The asymptote delta_a estimates the group's loss with unlimited data (bias plus
     noise); its interval comes from refitting the curve to bootstrap resamples of the
     repeats.  A held-out test set is split off once (``test_size``) unless given.
+
+    ``loss`` is ``"squared"`` or ``"zero_one"`` on ``estimator.predict``, ``"brier"``
+    (squared error) or ``"log"`` (cross-entropy, probabilities clipped to [1e-15,
+    1 - 1e-15]) on the positive-class column of ``estimator.predict_proba`` for a 0/1
+    outcome, or a callable ``loss(y_true, y_pred) -> per-row losses`` on ``predict``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 2)); g = rng.choice(["a", "b"], 600)
+    >>> y = (X[:, 0] + rng.normal(size=600) > 0).astype(int)
+    >>> res = group_learning_curves(LogisticRegression(), X, y, g, sizes=[50, 100, 200],
+    ...                             n_repeats=4, loss="log", random_state=0)
+    >>> sorted(res.fits["group"])
+    ['a', 'b']
     """
     rng = np.random.default_rng(random_state)
     X, y, group = np.asarray(X), np.asarray(y, float), np.asarray(group)
@@ -223,14 +240,37 @@ def group_learning_curves(
     sizes = np.asarray(sorted(int(s) for s in sizes))
     if sizes.max() > len(y):
         raise ValueError(f"largest training size {sizes.max()} exceeds the {len(y)} training rows")
-    if loss == "squared":
+    proba = loss in ("brier", "log")
+    if loss in ("squared", "brier"):
         loss_fn = lambda yt, yp: (yt - yp) ** 2  # noqa: E731
     elif loss == "zero_one":
         loss_fn = lambda yt, yp: (yt != yp).astype(float)  # noqa: E731
+    elif loss == "log":
+
+        def loss_fn(yt, p):
+            p = np.clip(p, 1e-15, 1 - 1e-15)
+            return -(yt * np.log(p) + (1 - yt) * np.log1p(-p))
+
     elif callable(loss):
         loss_fn = loss
     else:
-        raise ValueError(f"`loss` must be 'squared', 'zero_one' or a callable, got {loss!r}")
+        raise ValueError(
+            f"`loss` must be 'squared', 'zero_one', 'brier', 'log' or a callable, got {loss!r}"
+        )
+    if proba:
+        if not hasattr(estimator, "predict_proba"):
+            raise TypeError(f"loss={loss!r} needs an estimator with predict_proba")
+        if not np.isin(np.concatenate([y, np.asarray(y_test, float)]), (0, 1)).all():
+            raise ValueError(f"loss={loss!r} needs a 0/1 outcome `y`")
+
+    def predict(model, X_):
+        if not proba:
+            return model.predict(X_)
+        classes = list(model.classes_)
+        if 1 not in classes:  # a training sample with one class only
+            return np.zeros(len(X_))
+        return model.predict_proba(X_)[:, classes.index(1)]
+
     labels = sorted(pd.unique(group_test), key=str)
 
     def chunk(size: int, r: np.random.Generator) -> np.ndarray:
@@ -239,7 +279,7 @@ def group_learning_curves(
             for i, n in enumerate(sizes):
                 idx = r.choice(len(y), size=n, replace=False)
                 model = clone(estimator).fit(X[idx], y[idx])
-                lv = loss_fn(y_test, model.predict(X_test))
+                lv = loss_fn(y_test, predict(model, X_test))
                 out[b, i] = [lv[group_test == g].mean() for g in labels]
         return out
 
