@@ -58,6 +58,9 @@ def test_james_stein_hand_computed():
     assert np.isnan(out[4])
     # no spread at all: everything shrinks to the weighted mean
     np.testing.assert_allclose(james_stein(np.full(4, 0.3), n[:4], sigma2), 0.3)
+    # three groups or fewer: |A| - 3 <= 0 would expand away from the mean; they stay put
+    np.testing.assert_allclose(james_stein(s[:3], n[:3], sigma2), s[:3])
+    np.testing.assert_allclose(james_stein(s[:2], n[:2], sigma2), s[:2])
 
 
 def test_empirical_bayes_hand_computed():
@@ -348,7 +351,7 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
     df = _frame(400)
     df["d"] = 0
     df.loc[df.race == "D", "y"] = 0  # and FNR is undefined in race D
-    with pytest.warns(UserWarning, match=r"\['fnr'\].*pooled\s+variance"):
+    with pytest.warns(UserWarning, match=r"'fnr': every group's estimate is 0 or 1, so the pooled"):
         res = disaggregated_evaluation(
             df,
             ["race", "sex"],
@@ -583,3 +586,54 @@ def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions):
         hb_expand(x, lay.buffer, out)
         np.testing.assert_allclose(out[-M * G :], np.ravel(value(point)), rtol=1e-10)
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-8 * abs(offsets[0]) + 1e-8)
+
+
+@pytest.mark.parametrize(
+    "seed", [*range(12), 38, 117]
+)  # 38, 117: a metric with no variance, one group
+def test_random_small_audits_run_and_keep_every_group(seed):
+    """Random audits of the kind users bring -- one to three attributes, groups of 0 to a
+    few hundred rows, rare outcomes or decisions, groups all on one side -- run through
+    every fast estimator without error, keep every group and metric, and report rates in
+    [0, 1] with intervals that contain the standard estimate."""
+    rng = np.random.default_rng(seed)
+    n_attr = int(rng.integers(1, 4))
+    levels = [list("pqrs"[: int(rng.integers(2, 5))]) for _ in range(n_attr)]
+    n = int(rng.integers(30, 600))
+    df = pd.DataFrame(
+        {
+            f"a{i}": rng.choice(v, n, p=rng.dirichlet(np.full(len(v), 0.7)))
+            for i, v in enumerate(levels)
+        }
+    )
+    df["y"] = (rng.random(n) < rng.choice([0.03, 0.3, 0.7])).astype(int)
+    df["d"] = (rng.random(n) < rng.choice([0.02, 0.5, 0.98])).astype(int)
+    df["s"] = rng.random(n) + df["y"]
+    metrics = ["selection_rate", "fpr", "fnr", "ppv", "accuracy", "auc"]
+    estimators = ["standard", "james_stein", "empirical_bayes", "structured"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a degenerate metric warns by name
+        res = disaggregated_evaluation(
+            df,
+            [f"a{i}" for i in range(n_attr)],
+            "y",
+            "d",
+            "s",
+            metrics=metrics,
+            estimators=estimators,
+            n_bootstrap_variance=20,
+            n_bootstrap=20,
+            random_state=seed,
+        )
+    t = res.table
+    n_groups = int(np.prod([df[f"a{i}"].nunique() for i in range(n_attr)]))
+    assert len(t) == n_groups * len(metrics) * len(estimators)
+    assert t.groupby(["metric", "estimator"]).size().eq(n_groups).all()
+    est = t["estimate"].dropna()
+    assert ((est >= -1e-12) & (est <= 1 + 1e-12)).all()
+    std = t[t.estimator == "standard"]
+    assert std.loc[~std.defined, "estimate"].isna().all()
+    assert std.loc[std.defined, "estimate"].notna().all()
+    withint = std.dropna(subset=["lower"])
+    assert (withint.lower <= withint.estimate + 1e-12).all()
+    assert (withint.estimate <= withint.upper + 1e-12).all()

@@ -295,26 +295,37 @@ def disaggregated_evaluation(
                 )
 
     std = {}
-    degenerate: list[str] = []
+    degenerate: dict[str, str] = {}  # metric -> why it has no pooled variance / no shrinkage
     for name, m in zip(names, metrics, strict=True):
         s = gd.estimate(m)
         std[name] = s
+        n_defined = int(np.sum(np.isfinite(s) & (n > 0)))
         bv = gd.bootstrap_variance(m, n_bootstrap_variance, rng)
-        sigma2 = pooled_sigma2(n, bv)
+        sigma2 = pooled_sigma2(n, bv) if np.any(np.isfinite(bv) & (n > 0)) else np.nan
         sigma2s[name] = sigma2
-        if not sigma2 > 0:
-            # every group's estimate is 0 or 1 (or undefined): the pooled variance model
-            # sees no noise, so there is nothing to shrink and no width to give an interval
-            degenerate.append(name)
+        if not sigma2 > 0 or n_defined < 2:
+            # no group has a bootstrap variance, or every group's estimate is 0 or 1 (the
+            # pooled variance model sees no noise: nothing to shrink, no interval width),
+            # or a single group has an estimate (nothing to shrink it towards)
+            if n_defined == 0:
+                degenerate[name] = "no group has an estimate"
+            elif not sigma2 > 0:
+                degenerate[name] = (
+                    "every group's estimate is 0 or 1, so the pooled variance (eq. 6) is 0"
+                    if sigma2 == 0
+                    else "no group has two rows to bootstrap a variance from"
+                )
+            else:
+                degenerate[name] = "only one group has an estimate"
             nan = np.full(gd.n_groups, np.nan)
             for est in ("standard", "james_stein", "empirical_bayes", "structured"):
-                if est in estimators:
-                    add(
-                        name,
-                        est,
-                        s,
-                        {lv: (nan, nan) for lv in levels} if est != "james_stein" else {},
-                    )
+                if est not in estimators:
+                    continue
+                if est == "standard" and sigma2 > 0:
+                    ivals = {lv: standard_intervals(s, n, sigma2, lv) for lv in levels}
+                else:
+                    ivals = {lv: (nan, nan) for lv in levels} if est != "james_stein" else {}
+                add(name, est, s, ivals)
             continue
         if "standard" in estimators:
             add(name, "standard", s, {lv: standard_intervals(s, n, sigma2, lv) for lv in levels})
@@ -353,7 +364,7 @@ def disaggregated_evaluation(
 
     if "hierarchical" in estimators:
         count = [i for i, m in enumerate(metrics) if isinstance(m, str) and m in COUNT_METRICS]
-        other = [i for i in range(len(metrics)) if i not in count and names[i] not in degenerate]
+        other = [i for i in range(len(metrics)) if i not in count and sigma2s[names[i]] > 0]
         seed = int(rng.integers(2**31))
         groups_post = {}
         boundary = {}
@@ -414,12 +425,14 @@ def disaggregated_evaluation(
             add(name, "hierarchical", point, ivals)
 
     if degenerate:
+        reasons = "; ".join(f"{k!r}: {v}" for k, v in degenerate.items())
         warnings.warn(
-            f"metric(s) {degenerate}: every group's standard estimate is 0 or 1, so the pooled "
-            "variance (eq. 6) is 0 and gives no interval: the standard, James-Stein, "
-            "empirical-Bayes and structured rows carry the standard estimates with NaN "
-            "intervals. Hierarchical Bayes models the counts of a count metric and still "
-            "gives credible intervals; a metric without counts gets no hierarchical estimate.",
+            f"metric(s) without a pooled variance or without two groups to shrink ({reasons}). "
+            "Their standard, James-Stein, empirical-Bayes and structured rows carry the "
+            "standard estimates, with intervals only where the pooled variance exists (the "
+            "standard ones). Hierarchical Bayes models the counts of a count metric and "
+            "still gives credible intervals; a metric without counts and without a pooled "
+            "variance gets no hierarchical estimate.",
             UserWarning,
             stacklevel=2,
         )

@@ -32,6 +32,10 @@ def james_stein(s, n, sigma2):
 
     mu_a = mu0 + (1 - (|A| - 3) / sum_a (s_a - mu0)^2 / sigma_a^2)_+ (s_a - mu0),
     mu0 = sum_a n_a s_a / n, over the groups with a defined estimate.
+
+    The factor is also capped at 1: with three or fewer defined groups |A| - 3 <= 0
+    and the formula would push estimates away from mu0 (James-Stein with an
+    estimated centre needs at least four means to shrink), so they stay standard.
     """
     s = np.asarray(s, float)
     n = np.asarray(n, float)
@@ -39,7 +43,7 @@ def james_stein(s, n, sigma2):
     mu0 = np.sum(n[ok] * s[ok]) / np.sum(n[ok])
     dist = np.sum((s[ok] - mu0) ** 2 * n[ok] / sigma2)
     k = ok.sum()
-    shrink = max(0.0, 1.0 - (k - 3) / dist) if dist > 0 else 0.0
+    shrink = min(1.0, max(0.0, 1.0 - (k - 3) / dist)) if dist > 0 else 0.0
     return np.where(ok, mu0 + shrink * (s - mu0), np.nan)
 
 
