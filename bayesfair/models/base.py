@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -330,15 +331,23 @@ class FairnessModel:
                     if self.advi_optimizer == "adam"
                     else pm.adagrad_window(learning_rate=0.001)
                 )
-                with model:
-                    approx = pm.fit(
-                        n=self.advi_iterations,
-                        method="advi",
-                        obj_optimizer=optimizer,
-                        random_seed=seed,
-                        progressbar=False,
-                    )
-                    idata = approx.sample(self.draws, random_seed=seed + 1)
+                # PyMC logs "Finished [100%]: Average Loss = ..." at INFO on every fit; the
+                # final loss is in ``diagnostics_`` instead, and a loss still falling warns
+                vi_log = logging.getLogger("pymc.variational.inference")
+                vi_level = vi_log.level
+                vi_log.setLevel(logging.WARNING)
+                try:
+                    with model:
+                        approx = pm.fit(
+                            n=self.advi_iterations,
+                            method="advi",
+                            obj_optimizer=optimizer,
+                            random_seed=seed,
+                            progressbar=False,
+                        )
+                        idata = approx.sample(self.draws, random_seed=seed + 1)
+                finally:
+                    vi_log.setLevel(vi_level)
                 self._check_advi(np.asarray(approx.hist, dtype=float))
             else:
                 idata = self._nuts(model, design, seed)
