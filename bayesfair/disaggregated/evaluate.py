@@ -41,7 +41,8 @@ class DisaggregatedResult:
     intervals : pandas.DataFrame
         Intervals at every requested level (group, metric, estimator, level, lower, upper).
     sigma2 : dict
-        Pooled variance parameter sigma^2 of each metric (sigma_a^2 = sigma^2 / n_a).
+        Pooled variance parameter sigma^2 of each metric (sigma_a^2 = sigma^2 / n_a); 0 when
+        every group's estimate is 0 or 1, NaN when no group has a bootstrap variance.
     structured : dict
         Per metric: chosen lambda, selected features, coefficients.
     idata : dict
