@@ -71,7 +71,7 @@ def check_binary(
     if pos_label is not None:
         hit = (values == pos_label).to_numpy()
         if not hit.any():
-            seen = list(pd.unique(values))[:10]
+            seen = [v.item() if hasattr(v, "item") else v for v in pd.unique(values)[:10]]
             raise ValueError(
                 f"pos_label={pos_label!r} does not occur in {role} column {column!r}; "
                 f"values seen: {seen}"

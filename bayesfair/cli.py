@@ -117,6 +117,18 @@ def _demo(args: argparse.Namespace) -> int:
     return _finish(rep, result, args.out)
 
 
+def _cli_label(label: str | None, column: pd.Series | None):
+    """The command line gives ``--pos-label`` as text; a CSV column read as numbers needs
+    it as a number (``--pos-label 1`` on a 0/1 or 1/2 column)."""
+    if label is None or column is None or not pd.api.types.is_numeric_dtype(column.dtype):
+        return label
+    try:
+        value = float(label)
+    except ValueError:
+        return label
+    return int(value) if value.is_integer() else value
+
+
 def _audit(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if not source.exists():
@@ -141,7 +153,7 @@ def _audit(args: argparse.Namespace) -> int:
             score=args.score,
             decision=args.decision,
             threshold=args.threshold,
-            pos_label=args.pos_label,
+            pos_label=_cli_label(args.pos_label, frame.get(args.outcome)),
         )
         alpha = args.alpha
         name = source.name

@@ -79,6 +79,27 @@ def test_audit_csv(tmp_path):
     assert "Per-intersection AUC" in out.read_text()
 
 
+def test_audit_csv_numeric_pos_label(tmp_path, capsys):
+    """``--pos-label`` arrives as text; on a CSV column read as numbers (here coded 1/2)
+    it is matched as a number, and the audit equals the one of the 0/1 coding."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 300)
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], 300), "y01": y, "y12": y + 1})
+    csv = tmp_path / "d.csv"
+    df.to_csv(csv, index=False)
+    common = ["audit", str(csv), "--protected", "g"]
+    outs = []
+    for col, extra in (("y01", []), ("y12", ["--pos-label", "2"]), ("y01", ["--pos-label", "1"])):
+        out = tmp_path / f"{col}{len(extra)}.html"
+        assert main([*common, "--outcome", col, *extra, "--out", str(out)]) == 0
+        outs.append(capsys.readouterr().out.split("report written")[0])
+    assert "epsilon-DF" in outs[0] and outs[0] == outs[1] == outs[2]  # the printed table
+    assert main([*common, "--outcome", "y12", "--pos-label", "3"]) == 2
+    assert "pos_label=3 does not occur in outcome column 'y12'; values seen: [" in (
+        capsys.readouterr().err
+    )
+
+
 def test_cli_errors_exit_2(tmp_path, capsys):
     df = pd.DataFrame({"g": ["a", "b"], "y": [0, 3]})
     csv = tmp_path / "d.csv"
