@@ -56,12 +56,18 @@ def require_columns(frame: pd.DataFrame, names: Iterable[str], role: str) -> Non
 
 
 def check_binary(
-    values: pd.Series, column: str, role: str, pos_label: object | None = None
+    values: pd.Series,
+    column: str,
+    role: str,
+    pos_label: object | None = None,
+    *,
+    takes_pos_label: bool = True,
 ) -> np.ndarray:
     """Return a column as a ``uint8`` 0/1 array, or raise a clear error.
 
     Accepts booleans and numbers equal to 0 or 1; any other coding needs
-    ``pos_label`` (the value that means 1).
+    ``pos_label`` (the value that means 1).  ``takes_pos_label=False`` is for callers
+    without that argument: the error then asks for a 0/1 or boolean column.
     """
     if values.isna().any():
         n_bad = int(values.isna().sum())
@@ -95,7 +101,12 @@ def check_binary(
         seen = list(pd.unique(values))[:5]
         raise ValueError(
             f"{role} column {column!r} must be binary (bool or 0/1), got dtype {dtype} with "
-            f"values like {seen}; pass pos_label= to say which value means 1"
+            f"values like {seen}; "
+            + (
+                "pass pos_label= to say which value means 1"
+                if takes_pos_label
+                else "recode it as 0/1 or boolean (for example df[col] == 'yes')"
+            )
         )
     arr = values.to_numpy()
     ok = (arr == 0) | (arr == 1)

@@ -314,6 +314,15 @@ def test_cbs_scan_types_and_validation():
         assert res.score >= 0 and res.summary().shape[0] == 1
     with pytest.raises(ValueError, match="scan_type"):
         conditional_bias_scan(f, scan_type="independence", **common)
+    coded = f.assign(y=np.where(f["y"] == 1, "yes", "no"))
+    with pytest.raises(ValueError, match=r"`outcome` column 'y' must be binary .* recode it"):
+        conditional_bias_scan(coded, scan_type="separation_recommendations", **common)
+    with pytest.raises(ValueError, match=r"`score` column 'p' has 1 missing"):
+        conditional_bias_scan(
+            f.assign(p=f["p"].where(f.index > 0)),
+            scan_type="separation_predictions",
+            **common,
+        )
     with pytest.raises(ValueError, match="value-conditional"):
         conditional_bias_scan(f, scan_type="sufficiency_predictions", condition_value=1, **common)
     with pytest.raises(ValueError, match="needs the `decision`"):

@@ -30,6 +30,7 @@ from sklearn.linear_model import LogisticRegression
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
+from .._validation import check_binary, check_probability
 from .engine import (
     ScanResult,
     _codes,
@@ -352,18 +353,15 @@ class _Pipeline:
                 raise ValueError(f"scan type {scan_type!r} needs the `{role}` column")
             if roles[role] not in frame.columns:
                 raise ValueError(f"`{role}` column {roles[role]!r} is not in the data")
-        self.event = frame[roles[ev_role]].to_numpy(float)
-        cond = frame[roles[cond_role]].to_numpy(float)
-        for name, arr, role in (
-            (roles[ev_role], self.event, ev_role),
-            (roles[cond_role], cond, cond_role),
-        ):
-            if not np.isfinite(arr).all():
-                raise ValueError(f"`{role}` column {name!r} has missing values")
-            if role == "score" and ((arr < 0) | (arr > 1)).any():
-                raise ValueError(f"`score` column {name!r} must hold probabilities in [0, 1]")
-            if role != "score" and not np.isin(arr, (0.0, 1.0)).all():
-                raise ValueError(f"`{role}` column {name!r} must be 0/1")
+
+        def column(role: str) -> np.ndarray:
+            name = roles[role]
+            if role == "score":
+                return check_probability(frame[name], name, "`score`")
+            return check_binary(frame[name], name, f"`{role}`", takes_pos_label=False).astype(float)
+
+        self.event = column(ev_role)
+        cond = column(cond_role)
         self.event_is_prob = ev_role == "score"
         self.cond_is_prob = cond_role == "score"
         if condition_value is not None:
