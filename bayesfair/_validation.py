@@ -17,6 +17,7 @@ __all__ = [
     "check_binary",
     "check_probability",
     "check_random_state",
+    "is_numeric_not_bool",
     "require_columns",
 ]
 
@@ -55,6 +56,17 @@ def require_columns(frame: pd.DataFrame, names: Iterable[str], role: str) -> Non
         )
 
 
+def is_numeric_not_bool(values: pd.Series) -> bool:
+    """Whether a column holds numbers (pandas counts booleans as numeric; this does not)."""
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+
+
+def _plain(values) -> list:
+    """The first values of an array as Python scalars, for messages (``1``, not
+    ``np.int64(1)``)."""
+    return [v.item() if hasattr(v, "item") else v for v in values]
+
+
 def check_binary(
     values: pd.Series,
     column: str,
@@ -77,7 +89,7 @@ def check_binary(
     if pos_label is not None:
         hit = (values == pos_label).to_numpy()
         if not hit.any():
-            seen = [v.item() if hasattr(v, "item") else v for v in pd.unique(values)[:10]]
+            seen = _plain(pd.unique(values)[:10])
             raise ValueError(
                 f"pos_label={pos_label!r} does not occur in {role} column {column!r}; "
                 f"values seen: {seen}"
@@ -111,14 +123,14 @@ def check_binary(
     arr = values.to_numpy()
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
-        bad = [v.item() if hasattr(v, "item") else v for v in pd.unique(arr[~ok])[:5]]
+        bad = _plain(pd.unique(arr[~ok])[:5])
         raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {bad}")
     return arr.astype(np.uint8)
 
 
 def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
     """Return a column of probabilities in [0, 1] as float64, or raise."""
-    if not pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
+    if not is_numeric_not_bool(values):
         raise ValueError(
             f"{role} column {column!r} must be numeric probabilities in [0, 1], "
             f"got dtype {values.dtype}"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_binary
+from .._validation import check_binary, is_numeric_not_bool
 from ..metrics.rates import RATE_DEFINITIONS
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
@@ -85,16 +85,14 @@ class GroupedData:
         yhat = None
         if y_pred is not None:
             d = data[y_pred]
-            coded_like_y = not (
-                pd.api.types.is_bool_dtype(d.dtype) or pd.api.types.is_numeric_dtype(d.dtype)
-            )
+            coded_like_y = not pd.api.types.is_numeric_dtype(d.dtype)  # bool counts as numeric
             yhat = check_binary(d, y_pred, "`y_pred`", pos_label if coded_like_y else None).astype(
                 int
             )
         score = None
         if y_score is not None:
             sc = data[y_score]
-            if not pd.api.types.is_numeric_dtype(sc.dtype) or pd.api.types.is_bool_dtype(sc.dtype):
+            if not is_numeric_not_bool(sc):
                 raise ValueError(
                     f"`y_score` column {y_score!r} must hold numeric scores, got dtype {sc.dtype}"
                 )

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
+from .._validation import is_numeric_not_bool
 from . import _kernel
 
 __all__ = [
@@ -167,10 +168,6 @@ def _as_array(frame: pd.DataFrame, x, name: str) -> np.ndarray:
     return arr
 
 
-def _is_numeric(s: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-
-
 #: a numeric scan attribute with more distinct values than this, scanned as unordered
 #: categories, gets a warning: any subset of its values can form the subgroup
 MANY_VALUES = 10
@@ -192,7 +189,7 @@ def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> t
             a
             for a in attributes
             if (isinstance(data[a].dtype, pd.CategoricalDtype) and data[a].cat.ordered)
-            or _is_numeric(data[a])
+            or is_numeric_not_bool(data[a])
         )
     else:
         chosen = tuple(ordinal)
@@ -202,7 +199,7 @@ def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> t
     many = [
         a
         for a in attributes
-        if a not in chosen and _is_numeric(data[a]) and data[a].nunique() > MANY_VALUES
+        if a not in chosen and is_numeric_not_bool(data[a]) and data[a].nunique() > MANY_VALUES
     ]
     if many:
         warnings.warn(
