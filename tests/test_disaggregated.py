@@ -539,6 +539,80 @@ def test_simulation_on_adult(data_home):
     assert hb_cov.mean().between(0.90, 0.99).all(), hb_cov.mean()
 
 
+def _shrinkage_sim(seed, n_draws=6, n_groups=14):
+    """Simulation-shaped frame: standard, James-Stein and empirical-Bayes estimates of
+    small groups (sizes 3-25) whose true rates spread from 0.02 to 0.6."""
+    rng = np.random.default_rng(seed)
+    truth = rng.uniform(0.02, 0.6, n_groups)
+    n = rng.integers(3, 26, n_groups)
+    rows = []
+    for d in range(n_draws):
+        s = rng.binomial(n, truth) / n
+        sigma2 = float(np.sum(n * s * (1 - s)) / np.sum(n)) or 0.05
+        ests = {
+            "standard": s,
+            "james_stein": james_stein(s, n, sigma2),
+            "empirical_bayes": empirical_bayes(s, n, sigma2)[0],
+        }
+        for est, v in ests.items():
+            for a in range(n_groups):
+                rows.append(
+                    {
+                        "draw": d,
+                        "metric": "rate",
+                        "group": f"g{a}",
+                        "estimator": est,
+                        "n": int(n[a]),
+                        "defined": True,
+                        "estimate": v[a],
+                        "truth": truth[a],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_shrinkage_oracle_bounds_james_stein_and_empirical_bayes(seed):
+    """The oracles search families that contain James-Stein (a common factor towards one
+    centre) and empirical Bayes (a factor n rho / (1 + n rho) towards one centre), per draw
+    and knowing the truth: they can never be worse than the actual estimators (up to the
+    grid: half a centre step for the common factor, exact in c; the ratio grid adds at
+    most 0.006 per group), and they agree with a brute-force search over dense grids."""
+    from bayesfair.replication.herlihy import shrinkage_oracle
+
+    sim = _shrinkage_sim(seed)
+    o = shrinkage_oracle(sim).set_index("estimator")["small"]
+    assert o["oracle: common factor"] <= o["james_stein"] + 0.5 / 400
+    assert o["oracle: factor by size"] <= o["empirical_bayes"] + 0.5 / 400 + 0.006
+    assert (
+        o["oracle: common factor"] <= o["standard"] and o["oracle: factor by size"] <= o["standard"]
+    )
+    # brute force: centres x factors on dense grids, per draw
+    std = sim[sim.estimator == "standard"]
+    m = np.linspace(0, 1, 201)[:, None, None]
+    c = np.linspace(0, 1, 501)[None, :, None]
+    rho = np.concatenate([[0], np.geomspace(1e-4, 1e4, 801)])[None, :, None]
+    brute_c = brute_k = 0.0
+    for _, d in std.groupby("draw"):
+        e, t, n = (d[k].to_numpy(float)[None, None, :] for k in ("estimate", "truth", "n"))
+        brute_c += np.abs(m + c * (e - m) - t).sum(-1).min()
+        k = np.concatenate([n * rho / (1 + n * rho), np.ones_like(e)], axis=1)
+        brute_k += np.abs(m + k * (e - m) - t).sum(-1).min()
+    brute_c, brute_k = brute_c / len(std), brute_k / len(std)
+    # the oracle's grid of centres is finer and its c exact: never worse, and close
+    assert o["oracle: common factor"] <= brute_c + 1e-12
+    assert brute_c - o["oracle: common factor"] < 0.005
+    assert abs(o["oracle: factor by size"] - brute_k) < 0.005
+
+
+def test_shrinkage_oracle_needs_standard_rows():
+    from bayesfair.replication.herlihy import shrinkage_oracle
+
+    sim = _shrinkage_sim(0)
+    with pytest.raises(ValueError, match="standard"):
+        shrinkage_oracle(sim[sim.estimator != "standard"])
+
+
 @pytest.mark.parametrize("binomial", [True, False])
 @pytest.mark.parametrize("interactions", [True, False, "one attribute"])
 def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions):

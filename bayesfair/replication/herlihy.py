@@ -32,7 +32,7 @@ from ..disaggregated import disaggregated_evaluation
 from ..disaggregated.groups import GroupedData
 from ..models.base import SamplerWarning
 
-__all__ = ["EXPLANATORY", "METRICS", "population", "simulate", "summarise"]
+__all__ = ["EXPLANATORY", "METRICS", "population", "shrinkage_oracle", "simulate", "summarise"]
 
 METRICS = ("selection_rate", "fpr", "fnr", "accuracy", "ppv", "auc")
 SENSITIVE = ["race", "sex", "age_band"]
@@ -216,3 +216,131 @@ def summarise(sim: pd.DataFrame, small: int = 25):
         .reset_index()
     )
     return mae, cov
+
+
+def _oracle_shrink_to_constant(e, t, centres):
+    """Least sum of |centre + c (e - centre) - t| over a grid of centres and c in [0, 1].
+
+    For a fixed centre m the sum is sum_a |e_a - m| |c - r_a| with r_a = (t_a - m) / (e_a - m):
+    a weighted median of the r_a minimises it exactly, and clipping to [0, 1] keeps it
+    the minimiser on the interval (the sum is convex in c).
+    """
+    d = e[None, :] - centres[:, None]  # (centres, groups)
+    w = np.abs(d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(w > 0, (t[None, :] - centres[:, None]) / d, 0.0)
+    order = np.argsort(r, axis=1)
+    rs = np.take_along_axis(r, order, axis=1)
+    cw = np.cumsum(np.take_along_axis(w, order, axis=1), axis=1)
+    k = np.argmax(cw >= cw[:, -1:] / 2, axis=1)
+    c = np.clip(rs[np.arange(len(centres)), k], 0.0, 1.0)
+    c = np.where(cw[:, -1] > 0, c, 0.0)
+    err = np.abs(centres[:, None] + c[:, None] * d - t[None, :]).sum(axis=1)
+    return float(err.min())
+
+
+def _oracle_size_shrinkage(e, t, n, centres, ratios):
+    """Least sum of |centre + k_a (e - centre) - t|, k_a = n_a rho / (1 + n_a rho), on a grid."""
+    with np.errstate(invalid="ignore"):
+        k = np.where(
+            np.isinf(ratios)[:, None],
+            1.0,
+            n[None, :] * ratios[:, None] / (1 + n[None, :] * ratios[:, None]),
+        )  # (ratios, groups)
+    m = centres[:, None, None]
+    err = np.abs(m + k[None] * (e[None, None, :] - m) - t[None, None, :]).sum(axis=-1)
+    return float(err.min())
+
+
+def shrinkage_oracle(
+    sim: pd.DataFrame, small: int = 25, n_centres: int = 401, n_ratios: int = 400
+) -> pd.DataFrame:
+    """How far can shrinking towards a common centre go on the small groups of a simulation?
+
+    James-Stein and empirical Bayes both move each standard estimate s_a towards one
+    centre m shared by every group: James-Stein by a factor c common to all groups,
+    ``m + c (s_a - m)``; empirical Bayes by a factor that depends on the group's size
+    only, ``m + k_a (s_a - m)`` with ``k_a = tau^2 / (tau^2 + sigma^2 / n_a) =
+    n_a rho / (1 + n_a rho)``.  Here, for every draw and metric separately, the centre
+    and the factor (c in [0, 1], or rho in [0, inf]) are chosen *knowing the truth*, to
+    minimise the absolute error on the small groups alone.  No estimator of either
+    form -- whatever it estimates from the draw's data -- can have a lower small-group
+    mean absolute error on those draws, so a cut of the standard estimator's error
+    that the oracle does not reach is out of reach of James-Stein and empirical Bayes
+    on this population.
+
+    Parameters
+    ----------
+    sim : DataFrame
+        The output of :func:`simulate` (its ``standard`` rows are used; ``james_stein``
+        and ``empirical_bayes`` rows, when present, are reported beside the oracles).
+    small : int
+        Groups with at most this many rows in an evaluation set are small.
+    n_centres, n_ratios : int
+        Grid sizes: centres evenly on [0, 1] (absolute error moves by at most half a
+        grid step between grid points); ratios rho geometric on [1e-4, 1e4] plus 0 and
+        infinity.  The factor c is exact (a weighted median).
+
+    Returns
+    -------
+    DataFrame
+        One row per metric and estimator (standard, the actual James-Stein and empirical
+        Bayes when simulated, and the two oracles: "oracle: common factor", the
+        James-Stein form, and "oracle: factor by size", the empirical-Bayes form) with
+        the small-group mean absolute
+        error ``small`` and its ``cut`` against the standard estimator.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> sim = pd.DataFrame({"draw": 0, "metric": "fpr", "group": list("abcd"),
+    ...     "estimator": "standard", "n": 10, "defined": True, "estimate": [0.1, 0.3, 0.2, 0.4],
+    ...     "truth": [0.25, 0.25, 0.25, 0.25]})
+    >>> shrinkage_oracle(sim).round(3)[["estimator", "small", "cut"]]
+                    estimator  small  cut
+    0                standard    0.1  0.0
+    1   oracle: common factor    0.0  1.0
+    2  oracle: factor by size    0.0  1.0
+    """
+    one = sim.drop_duplicates(["draw", "metric", "group", "estimator"])
+    one = one[
+        one["defined"]
+        & (one["n"] <= small)
+        & np.isfinite(one["truth"])
+        & np.isfinite(one["estimate"])
+    ]
+    if not (one["estimator"] == "standard").any():
+        raise ValueError("`sim` has no defined 'standard' estimates of small groups to start from")
+    centres = np.linspace(0.0, 1.0, n_centres)
+    ratios = np.concatenate([[0.0], np.geomspace(1e-4, 1e4, n_ratios), [np.inf]])
+    js_name = "oracle: common factor"
+    eb_name = "oracle: factor by size"
+    rows = []
+    for metric, g in one.groupby("metric", sort=False):
+        std = g[g["estimator"] == "standard"]
+        if std.empty:
+            continue
+        js = eb = 0.0
+        for _, d in std.groupby("draw"):
+            e, t = d["estimate"].to_numpy(float), d["truth"].to_numpy(float)
+            js += _oracle_shrink_to_constant(e, t, centres)
+            eb += _oracle_size_shrinkage(e, t, d["n"].to_numpy(float), centres, ratios)
+        base = float(np.abs(std["estimate"] - std["truth"]).mean())
+        res = {"standard": base}
+        for est in ("james_stein", "empirical_bayes"):
+            a = g[g["estimator"] == est]
+            if len(a):
+                res[est] = float(np.abs(a["estimate"] - a["truth"]).mean())
+        res[js_name] = js / len(std)
+        res[eb_name] = eb / len(std)
+        for est, v in res.items():
+            rows.append(
+                {
+                    "metric": metric,
+                    "estimator": est,
+                    "small": v,
+                    "cut": 1 - v / base if base else np.nan,
+                    "group_draws": len(std),
+                }
+            )
+    return pd.DataFrame(rows)
