@@ -397,6 +397,47 @@ def test_callable_metric_and_auc_run():
     res.plot("auc", estimators=("standard", "structured"))
 
 
+def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():
+    """Eq. 7's interval s +- z sigma / sqrt(n) of a small group reaches past 0 and 1; for a
+    rate or an AUC every estimator's interval is truncated to [0, 1] (the hierarchical
+    AUC posterior projected onto it), while a user metric, whose range is unknown, keeps
+    the symmetric interval of eq. 7."""
+    df = _frame(600, seed=3)
+    df.loc[df.index[:4], "age"] = "tiny"  # a group of a few rows
+
+    def mean_score10(y, d, s):
+        return float(np.mean(10 * s))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", (UserWarning, SamplerWarning))
+        res = disaggregated_evaluation(
+            df,
+            ["race", "sex", "age"],
+            "y",
+            "d",
+            "score",
+            metrics=["selection_rate", "fnr", "auc", mean_score10],
+            levels=[0.95, 0.5],
+            n_bootstrap_variance=30,
+            n_bootstrap=30,
+            hb_draws=100,
+            hb_tune=100,
+            hb_chains=2,
+            random_state=0,
+        )
+    iv = res.intervals.dropna(subset=["lower"])
+    rates = iv[iv.metric != "mean_score10"]
+    assert set(rates.estimator) >= {"standard", "empirical_bayes", "structured", "hierarchical"}
+    assert (rates.lower >= 0).all() and (rates.upper <= 1).all()
+    std = rates[(rates.estimator == "standard") & (rates.level == 0.95)]
+    assert ((std.lower == 0) | (std.upper == 1)).any()  # truncation was needed
+    est = res.table[res.table.metric == "auc"]["estimate"].dropna()
+    assert est.between(0, 1).all()
+    user = res.table[(res.table.metric == "mean_score10") & (res.table.estimator == "standard")]
+    user = user.dropna(subset=["lower"])
+    np.testing.assert_allclose(user.upper - user.estimate, user.estimate - user.lower)
+
+
 def test_hierarchical_runs_and_shrinks():
     df = _frame(2000)
     res = disaggregated_evaluation(
@@ -711,3 +752,5 @@ def test_random_small_audits_run_and_keep_every_group(seed):
     withint = std.dropna(subset=["lower"])
     assert (withint.lower <= withint.estimate + 1e-12).all()
     assert (withint.estimate <= withint.upper + 1e-12).all()
+    iv = t.dropna(subset=["lower"])
+    assert ((iv.lower >= 0) & (iv.upper <= 1)).all()

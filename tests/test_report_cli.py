@@ -195,3 +195,48 @@ def test_posterior_probability_beside_pvalues():
     grid = np.linspace(0, 1, 20001)
     exact = np.trapezoid(stats.beta.pdf(grid, 30.5, 70.5) * stats.beta.cdf(grid, 10.5, 90.5), grid)
     assert p == pytest.approx(exact, abs=0.003)
+
+
+def test_per_group_table_gives_each_estimator_its_interval():
+    """The report's per-group table: one row per group by size, each estimator's estimate
+    and interval as in the result's table; a wide table scrolls inside the page."""
+    from bayesfair import disaggregated_evaluation
+    from bayesfair.report.disaggregated import _metric_table
+    from bayesfair.report.html import Table
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], 300, p=[0.7, 0.25, 0.05]),
+            "b": rng.choice(["u", "v"], 300),
+            "y": rng.integers(0, 2, 300),
+            "d": rng.integers(0, 2, 300),
+        }
+    )
+    res = disaggregated_evaluation(
+        df,
+        ["a", "b"],
+        "y",
+        "d",
+        metrics=["fpr"],
+        estimators=["standard", "james_stein", "empirical_bayes"],
+        n_bootstrap_variance=30,
+        random_state=0,
+    )
+    tab = _metric_table(res, "fpr")
+    assert list(tab.columns) == [
+        "group",
+        "n",
+        "standard",
+        "standard interval",
+        "james_stein",
+        "empirical_bayes",
+        "empirical_bayes interval",
+    ]
+    assert tab["n"].is_monotonic_increasing and len(tab) == 6
+    row = res.table[(res.table.metric == "fpr") & (res.table.estimator == "empirical_bayes")]
+    row = row.loc[row["n"].idxmin()]
+    got = tab.set_index("group").loc[row["group"]]
+    assert got["empirical_bayes"] == f"{row['estimate']:.3f}"
+    assert got["empirical_bayes interval"] == f"[{row['lower']:.3f}, {row['upper']:.3f}]"
+    assert Table(tab).to_html().startswith('<div class="scroll"><table')

@@ -28,6 +28,15 @@ __all__ = ["ESTIMATORS", "DisaggregatedResult", "disaggregated_evaluation"]
 ESTIMATORS = ("standard", "james_stein", "empirical_bayes", "structured", "hierarchical")
 
 
+def _identity(interval):
+    return interval
+
+
+def _unit_interval(interval):
+    lo, hi = interval
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
 @dataclass
 class DisaggregatedResult:
     """Per-group estimates of every metric by every estimator.
@@ -145,7 +154,7 @@ class DisaggregatedResult:
                 zorder=3,
             )
         ax.set_xticks(range(len(order)))
-        ax.set_xticklabels(groups["n"].astype(int), fontsize=7)
+        ax.set_xticklabels(groups["n"].astype(int), fontsize=7, rotation=90)
         ax.set_xlabel("group size (groups ordered by size)")
         ax.set_ylabel(metric)
         ax.legend(frameon=False, fontsize=8)
@@ -190,7 +199,8 @@ def disaggregated_evaluation(
         Names among "selection_rate", "accuracy", "fpr", "fnr", "tpr", "tnr", "ppv",
         "npv", "base_rate", "auc", or callables ``f(y_true, y_pred, y_score) -> float``.
     estimators : list
-        Any of "standard" (intervals from the pooled variance, eq. 7), "james_stein",
+        Any of "standard" (intervals from the pooled variance, eq. 7, truncated to
+        [0, 1] for rates and AUC, as every estimator's are), "james_stein",
         "empirical_bayes" (with posterior intervals), "structured" (lasso, rBLPR
         intervals) and "hierarchical" (PyMC; central credible intervals, one-sided
         from 0 or to 1 for a count metric whose rows in a group are all on one
@@ -298,6 +308,9 @@ def disaggregated_evaluation(
     std = {}
     degenerate: dict[str, str] = {}  # metric -> why it has no pooled variance / no shrinkage
     for name, m in zip(names, metrics, strict=True):
+        # a rate or an AUC lies in [0, 1]: intervals are truncated to it (which keeps every
+        # value in [0, 1] they covered); a user metric's range is unknown, so it is left be
+        bound = _identity if callable(m) else _unit_interval
         s = gd.estimate(m)
         std[name] = s
         n_defined = int(np.sum(np.isfinite(s) & (n > 0)))
@@ -323,20 +336,25 @@ def disaggregated_evaluation(
                 if est not in estimators:
                     continue
                 if est == "standard" and sigma2 > 0:
-                    ivals = {lv: standard_intervals(s, n, sigma2, lv) for lv in levels}
+                    ivals = {lv: bound(standard_intervals(s, n, sigma2, lv)) for lv in levels}
                 else:
                     ivals = {lv: (nan, nan) for lv in levels} if est != "james_stein" else {}
                 add(name, est, s, ivals)
             continue
         if "standard" in estimators:
-            add(name, "standard", s, {lv: standard_intervals(s, n, sigma2, lv) for lv in levels})
+            add(
+                name,
+                "standard",
+                s,
+                {lv: bound(standard_intervals(s, n, sigma2, lv)) for lv in levels},
+            )
         if "james_stein" in estimators:
             add(name, "james_stein", james_stein(s, n, sigma2), {})
         if "empirical_bayes" in estimators:
             ivals = {}
             for lv in levels:
                 est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv)
-                ivals[lv] = (lo, hi)
+                ivals[lv] = bound((lo, hi))
             add(name, "empirical_bayes", est, ivals)
         if "structured" in estimators:
             feats = group_features(
@@ -401,7 +419,11 @@ def disaggregated_evaluation(
             )
             idatas["fay_herriot"] = idata
             for j, i in enumerate(other):
-                groups_post[names[i]] = th[:, j, :]
+                # the Fay-Herriot model is Normal on the metric's own scale: an AUC's
+                # posterior is the projection of its draws onto [0, 1]
+                groups_post[names[i]] = (
+                    th[:, j, :] if callable(metrics[i]) else np.clip(th[:, j, :], 0.0, 1.0)
+                )
         for name in names:
             if name not in groups_post:  # a metric without counts and with no pooled variance
                 nan = np.full(gd.n_groups, np.nan)

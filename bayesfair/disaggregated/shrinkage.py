@@ -55,6 +55,10 @@ def empirical_bayes(s, n, sigma2, level: float = 0.95):
     mu_a = mu + (1 - sigma_a^2 / (tau^2 + sigma_a^2)) (s_a - mu),
     with the posterior interval mu_a +- z sqrt(tau^2 sigma_a^2 / (tau^2 + sigma_a^2)).
 
+    The interval plugs in the estimates of mu and tau^2 as if they were known, so it
+    leaves out their uncertainty: where tau^2 is estimated as 0 every group's interval
+    has zero width.  The hierarchical model integrates over both.
+
     Returns (estimate, lower, upper, tau2).
     """
     s = np.asarray(s, float)

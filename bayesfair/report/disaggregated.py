@@ -4,12 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..disaggregated import DisaggregatedResult
 from .html import Figure, Report, Table, Text
 
 __all__ = ["add_disaggregated_section"]
+
+
+def _metric_table(result: DisaggregatedResult, metric: str) -> pd.DataFrame:
+    """One row per group (by size), per estimator its estimate and interval as text."""
+    t = result.table[result.table["metric"] == metric]
+    out = t.drop_duplicates("group")[["group", "n"]].sort_values("n", kind="stable")
+    out = out.set_index("group")
+
+    def fmt(v: float) -> str:
+        return "—" if not np.isfinite(v) else f"{v:.3f}"
+
+    for est, e in t.groupby("estimator", sort=False):
+        e = e.set_index("group")
+        out[est] = [fmt(v) for v in e["estimate"].reindex(out.index)]
+        if e["lower"].notna().any():
+            lo, hi = e["lower"].reindex(out.index), e["upper"].reindex(out.index)
+            out[f"{est} interval"] = [
+                "—" if not (np.isfinite(a) and np.isfinite(b)) else f"[{a:.3f}, {b:.3f}]"
+                for a, b in zip(lo, hi, strict=True)
+            ]
+    return out.reset_index()
 
 
 def add_disaggregated_section(
@@ -42,16 +64,30 @@ def add_disaggregated_section(
                 "disaggregated_evaluation(..., sr_ridge='rows') gives conservative ones."
             )
         )
+    if "empirical_bayes" in set(result.table["estimator"]):
+        sec.add(
+            Text(
+                "Empirical Bayes' intervals (Herlihy et al., Appendix B) plug in the estimated "
+                "mean and spread of the groups as if they were known: where the spread is "
+                "estimated as 0 they have zero width. Hierarchical Bayes integrates over both."
+            )
+        )
     for metric in metrics or list(dict.fromkeys(result.table["metric"])):
         fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
         result.plot(metric, estimators=have, ax=ax)
         ax.set_title(metric)
         sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group."))
-    wide = result.table.pivot_table(
-        index=["group", "n"], columns=["metric", "estimator"], values="estimate", sort=False
-    )
-    wide.columns = [f"{m} {e}" for m, e in wide.columns]
-    sec.add(Table(wide.reset_index(), float_format="{:.3f}"))
+    for metric in metrics or list(dict.fromkeys(result.table["metric"])):
+        sec.add(Text(f"{metric}, group by group:"))
+        sec.add(
+            Table(
+                _metric_table(result, metric),
+                caption=(
+                    f"{metric}: every estimator's estimate and {result.level:.0%} interval "
+                    "(none for James-Stein, which has no standard interval); groups by size."
+                ),
+            )
+        )
     sig = pd.DataFrame(
         {"metric": list(result.sigma2), "pooled sigma^2": list(result.sigma2.values())}
     )

@@ -27,7 +27,9 @@ padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #335;padding-bottom:.2em}
 h2{margin-top:2em;color:#335}
 table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+.scroll{overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ccd;padding:.25em .6em;text-align:right}
+td{white-space:nowrap}
 th{background:#eef}
 td:first-child,th:first-child{text-align:left}
 caption{caption-side:bottom;font-size:.85em;color:#555;text-align:left;padding-top:.3em}
@@ -78,7 +80,8 @@ class Table:
         if self.caption or note:
             cap = f"<caption>{_e((self.caption or '') + note)}</caption>"
             body = body.replace(">", ">" + cap, 1) if body.startswith("<table") else body
-        return body
+        # a wide table scrolls inside the page instead of running off its right edge
+        return f'<div class="scroll">{body}</div>'
 
 
 @dataclass
