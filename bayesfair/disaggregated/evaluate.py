@@ -15,7 +15,7 @@ from .._validation import check_random_state
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical
-from .shrinkage import empirical_bayes, james_stein, standard_intervals
+from .shrinkage import EB_INTERVALS, empirical_bayes, james_stein, standard_intervals
 from .structured import (
     check_rblpr_options,
     goodness_of_fit,
@@ -178,6 +178,7 @@ def disaggregated_evaluation(
     outcome_rates: bool = True,
     sr_interval: str = "percentile",
     sr_ridge: str | float = "groups",
+    eb_interval: str = "prasad_rao",
     hb_draws: int = 1000,
     hb_tune: int = 1000,
     hb_chains: int = 4,
@@ -201,7 +202,7 @@ def disaggregated_evaluation(
     estimators : list
         Any of "standard" (intervals from the pooled variance, eq. 7, truncated to
         [0, 1] for rates and AUC, as every estimator's are), "james_stein",
-        "empirical_bayes" (with posterior intervals), "structured" (lasso, rBLPR
+        "empirical_bayes" (with intervals, see ``eb_interval``), "structured" (lasso, rBLPR
         intervals) and "hierarchical" (PyMC; central credible intervals, one-sided
         from 0 or to 1 for a count metric whose rows in a group are all on one
         side, so that a rate of exactly 0 or 1 can be covered).
@@ -223,6 +224,12 @@ def disaggregated_evaluation(
         cover where the features explain the small groups; ``"rows"`` intervals close
         to the standard width that cover conservatively where they do not (see
         :func:`~bayesfair.disaggregated.structured.structured_regression`).
+    eb_interval : {"prasad_rao", "posterior"}
+        Empirical Bayes' interval: ``"prasad_rao"`` (default) adds to the posterior variance
+        the uncertainty of the estimated mean and spread of the groups (Prasad and Rao's
+        mean squared error, as in small-area estimation); ``"posterior"`` is the paper's
+        plug-in posterior interval (Appendix B), which has zero width wherever the spread
+        is estimated as 0 (see :func:`~bayesfair.disaggregated.shrinkage.empirical_bayes`).
     hb_draws, hb_tune, hb_chains : int
         NUTS settings of the hierarchical model.
     hb_point_estimate : {"mean", "median"}
@@ -252,6 +259,8 @@ def disaggregated_evaluation(
     >>> sorted(res.table["estimator"].unique())
     ['james_stein', 'standard']
     """
+    if eb_interval not in EB_INTERVALS:
+        raise ValueError(f"`eb_interval` must be one of {EB_INTERVALS}, got {eb_interval!r}")
     if hb_point_estimate not in ("mean", "median"):
         raise ValueError(
             f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
@@ -353,7 +362,7 @@ def disaggregated_evaluation(
         if "empirical_bayes" in estimators:
             ivals = {}
             for lv in levels:
-                est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv)
+                est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv, eb_interval)
                 ivals[lv] = bound((lo, hi))
             add(name, "empirical_bayes", est, ivals)
         if "structured" in estimators:

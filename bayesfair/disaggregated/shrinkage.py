@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["empirical_bayes", "james_stein", "standard_intervals"]
+__all__ = [
+    "EB_INTERVALS",
+    "dersimonian_laird_variance",
+    "empirical_bayes",
+    "james_stein",
+    "standard_intervals",
+]
 
 
 def standard_intervals(s, n, sigma2, level: float = 0.95):
@@ -47,20 +53,60 @@ def james_stein(s, n, sigma2):
     return np.where(ok, mu0 + shrink * (s - mu0), np.nan)
 
 
-def empirical_bayes(s, n, sigma2, level: float = 0.95):
+EB_INTERVALS = ("posterior", "prasad_rao")
+
+
+def dersimonian_laird_variance(tau2: float, w: np.ndarray) -> float:
+    """Variance of the (untruncated) moment estimator of tau^2 (Herlihy et al. eq. 13, which is
+    DerSimonian and Laird's) under the normal model, with weights w_a = 1 / sigma_a^2
+    (Biggerstaff and Tweedie 1997):
+
+    Var(Q) = 2 (k - 1) + 4 (S1 - 2 S2 / S1 + S3 / S1^2) tau^2
+             + 2 (S2 - 2 S3 / S1 + S2^2 / S1^2) tau^4,
+    Var(tau^2) = Var(Q) / (S1 - S2 / S1)^2,  S_r = sum_a w_a^r.
+    """
+    w = np.asarray(w, float)
+    k = len(w)
+    s1, s2, s3 = w.sum(), np.sum(w**2), np.sum(w**3)
+    var_q = (
+        2 * (k - 1)
+        + 4 * (s1 - 2 * s2 / s1 + s3 / s1**2) * tau2
+        + 2 * (s2 - 2 * s3 / s1 + s2**2 / s1**2) * tau2**2
+    )
+    return float(var_q / (s1 - s2 / s1) ** 2)
+
+
+def empirical_bayes(s, n, sigma2, level: float = 0.95, interval: str = "posterior"):
     """Empirical Bayes (Herlihy et al., Appendix B, eqs. 9, 13, 14).
 
     tau^2 = ((sum_a n_a (s_a - mu0)^2 - (|A| - 1) sigma^2) / (n - sum_a n_a^2 / n))_+,
     mu = sum_a s_a / (tau^2 + sigma_a^2) / sum_a 1 / (tau^2 + sigma_a^2),
-    mu_a = mu + (1 - sigma_a^2 / (tau^2 + sigma_a^2)) (s_a - mu),
-    with the posterior interval mu_a +- z sqrt(tau^2 sigma_a^2 / (tau^2 + sigma_a^2)).
+    mu_a = mu + (1 - sigma_a^2 / (tau^2 + sigma_a^2)) (s_a - mu).
 
-    The interval plugs in the estimates of mu and tau^2 as if they were known, so it
-    leaves out their uncertainty: where tau^2 is estimated as 0 every group's interval
-    has zero width.  The hierarchical model integrates over both.
+    ``interval="posterior"`` (the paper's) is mu_a +- z sqrt(g1), g1 = tau^2 sigma_a^2 /
+    (tau^2 + sigma_a^2): it plugs in the estimates of mu and tau^2 as if they were known,
+    so it leaves out their uncertainty, and where tau^2 is estimated as 0 every group's
+    interval has zero width.  ``interval="prasad_rao"`` is mu_a +- z sqrt(g1 + g2 + 2 g3),
+    Prasad and Rao's (1990) mean squared error of this estimator, as in small-area
+    estimation: g2 = B_a^2 / sum_b 1 / (tau^2 + sigma_b^2) for the estimate of mu and
+    g3 = sigma_a^4 / (tau^2 + sigma_a^2)^3 Var(tau^2) for the estimate of tau^2, with
+    :func:`dersimonian_laird_variance`.
 
     Returns (estimate, lower, upper, tau2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s, n = np.array([0.1, 0.12, 0.11, 0.1]), np.array([50, 80, 20, 40])
+    >>> est, lo, hi, tau2 = empirical_bayes(s, n, 0.09)
+    >>> tau2, bool(np.all(hi == lo))   # no spread beyond noise: zero-width posterior intervals
+    (0.0, True)
+    >>> _, lo, hi, _ = empirical_bayes(s, n, 0.09, interval="prasad_rao")
+    >>> bool(np.all(hi > lo))
+    True
     """
+    if interval not in EB_INTERVALS:
+        raise ValueError(f"`interval` must be one of {EB_INTERVALS}, got {interval!r}")
     s = np.asarray(s, float)
     n = np.asarray(n, float)
     ok = _defined(s, n)
@@ -74,6 +120,10 @@ def empirical_bayes(s, n, sigma2, level: float = 0.95):
     mu = np.sum(wts * s[ok]) / np.sum(wts)
     b = sig_a / (tau2 + sig_a)
     est = np.where(ok, mu + (1 - b) * (s - mu), np.nan)
-    sd = np.sqrt(tau2 * sig_a / (tau2 + sig_a))
+    mse = tau2 * sig_a / (tau2 + sig_a)
+    if interval == "prasad_rao":
+        var_tau2 = dersimonian_laird_variance(tau2, 1.0 / sig_a[ok])
+        mse = mse + b**2 / np.sum(wts) + 2 * sig_a**2 / (tau2 + sig_a) ** 3 * var_tau2
+    sd = np.sqrt(mse)
     z = stats.norm.ppf(0.5 + level / 2)
     return est, est - z * sd, est + z * sd, tau2

@@ -105,6 +105,7 @@ def simulate(
     interactions: bool = True,
     sr_ridge: str | float = "groups",
     sr_interval: str = "percentile",
+    eb_interval: str = "prasad_rao",
     hb_point_estimate: str = "mean",
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
@@ -114,7 +115,8 @@ def simulate(
     cut structured regression's error for five of six metrics and raise its
     coverage) are passed to structured regression, as are ``sr_ridge`` (the partial
     ridge of its rBLPR intervals) and ``sr_interval`` (see
-    :func:`~bayesfair.disaggregated.structured.structured_regression`);
+    :func:`~bayesfair.disaggregated.structured.structured_regression`); ``eb_interval``
+    to empirical Bayes;
     ``hb_point_estimate`` ("mean" or "median") to the hierarchical model.
 
     The hierarchical models' NUTS diagnostics of every draw are in
@@ -147,6 +149,7 @@ def simulate(
                 interactions=interactions,
                 sr_ridge=sr_ridge,
                 sr_interval=sr_interval,
+                eb_interval=eb_interval,
                 hb_point_estimate=hb_point_estimate,
                 random_state=int(rng.integers(2**31)),
             )

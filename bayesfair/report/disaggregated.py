@@ -67,9 +67,12 @@ def add_disaggregated_section(
     if "empirical_bayes" in set(result.table["estimator"]):
         sec.add(
             Text(
-                "Empirical Bayes' intervals (Herlihy et al., Appendix B) plug in the estimated "
-                "mean and spread of the groups as if they were known: where the spread is "
-                "estimated as 0 they have zero width. Hierarchical Bayes integrates over both."
+                "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
+                "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
+                "error); the paper's plug-in posterior intervals "
+                "(disaggregated_evaluation(..., eb_interval='posterior')) treat both as known "
+                "and have zero width where the spread is estimated as 0. Hierarchical Bayes "
+                "integrates over both."
             )
         )
     for metric in metrics or list(dict.fromkeys(result.table["metric"])):
