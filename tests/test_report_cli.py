@@ -240,3 +240,13 @@ def test_per_group_table_gives_each_estimator_its_interval():
     assert got["empirical_bayes"] == f"{row['estimate']:.3f}"
     assert got["empirical_bayes interval"] == f"[{row['lower']:.3f}, {row['upper']:.3f}]"
     assert Table(tab).to_html().startswith('<div class="scroll"><table')
+    # the section says which empirical-Bayes interval it shows
+    from bayesfair.report.disaggregated import add_disaggregated_section
+    from bayesfair.report.html import Report
+
+    assert res.eb_interval == "prasad_rao"
+    html = add_disaggregated_section(Report("t"), res).to_html()
+    assert "Prasad and Rao" in html and "plug-in posterior intervals: they" not in html
+    res.eb_interval = "posterior"
+    html = add_disaggregated_section(Report("t"), res).to_html()
+    assert "are the paper&#x27;s plug-in posterior intervals" in html

@@ -59,6 +59,8 @@ class DisaggregatedResult:
     diagnostics : dict
         Per hierarchical model: divergences, largest R-hat, smallest bulk ESS (problems
         also raise a ``SamplerWarning``).
+    eb_interval : str
+        Which empirical-Bayes interval the table holds ("prasad_rao" or "posterior").
     """
 
     __repr__ = compact_repr
@@ -71,6 +73,7 @@ class DisaggregatedResult:
     idata: dict = field(default_factory=dict)
     diagnostics: dict = field(default_factory=dict)
     grouped: GroupedData | None = field(default=None, repr=False)
+    eb_interval: str = "prasad_rao"
 
     def estimates(self, metric: str) -> pd.DataFrame:
         """Wide table of one metric: a column per estimator."""
@@ -488,4 +491,5 @@ def disaggregated_evaluation(
         idata=idatas,
         diagnostics=diagnostics,
         grouped=gd,
+        eb_interval=eb_interval,
     )

@@ -268,9 +268,10 @@ def shrinkage_oracle(
     and the factor (c in [0, 1], or rho in [0, inf]) are chosen *knowing the truth*, to
     minimise the absolute error on the small groups alone.  No estimator of either
     form -- whatever it estimates from the draw's data -- can have a lower small-group
-    mean absolute error on those draws, so a cut of the standard estimator's error
-    that the oracle does not reach is out of reach of James-Stein and empirical Bayes
-    on this population.
+    mean absolute error on those draws (up to the grid), so a cut of the standard
+    estimator's error that the oracle does not reach on a set of draws is out of reach
+    of James-Stein and empirical Bayes on that set.  The centres lie in [0, 1], the
+    range of the rates and the AUC.
 
     Parameters
     ----------
@@ -290,8 +291,8 @@ def shrinkage_oracle(
         One row per metric and estimator (standard, the actual James-Stein and empirical
         Bayes when simulated, and the two oracles: "oracle: common factor", the
         James-Stein form, and "oracle: factor by size", the empirical-Bayes form) with
-        the small-group mean absolute
-        error ``small`` and its ``cut`` against the standard estimator.
+        the small-group mean absolute error ``small``, its ``cut`` against the standard
+        estimator and the number of small ``group_draws``.
 
     Examples
     --------

@@ -65,16 +65,22 @@ def add_disaggregated_section(
             )
         )
     if "empirical_bayes" in set(result.table["estimator"]):
-        sec.add(
-            Text(
+        if result.eb_interval == "posterior":
+            eb_text = (
+                "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
+                "treat the estimated mean and spread of the groups as known, and have zero "
+                "width where the spread is estimated as 0 (eb_interval='prasad_rao' adds the "
+                "uncertainty of both)."
+            )
+        else:
+            eb_text = (
                 "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
                 "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
                 "error); the paper's plug-in posterior intervals "
                 "(disaggregated_evaluation(..., eb_interval='posterior')) treat both as known "
-                "and have zero width where the spread is estimated as 0. Hierarchical Bayes "
-                "integrates over both."
+                "and have zero width where the spread is estimated as 0."
             )
-        )
+        sec.add(Text(eb_text + " Hierarchical Bayes integrates over both."))
     for metric in metrics or list(dict.fromkeys(result.table["metric"])):
         fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
         result.plot(metric, estimators=have, ax=ax)
