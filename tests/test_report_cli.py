@@ -201,8 +201,8 @@ def test_per_group_table_gives_each_estimator_its_interval():
     """The report's per-group table: one row per group by size, each estimator's estimate
     and interval as in the result's table; a wide table scrolls inside the page."""
     from bayesfair import disaggregated_evaluation
-    from bayesfair.report.disaggregated import _metric_table
-    from bayesfair.report.html import Table
+    from bayesfair.report.disaggregated import _metric_table, add_disaggregated_section
+    from bayesfair.report.html import Report, Table
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame(
@@ -241,9 +241,6 @@ def test_per_group_table_gives_each_estimator_its_interval():
     assert got["empirical_bayes interval"] == f"[{row['lower']:.3f}, {row['upper']:.3f}]"
     assert Table(tab).to_html().startswith('<div class="scroll"><table')
     # the section says which empirical-Bayes interval it shows
-    from bayesfair.report.disaggregated import add_disaggregated_section
-    from bayesfair.report.html import Report
-
     assert res.eb_interval == "prasad_rao"
     html = add_disaggregated_section(Report("t"), res).to_html()
     assert "Prasad and Rao" in html and "plug-in posterior intervals: they" not in html

@@ -28,13 +28,16 @@ __all__ = ["ESTIMATORS", "DisaggregatedResult", "disaggregated_evaluation"]
 ESTIMATORS = ("standard", "james_stein", "empirical_bayes", "structured", "hierarchical")
 
 
-def _identity(interval):
-    return interval
+def _truncate(values, metric):
+    """A rate or an AUC lies in [0, 1]: estimates, draws and interval ends are truncated to it
+    (which keeps every value in [0, 1] an interval covered); a user metric's range is
+    unknown, so its values are left as they are."""
+    return values if callable(metric) else np.clip(values, 0.0, 1.0)
 
 
-def _unit_interval(interval):
+def _truncate_interval(interval, metric):
     lo, hi = interval
-    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    return _truncate(lo, metric), _truncate(hi, metric)
 
 
 @dataclass
@@ -320,9 +323,6 @@ def disaggregated_evaluation(
     std = {}
     degenerate: dict[str, str] = {}  # metric -> why it has no pooled variance / no shrinkage
     for name, m in zip(names, metrics, strict=True):
-        # a rate or an AUC lies in [0, 1]: intervals are truncated to it (which keeps every
-        # value in [0, 1] they covered); a user metric's range is unknown, so it is left be
-        bound = _identity if callable(m) else _unit_interval
         s = gd.estimate(m)
         std[name] = s
         n_defined = int(np.sum(np.isfinite(s) & (n > 0)))
@@ -348,7 +348,10 @@ def disaggregated_evaluation(
                 if est not in estimators:
                     continue
                 if est == "standard" and sigma2 > 0:
-                    ivals = {lv: bound(standard_intervals(s, n, sigma2, lv)) for lv in levels}
+                    ivals = {
+                        lv: _truncate_interval(standard_intervals(s, n, sigma2, lv), m)
+                        for lv in levels
+                    }
                 else:
                     ivals = {lv: (nan, nan) for lv in levels} if est != "james_stein" else {}
                 add(name, est, s, ivals)
@@ -358,7 +361,7 @@ def disaggregated_evaluation(
                 name,
                 "standard",
                 s,
-                {lv: bound(standard_intervals(s, n, sigma2, lv)) for lv in levels},
+                {lv: _truncate_interval(standard_intervals(s, n, sigma2, lv), m) for lv in levels},
             )
         if "james_stein" in estimators:
             add(name, "james_stein", james_stein(s, n, sigma2), {})
@@ -366,7 +369,7 @@ def disaggregated_evaluation(
             ivals = {}
             for lv in levels:
                 est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv, eb_interval)
-                ivals[lv] = bound((lo, hi))
+                ivals[lv] = _truncate_interval((lo, hi), m)
             add(name, "empirical_bayes", est, ivals)
         if "structured" in estimators:
             feats = group_features(
@@ -385,13 +388,9 @@ def disaggregated_evaluation(
                 rng=rng,
             )
             sr_info[name] = {k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas")}
-            est, ivals = sr["estimate"], sr["intervals"]
-            if not callable(m):  # a rate or an AUC: the linear model is projected onto [0, 1]
-                est = np.clip(est, 0.0, 1.0)
-                ivals = {
-                    lv: (np.clip(lo, 0, 1), np.clip(hi, 0, 1)) for lv, (lo, hi) in ivals.items()
-                }
-            add(name, "structured", est, ivals)
+            # the linear model of a rate or an AUC is projected onto [0, 1]
+            ivals = {lv: _truncate_interval(iv, m) for lv, iv in sr["intervals"].items()}
+            add(name, "structured", _truncate(sr["estimate"], m), ivals)
 
     if "hierarchical" in estimators:
         count = [i for i, m in enumerate(metrics) if isinstance(m, str) and m in COUNT_METRICS]
@@ -433,9 +432,7 @@ def disaggregated_evaluation(
             for j, i in enumerate(other):
                 # the Fay-Herriot model is Normal on the metric's own scale: an AUC's
                 # posterior is the projection of its draws onto [0, 1]
-                groups_post[names[i]] = (
-                    th[:, j, :] if callable(metrics[i]) else np.clip(th[:, j, :], 0.0, 1.0)
-                )
+                groups_post[names[i]] = _truncate(th[:, j, :], metrics[i])
         for name in names:
             if name not in groups_post:  # a metric without counts and with no pooled variance
                 nan = np.full(gd.n_groups, np.nan)

@@ -81,12 +81,13 @@ def add_disaggregated_section(
                 "and have zero width where the spread is estimated as 0."
             )
         sec.add(Text(eb_text + " Hierarchical Bayes integrates over both."))
-    for metric in metrics or list(dict.fromkeys(result.table["metric"])):
+    shown = list(metrics or dict.fromkeys(result.table["metric"]))
+    for metric in shown:
         fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
         result.plot(metric, estimators=have, ax=ax)
         ax.set_title(metric)
         sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group."))
-    for metric in metrics or list(dict.fromkeys(result.table["metric"])):
+    for metric in shown:
         sec.add(Text(f"{metric}, group by group:"))
         sec.add(
             Table(
