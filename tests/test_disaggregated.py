@@ -584,9 +584,14 @@ def test_simulation_on_adult(data_home):
     5 draws, the cut for selection rate was 39.7%, 29.9%, 33.4% and 19.4% for the models
     trained on the 25% splits of seeds 0-3 (FPR: 23.2%, 10.5%, 27.2%, 21.8%; this test's
     split 1 now gives 29.8% and 11.7%); the notebook's 20-draw run on split 0 is reported
-    there.  What the Adult population does not reproduce -- the 30% cut for James-Stein,
-    empirical Bayes and structured regression on selection rate and FPR -- is reported in
-    notebook 04 and the issue.
+    there.  What varies is the tiny population groups whose true rate is exactly 0 (no
+    referred negative among a handful of rows): every sample of them has the standard
+    estimate 0, so no estimator can beat it there.  On the small group-draws whose true
+    value lies inside (0, 1), hierarchical Bayes cut the error by 45%, 46%, 48% and 39%
+    for selection rate and 52%, 47%, 57% and 50% for FPR on splits 0-3 (5 draws each);
+    that 30% cut is asserted here.  What the Adult population does not reproduce -- the
+    30% cut for James-Stein, empirical Bayes and structured regression on selection rate
+    and FPR -- is reported, with oracle bounds, in notebook 04 and the issue.
     """
     from bayesfair.replication import herlihy
 
@@ -611,6 +616,11 @@ def test_simulation_on_adult(data_home):
     print("hierarchical Bayes' cut of the standard estimator's small-group error:", cut)
     assert small[("selection_rate", "hierarchical")] <= 0.85 * small[("selection_rate", "standard")]
     assert small[("fpr", "hierarchical")] < small[("fpr", "standard")]
+    inside = mae.set_index(["metric", "estimator"])["small_interior"]
+    for m in ("selection_rate", "fpr"):
+        inside_cut = 1 - inside[(m, "hierarchical")] / inside[(m, "standard")]
+        print(f"{m}: cut on small group-draws with a true value inside (0, 1): {inside_cut:.3f}")
+        assert inside_cut >= 0.30, (m, inside_cut)
     iv = sim[
         (sim.estimator == "standard") & (sim.level == 0.95) & sim.defined & np.isfinite(sim.truth)
     ]
@@ -701,6 +711,95 @@ def test_shrinkage_oracle_needs_standard_rows():
     sim = _shrinkage_sim(0)
     with pytest.raises(ValueError, match="standard"):
         shrinkage_oracle(sim[sim.estimator != "standard"])
+
+
+def _herlihy_like_population(seed, n=6000):
+    """A population with the simulation's columns (race x sex x age band, y, score,
+    decision at the top 20% of scores), groups from a few rows to thousands, and its
+    true metric table, as :func:`bayesfair.replication.herlihy.population` returns."""
+    from bayesfair.replication.herlihy import AGE_BANDS, SENSITIVE
+
+    rng = np.random.default_rng(seed)
+    pop = pd.DataFrame(
+        {
+            "race": rng.choice(["W", "B", "A", "O"], n, p=[0.8, 0.12, 0.05, 0.03]),
+            "sex": rng.choice(["M", "F"], n, p=[0.65, 0.35]),
+            "age_band": rng.choice(AGE_BANDS, n, p=[0.3, 0.35, 0.25, 0.1]),
+        }
+    )
+    lin = (
+        pop["sex"].map({"M": 0.6, "F": -0.6}).to_numpy()
+        + pop["age_band"].map(dict(zip(AGE_BANDS, [-1.5, 0.3, 0.6, 0.2], strict=True))).to_numpy()
+        + pop["race"].map({"W": 0.2, "B": -0.4, "A": 0.3, "O": -0.3}).to_numpy()
+    )
+    pop["y"] = (rng.random(n) < 1 / (1 + np.exp(1.2 - lin))).astype(int)
+    pop["score"] = 1 / (1 + np.exp(-(lin + 1.5 * pop["y"] - 1.5 + rng.normal(0, 1, n))))
+    pop["decision"] = (pop["score"] >= np.quantile(pop["score"], 0.8)).astype(int)
+    gd = GroupedData.from_frame(pop, SENSITIVE, "y", "decision", "score")
+    truth = pd.DataFrame(
+        {m: gd.estimate(m) for m in ("selection_rate", "fpr")}, index=gd.group_names()
+    )
+    return pop, truth
+
+
+def test_lasso_path_oracle_matches_structured_regression_and_simulate():
+    """The oracle fits the evaluation sets of simulate() (its standard row equals
+    summarise's small-group error of the same draws), its path at every penalty is the
+    error of structured_regression at that penalty (brute force, one draw), and its
+    per-draw choice is never worse than one penalty for all draws, which is never worse
+    than any point of the path; summarise's small_interior leaves out true values of 0
+    or 1 and only those."""
+    from bayesfair.replication import herlihy
+
+    pt = _herlihy_like_population(3)
+    kw = dict(n_eval=800, pop_truth=pt, random_state=4, explanatory=None)
+    table, path = herlihy.lasso_path_oracle(3, return_path=True, n_lambdas=12, **kw)
+    t = table.set_index(["metric", "estimator"])
+    sim = herlihy.simulate(3, estimators=("standard",), metrics=("selection_rate", "fpr"), **kw)
+    mae, _ = herlihy.summarise(sim)
+    for m in ("selection_rate", "fpr"):
+        std = mae.set_index(["metric", "estimator"]).loc[(m, "standard")]
+        assert t.loc[(m, "standard"), "small"] == pytest.approx(std["small"], abs=1e-12)
+        per_draw = t.loc[(m, "lasso: best lambda per draw"), "small"]
+        common = t.loc[(m, "lasso: best lambda for all draws"), "small"]
+        assert per_draw <= common + 1e-12
+        assert common == pytest.approx(path[path.metric == m]["small"].min(), abs=1e-12)
+        # small_interior by hand
+        one = sim[(sim.metric == m) & (sim.estimator == "standard") & (sim.n <= 25)]
+        one = one.drop_duplicates(["draw", "group"])
+        one = one[one.defined & (one.truth > 0) & (one.truth < 1)]
+        assert std["small_interior"] == pytest.approx(
+            (one.estimate - one.truth).abs().mean(), abs=1e-12
+        )
+    # brute force on the first draw: structured_regression at each penalty of the grid
+    _, one_path = herlihy.lasso_path_oracle(1, return_path=True, n_lambdas=12, **kw)
+    ev = herlihy._stratified(
+        pt[0], 800, np.random.default_rng(np.random.SeedSequence(4).spawn(1)[0])
+    )
+    gd = GroupedData.from_frame(ev, herlihy.SENSITIVE, "y", "decision", "score")
+    feats = group_features(gd, interactions=True, outcome_rates=True)
+    n = gd.sizes()
+    for m in ("selection_rate", "fpr"):
+        s = gd.estimate(m)
+        tr = pt[1].loc[gd.group_names(), m].to_numpy()
+        ok = np.isfinite(s) & (n > 0)
+        keep = ok & (n <= 25)
+        from bayesfair.disaggregated.structured import _standardise
+
+        lmax = lambda_max(_standardise(feats.to_numpy(float))[0][ok], s[ok], n[ok])
+        for ratio, small in one_path[one_path.metric == m][["lambda_ratio", "small"]].to_numpy():
+            sr = structured_regression(
+                gd,
+                m,
+                s,
+                1.0,
+                features=feats,
+                lam=lmax * ratio,
+                n_bootstrap=2,
+                rng=np.random.default_rng(0),
+            )
+            est = np.clip(sr["estimate"], 0, 1)
+            assert small == pytest.approx(np.abs(est[keep] - tr[keep]).mean(), abs=1e-7)
 
 
 @pytest.mark.parametrize("binomial", [True, False])
