@@ -584,8 +584,8 @@ def test_simulation_on_adult(data_home):
     5 draws, the cut for selection rate was 39.7%, 29.9%, 33.4% and 19.4% for the models
     trained on the 25% splits of seeds 0-3 (FPR: 23.2%, 10.5%, 27.2%, 21.8%; this test's
     split 1 now gives 29.8% and 11.7%); the notebook's 20-draw run on split 0 is reported
-    there.  What varies is the tiny population groups whose true rate is exactly 0 (no
-    referred negative among a handful of rows): every sample of them has the standard
+    there.  What varies is the small population groups whose true FPR is exactly 0 (no
+    referred negative among them): every sample of them has the standard
     estimate 0, so no estimator can beat it there.  On the small group-draws whose true
     value lies inside (0, 1), hierarchical Bayes cut the error by 45%, 46%, 48% and 39%
     for selection rate and 52%, 47%, 57% and 50% for FPR on splits 0-3 (5 draws each);

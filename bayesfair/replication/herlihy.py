@@ -195,7 +195,7 @@ def summarise(sim: pd.DataFrame, small: int = 25):
     The MAE table has the mean absolute error over all group-draws (``all``), small
     groups of at most ``small`` rows (``small``), the others (``large``), and the
     small groups whose true value lies strictly inside (0, 1) (``small_interior``).
-    The last one explains, not replaces, ``small``: where a tiny population group's true
+    The last one explains, not replaces, ``small``: where a small population group's true
     rate is exactly 0 (no negative referred, say), every sample of it has the standard
     estimate 0 too, so on those group-draws the standard estimator cannot err and any
     estimator that borrows from other groups can only lose.
