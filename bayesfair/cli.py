@@ -101,10 +101,8 @@ def _demo(args: argparse.Namespace) -> int:
     add_frequentist_section(rep, data)
     add_scan_section(rep, scan_audit_data(data))
     add_disaggregated_section(rep, _disaggregated(data, bayes=not args.no_bayes, seed=args.seed))
-    rep.subtitle = (
-        "Synthetic data from the Gaussian threshold model of Foulds et al. (known ground truth): "
-        + ds.description
-    )
+    # the data set's description names the model (Foulds et al.'s Gaussian threshold model)
+    rep.subtitle = "Synthetic data with known ground truth. " + ds.description
     truth = ds.truth["table"].copy()
     truth.insert(len(DEMO_LEVELS), "intersection", data.group_labels)
     sec = rep.section("Ground truth of the synthetic data")

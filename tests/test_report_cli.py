@@ -45,6 +45,19 @@ def test_user_strings_are_escaped(tmp_path):
     assert rep.save(tmp_path / "r.html").is_file()
 
 
+def test_table_of_a_pivot_has_no_empty_leading_column():
+    """A pivot's column-axis name ("metric") is not rendered as the header of an extra,
+    empty first column (pandas does that even with index=False); the demo's error-rate
+    table had one."""
+    long = pd.DataFrame({"g": ["a", "a", "b", "b"], "metric": ["x", "y"] * 2, "v": [1, 2, 3, 4]})
+    wide = long.pivot_table(index="g", columns="metric", values="v").reset_index()
+    assert wide.columns.name == "metric"
+    html = Table(wide).to_html()
+    header = html.split("<thead>")[1].split("</thead>")[0]
+    assert header.count("<th") == 3 and "metric" not in header
+    assert html.count("<td") == 6
+
+
 def test_audit_csv(tmp_path):
     rng = np.random.default_rng(0)
     df = pd.DataFrame(

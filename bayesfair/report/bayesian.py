@@ -6,7 +6,12 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ..models import FairnessModel, model_average, posterior_fairness
+from ..models import (
+    FairnessModel,
+    HierarchicalLogisticRegression,
+    model_average,
+    posterior_fairness,
+)
 from .html import Figure, Report, Table, Text
 from .plots import plot_posterior_boxes, plot_posterior_rates
 
@@ -52,6 +57,17 @@ def add_bayesian_section(
         s.insert(0, "model", name)
         rows.append(s)
     sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
+    hier = [n for n, m in models.items() if isinstance(m, HierarchicalLogisticRegression)]
+    if hier:
+        sec.add(
+            Text(
+                f"{', '.join(hier)}: the mode of a hierarchical model depends on the coordinates "
+                "it is computed in (in the centred ones its density has no maximum), so its O, "
+                "PyMC's find_MAP in the sampler's coordinates, can sit far from the posterior; "
+                "Foulds et al. report no point estimate for HLR. Read it through X and the "
+                "posterior."
+            )
+        )
     sec.add(
         Figure(
             plot_posterior_boxes(results), caption="Posterior of the fairness metrics per model."

@@ -66,6 +66,10 @@ class Table:
 
     def to_html(self) -> str:
         df = self.frame
+        if not isinstance(df.columns, pd.MultiIndex) and df.columns.name is not None:
+            # a pivot's column-axis name: with index=False pandas still renders it, as the
+            # header of an extra, empty first column
+            df = df.rename_axis(columns=None)
         note = ""
         if len(df) > self.max_rows:
             note = f" (first {self.max_rows} of {len(df)} rows)"
