@@ -442,7 +442,16 @@ def test_callable_metric_and_auc_run():
     )
     assert set(res.table.metric) == {"auc", "mean_score"}
     assert res.estimates("auc").shape[0] == 8
-    res.plot("auc", estimators=("standard", "structured"))
+    # the paper's axis marks groups by size; labels="group" names them (the report's choice)
+    by_size = res.plot("auc", estimators=("standard", "structured"))
+    sizes = sorted(res.estimates("auc")["n"])
+    assert [t.get_text() for t in by_size.get_xticklabels()] == [str(n) for n in sizes]
+    named = res.plot("auc", estimators=("standard", "structured"), labels="group")
+    ticks = [t.get_text() for t in named.get_xticklabels()]
+    est = res.estimates("auc").sort_values("n", kind="stable")
+    assert ticks == [f"{g} (n={n})" for g, n in zip(est["group"], est["n"], strict=True)]
+    with pytest.raises(ValueError, match="labels"):
+        res.plot("auc", labels="names")
 
 
 def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():

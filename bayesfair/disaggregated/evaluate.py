@@ -128,12 +128,18 @@ class DisaggregatedResult:
         estimators: Sequence[str] = ("standard", "hierarchical"),
         ax=None,
         truth: Mapping[str, float] | None = None,
+        labels: str = "size",
     ):
         """Figure 1 of Herlihy et al.: estimates and intervals by group, ordered by size.
 
-        ``truth`` (group label -> value) adds the true values, for simulations."""
+        ``truth`` (group label -> value) adds the true values, for simulations.
+        ``labels`` marks each group on the axis by its size (``"size"``, as the
+        paper's figure) or by its name and size (``"group"``), so that a reader can
+        tell which groups the data cannot speak for."""
         import matplotlib.pyplot as plt
 
+        if labels not in ("size", "group"):
+            raise ValueError(f"`labels` must be 'size' or 'group', got {labels!r}")
         t = self.table[self.table["metric"] == metric]
         groups = t.drop_duplicates("group").sort_values("n", kind="stable")
         order = {g: i for i, g in enumerate(groups["group"])}
@@ -160,8 +166,13 @@ class DisaggregatedResult:
                 zorder=3,
             )
         ax.set_xticks(range(len(order)))
-        ax.set_xticklabels(groups["n"].astype(int), fontsize=7, rotation=90)
-        ax.set_xlabel("group size (groups ordered by size)")
+        if labels == "size":
+            ax.set_xticklabels(groups["n"].astype(int), fontsize=7, rotation=90)
+            ax.set_xlabel("group size (groups ordered by size)")
+        else:
+            ticks = [f"{g} (n={n})" for g, n in zip(groups["group"], groups["n"], strict=True)]
+            ax.set_xticklabels(ticks, fontsize=7, rotation=90)
+            ax.set_xlabel("group (ordered by size)")
         ax.set_ylabel(metric)
         ax.legend(frameon=False, fontsize=8)
         return ax

@@ -84,7 +84,8 @@ def add_disaggregated_section(
     shown = list(metrics or dict.fromkeys(result.table["metric"]))
     for metric in shown:
         fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
-        result.plot(metric, estimators=have, ax=ax)
+        # named groups: the reader should see *which* small groups the data cannot speak for
+        result.plot(metric, estimators=have, ax=ax, labels="group")
         ax.set_title(metric)
         sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group."))
     for metric in shown:
