@@ -780,6 +780,8 @@ def test_lasso_path_oracle_matches_structured_regression_and_simulate():
         assert std["small_interior"] == pytest.approx(
             (one.estimate - one.truth).abs().mean(), abs=1e-12
         )
+    with pytest.raises(ValueError, match="no true values"):
+        herlihy.lasso_path_oracle(1, metrics=("ppv",), **kw)
     # brute force on the first draw: structured_regression at each penalty of the grid
     _, one_path = herlihy.lasso_path_oracle(1, return_path=True, n_lambdas=12, **kw)
     ev = herlihy._stratified(

@@ -431,6 +431,13 @@ def lasso_path_oracle(
     from ..disaggregated.structured import _standardise, group_features
 
     pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
+    missing = [m for m in metrics if m not in truth.columns]
+    if missing:
+        raise ValueError(
+            f"`metrics` {missing} have no true values; the truth table has {list(truth.columns)}"
+        )
+    if n_draws < 1 or n_lambdas < 1:
+        raise ValueError(f"`n_draws` and `n_lambdas` must be >= 1, got {n_draws}, {n_lambdas}")
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
     ratios = np.logspace(0, -4, n_lambdas)
     err = {m: np.zeros(n_lambdas) for m in metrics}  # summed over draws' small groups
