@@ -58,6 +58,29 @@ def test_table_of_a_pivot_has_no_empty_leading_column():
     assert html.count("<td") == 6
 
 
+def test_diagnostic_counts_render_as_whole_numbers():
+    """Effective sample sizes and divergences show as 1498, not 1.5e+03 or 1498.000; a
+    missing one (a conjugate model has none) shows as the table's missing mark."""
+    from bayesfair.report.html import DIAGNOSTIC_COUNTS, whole_numbers
+
+    diag = pd.DataFrame(
+        {
+            "model": ["HLR", "EDF"],
+            "divergences": [0.0, np.nan],
+            "r_hat_max": [1.0104, np.nan],
+            "ess_bulk_min": [1498.4, np.nan],
+            "ess_tail_min": [1470.0, np.inf],
+        }
+    )
+    out = whole_numbers(diag, DIAGNOSTIC_COUNTS)
+    assert out["ess_bulk_min"].iloc[0] == "1498" and out["divergences"].iloc[0] == "0"
+    assert out[["divergences", "ess_bulk_min", "ess_tail_min"]].iloc[1].isna().all()
+    assert out["r_hat_max"].equals(diag["r_hat_max"])  # other columns untouched
+    html = Table(out, float_format="{:.3f}").to_html()
+    assert "<td>1498</td>" in html and "<td>1.010</td>" in html
+    assert "1.5e+03" not in html and "1498.000" not in html and html.count("<td>—</td>") == 4
+
+
 def test_audit_csv(tmp_path):
     rng = np.random.default_rng(0)
     df = pd.DataFrame(

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..disaggregated import DisaggregatedResult
-from .html import Figure, Report, Table, Text
+from .html import DIAGNOSTIC_COUNTS, Figure, Report, Table, Text, whole_numbers
 
 __all__ = ["add_disaggregated_section"]
 
@@ -109,6 +109,7 @@ def add_disaggregated_section(
     )
     if result.diagnostics:
         diag = pd.DataFrame(result.diagnostics).T.rename_axis("hierarchical model").reset_index()
+        diag = whole_numbers(diag, DIAGNOSTIC_COUNTS)
         sec.add(
             Table(
                 diag,
@@ -117,7 +118,7 @@ def add_disaggregated_section(
                     "largest R-hat and smallest effective sample sizes (0 divergences and "
                     "R-hat <= 1.01 expected)."
                 ),
-                float_format="{:.3g}",
+                float_format="{:.3f}",
             )
         )
     return report

@@ -88,6 +88,22 @@ class Table:
         return f'<div class="scroll">{body}</div>'
 
 
+#: diagnostics that are counts or sample sizes
+DIAGNOSTIC_COUNTS = ("divergences", "ess_bulk_min", "ess_tail_min")
+
+
+def whole_numbers(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """A copy of ``frame`` whose ``columns`` (those present) show as whole numbers -- counts
+    and effective sample sizes -- instead of through a table's float format (which shows an
+    ESS of 1498 as 1.5e+03 or 1498.000); missing values stay missing."""
+    out = frame.copy()
+    for c in columns:
+        if c in out:
+            v = pd.to_numeric(out[c], errors="coerce").astype(float)
+            out[c] = [f"{x:.0f}" if pd.notna(x) and abs(x) != float("inf") else None for x in v]
+    return out
+
+
 @dataclass
 class Figure:
     """A matplotlib figure embedded as a base64 PNG."""
