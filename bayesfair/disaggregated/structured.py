@@ -95,6 +95,12 @@ def _standardise(F: np.ndarray):
     return F / sd, sd
 
 
+def lambda_ratios(n_lambdas: int) -> np.ndarray:
+    """The penalty grid of structured regression as fractions of ``lambda_max``: from 1
+    (every coefficient zero) down to 1e-4, evenly on a log scale."""
+    return np.logspace(0, -4, n_lambdas)
+
+
 def _fit(X, y, w, lam):
     b0, th = lasso_cd(X, y, w, lam, np.zeros(X.shape[1]))
     return b0, th
@@ -196,7 +202,7 @@ def structured_regression(
         raise ValueError("structured regression needs at least two groups with estimates")
     w = n[ok] / sigma2
     lmax = lambda_max(F[ok], s[ok], w)
-    lams = lmax * np.logspace(0, -4, n_lambdas) if lmax > 0 else np.array([0.0])
+    lams = lmax * lambda_ratios(n_lambdas) if lmax > 0 else np.array([0.0])
     cv_loss = None
     if lam is None:
         lam, cv_loss = _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng)

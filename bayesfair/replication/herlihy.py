@@ -426,9 +426,9 @@ def lasso_path_oracle(
         ``lambda_ratio`` (lambda / lambda_max; NaN per draw) and the number of small
         ``group_draws``.  The path: metric, lambda_ratio, small, cut.
     """
-    from ..disaggregated._lasso import lambda_max, lasso_cd
+    from ..disaggregated._lasso import lambda_max
     from ..disaggregated.evaluate import _truncate
-    from ..disaggregated.structured import _standardise, group_features
+    from ..disaggregated.structured import _fit, _standardise, group_features, lambda_ratios
 
     pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
     missing = [m for m in metrics if m not in truth.columns]
@@ -439,7 +439,7 @@ def lasso_path_oracle(
     if n_draws < 1 or n_lambdas < 1:
         raise ValueError(f"`n_draws` and `n_lambdas` must be >= 1, got {n_draws}, {n_lambdas}")
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
-    ratios = np.logspace(0, -4, n_lambdas)
+    ratios = lambda_ratios(n_lambdas)
     err = {m: np.zeros(n_lambdas) for m in metrics}  # summed over draws' small groups
     best = dict.fromkeys(metrics, 0.0)
     base = dict.fromkeys(metrics, 0.0)
@@ -463,8 +463,8 @@ def lasso_path_oracle(
             lmax = lambda_max(F[ok], s[ok], n[ok])
             e = np.empty(n_lambdas)
             for i, r in enumerate(ratios):
-                # from zero, as structured regression fits its chosen penalty
-                b0, theta = lasso_cd(F[ok], s[ok], n[ok], lmax * r, np.zeros(F.shape[1]))
+                # structured regression's own fit at that penalty
+                b0, theta = _fit(F[ok], s[ok], n[ok], lmax * r)
                 est = _truncate(b0 + F @ theta, m)
                 e[i] = np.abs(est[keep] - t[keep]).sum()
             err[m] += e

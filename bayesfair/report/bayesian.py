@@ -12,7 +12,7 @@ from ..models import (
     model_average,
     posterior_fairness,
 )
-from .html import DIAGNOSTIC_COUNTS, Figure, Report, Table, Text, whole_numbers
+from .html import Figure, Report, Table, Text, whole_numbers
 from .plots import plot_posterior_boxes, plot_posterior_rates
 
 __all__ = ["add_bayesian_section"]
@@ -87,7 +87,7 @@ def add_bayesian_section(
         ]
     )
     sec.add(Text("Sampler diagnostics (NUTS fits):"))
-    sec.add(Table(whole_numbers(diag, DIAGNOSTIC_COUNTS), float_format="{:.3f}"))
+    sec.add(Table(whole_numbers(diag), float_format="{:.3f}"))
     if len(models) >= 2:
         fitted = list(models.values())
         weights = pd.DataFrame(

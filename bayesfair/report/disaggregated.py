@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..disaggregated import DisaggregatedResult
-from .html import DIAGNOSTIC_COUNTS, Figure, Report, Table, Text, whole_numbers
+from .html import Figure, Report, Table, Text, whole_numbers
 
 __all__ = ["add_disaggregated_section"]
 
@@ -109,7 +109,7 @@ def add_disaggregated_section(
     )
     if result.diagnostics:
         diag = pd.DataFrame(result.diagnostics).T.rename_axis("hierarchical model").reset_index()
-        diag = whole_numbers(diag, DIAGNOSTIC_COUNTS)
+        diag = whole_numbers(diag)
         sec.add(
             Table(
                 diag,

@@ -10,6 +10,7 @@ import base64
 import datetime as _dt
 import html
 import io
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -92,7 +93,7 @@ class Table:
 DIAGNOSTIC_COUNTS = ("divergences", "ess_bulk_min", "ess_tail_min")
 
 
-def whole_numbers(frame: pd.DataFrame, columns) -> pd.DataFrame:
+def whole_numbers(frame: pd.DataFrame, columns=DIAGNOSTIC_COUNTS) -> pd.DataFrame:
     """A copy of ``frame`` whose ``columns`` (those present) show as whole numbers -- counts
     and effective sample sizes -- instead of through a table's float format (which shows an
     ESS of 1498 as 1.5e+03 or 1498.000); missing values stay missing."""
@@ -100,7 +101,7 @@ def whole_numbers(frame: pd.DataFrame, columns) -> pd.DataFrame:
     for c in columns:
         if c in out:
             v = pd.to_numeric(out[c], errors="coerce").astype(float)
-            out[c] = [f"{x:.0f}" if pd.notna(x) and abs(x) != float("inf") else None for x in v]
+            out[c] = [f"{x:.0f}" if math.isfinite(x) else None for x in v]
     return out
 
 
