@@ -314,6 +314,7 @@ def test_hlr_point_estimate_depends_on_the_coordinates_and_the_report_says_so():
     point_gap = np.mean(np.abs(logit(nc.p_point_) - logit(c.p_point_))[ok])
     post = {k: np.asarray(f.p_draws_).reshape(-1, ok.size).mean(0) for k, f in fits.items()}
     post_gap = np.mean(np.abs(logit(post["noncentered"]) - logit(post["centered"]))[ok])
+    print(f"HLR log-odds gap between parameterizations: O {point_gap:.2f}, mean {post_gap:.3f}")
     assert point_gap > 0.3 and post_gap < 0.05, (point_gap, post_gap)
     html = add_bayesian_section(Report("t"), {"HLR": nc}).to_html()
     assert "depends on the coordinates" in html
