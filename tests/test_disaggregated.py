@@ -913,3 +913,69 @@ def test_random_small_audits_run_and_keep_every_group(seed):
     assert (withint.estimate <= withint.upper + 1e-12).all()
     iv = t.dropna(subset=["lower"])
     assert ((iv.lower >= 0) & (iv.upper <= 1)).all()
+
+
+def test_hierarchical_value_without_rows_is_drawn_as_a_new_level():
+    """An attribute value no row carries (an unused category) is left out of the
+    hierarchical fit: the seen groups' posterior is exactly the one without that value,
+    and its groups get draws as new levels, finite and wider than any seen group's."""
+    df = _frame(2000)
+    declared = df.assign(race=pd.Categorical(df.race, categories=list("ABCDE")))
+    kw = dict(
+        metrics=["selection_rate", "auc"],
+        estimators=["hierarchical"],
+        hb_draws=200,
+        hb_tune=300,
+        hb_chains=2,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        base = disaggregated_evaluation(df, ["race", "sex"], "y", "d", "score", **kw)
+        res = disaggregated_evaluation(declared, ["race", "sex"], "y", "d", "score", **kw)
+    for metric in ("selection_rate", "auc"):
+        got = res.table[(res.table.metric == metric)].set_index("group")
+        want = base.table[(base.table.metric == metric)].set_index("group")
+        seen = got.loc[want.index]
+        np.testing.assert_allclose(seen.estimate, want.estimate, rtol=1e-12)
+        np.testing.assert_allclose(seen.upper - seen.lower, want.upper - want.lower, rtol=1e-12)
+        new = got[got.race == "E"]
+        assert len(new) == 2 and (new.n == 0).all()
+        assert np.isfinite(new[["estimate", "lower", "upper"]].to_numpy()).all()
+        assert (new.upper - new.lower).min() > (seen.upper - seen.lower).max()
+    groups = res.idata["binomial"].posterior["theta"].coords["group"].to_numpy()
+    assert len(groups) == 8 and set(groups) <= set(range(10))
+
+
+@pytest.mark.slow
+def test_hierarchical_new_level_draws_match_the_model_with_the_value():
+    """Brute force: with one attribute, the draws for a value without rows equal in
+    distribution those of the model that keeps the value (sampled long, at
+    target_accept 0.99, across the ridge the value adds)."""
+    from bayesfair.disaggregated._hb_logp import hierarchical_nutpie_model
+    from bayesfair.disaggregated.hierarchical import _Problem, fit_hierarchical
+    from bayesfair.models.base import sample_nuts
+
+    rng = np.random.default_rng(3)
+    labels = pd.DataFrame({"a": list("vwxyz")})
+    m = np.array([[40.0, 25.0, 60.0, 15.0, 0.0]])
+    k = rng.binomial(m.astype(int), [[0.2, 0.35, 0.3, 0.5, 0.4]]).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        _, new = fit_hierarchical(labels, ["r"], k=k, m=m, draws=4000, chains=4, random_seed=1)
+        prob = _Problem(labels, ["r"], k, m, None, None, True)
+        idata = sample_nuts(
+            prob.pymc_model,
+            lambda: hierarchical_nutpie_model(prob.layout()),
+            draws=4000,
+            tune=2000,
+            chains=4,
+            seed=2,
+            target_accept=0.99,
+        )
+    full = idata.posterior["theta"].to_numpy().reshape(-1, 1, 5)
+    q = [0.05, 0.25, 0.5, 0.75, 0.95]
+    got, want = np.quantile(new[:, 0, 4], q), np.quantile(full[:, 0, 4], q)
+    print("new level:", got.round(3), "model with the value:", want.round(3))
+    np.testing.assert_allclose(got, want, atol=0.03)
+    np.testing.assert_allclose(new[:, 0, :4].mean(0), full[:, 0, :4].mean(0), atol=0.01)

@@ -222,7 +222,9 @@ def disaggregated_evaluation(
         "empirical_bayes" (with intervals, see ``eb_interval``), "structured" (lasso, rBLPR
         intervals) and "hierarchical" (PyMC; central credible intervals, one-sided
         from 0 or to 1 for a count metric whose rows in a group are all on one
-        side, so that a rate of exactly 0 or 1 can be covered).
+        side, so that a rate of exactly 0 or 1 can be covered).  An attribute value
+        that no row carries (an unused category) is left out of the hierarchical
+        fit, and its groups are drawn as new levels from the fitted scales.
     levels : list of float
         Interval levels; the first is the one in ``table``.
     n_bootstrap_variance : int

@@ -21,6 +21,10 @@ integrated out in the sampler and drawn from its conditional Normal afterwards),
 with every scale ~ HalfNormal(s) and the intercept ~ Normal(mean, s), s the
 spread of the standard estimates.
 Several metrics are fitted in one model along a ``measure`` dimension.
+An attribute value without data (an unused category) is left out of the fit and
+its groups are drawn afterwards as new levels (see ``_fit_with_unseen_levels``):
+kept in, it adds a ridge that the likelihood cannot see, which NUTS crossed with
+divergences.
 """
 
 from __future__ import annotations
@@ -184,6 +188,23 @@ def fit_hierarchical(
     closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
     per model); otherwise on the PyMC model with PyMC's sampler.
     """
+    seen = _groups_with_seen_levels(labels, k, m, s, se)
+    if seen.any() and not seen.all():
+        return _fit_with_unseen_levels(
+            labels,
+            metric_names,
+            seen,
+            k=k,
+            m=m,
+            s=s,
+            se=se,
+            interactions=interactions,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            target_accept=target_accept,
+            random_seed=random_seed,
+        )
     from ..models.base import sample_nuts
     from ._hb_logp import hierarchical_nutpie_model
 
@@ -213,4 +234,105 @@ def fit_hierarchical(
     ) / prec
     rng = np.random.default_rng(random_seed)
     theta = mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
+    return idata, theta
+
+
+def _groups_with_data(k, m, s, se) -> np.ndarray:
+    if k is not None:
+        return (np.asarray(m, float) > 0).any(axis=0)
+    s, se = np.asarray(s, float), np.asarray(se, float)
+    return (np.isfinite(s) & np.isfinite(se) & (se > 0)).any(axis=0)
+
+
+def _groups_with_seen_levels(labels: pd.DataFrame, k, m, s, se) -> np.ndarray:
+    """Groups every one of whose attribute values some group with data also has."""
+    has = _groups_with_data(k, m, s, se)
+    seen = np.ones(len(labels), bool)
+    for c in labels.columns:
+        col = labels[c].to_numpy()
+        seen &= pd.Series(col).isin(pd.unique(col[has])).to_numpy()
+    return seen
+
+
+def _fit_with_unseen_levels(labels, metric_names, seen, *, k, m, s, se, interactions, **kw):
+    """Fit on the groups whose attribute values all occur in the data, and draw the others
+    as groups with new levels.
+
+    An attribute value that no row carries (an unused category, say) adds to a
+    sum-to-zero block a direction that the likelihood does not see: the intercept
+    and the observed values' effects can trade against the unseen value's effect, a
+    ridge whose width grows with the block's scale, which NUTS crosses with
+    divergences.  The value's groups are therefore left out of the fit and drawn
+    afterwards, as ``brms`` does for new levels (``sample_new_levels="gaussian"``):
+    from every posterior draw, a new value's effect is Normal(0, sigma_b^2 (1 + 1/L_b))
+    for a block with L_b observed values (an effect relative to the mean of the L_b
+    observed ones), an interaction cell with one or two new values likewise, and the
+    group effect Normal(0, sigma_group^2).  For a main effect this is the model that
+    keeps the value, integrated over the ridge (``tests/test_disaggregated.py -k
+    new_level`` compares the two by brute force); for an interaction cell the factor
+    (1 + 1/L) bounds the variance from above, so those draws err on the wide side.
+    The posterior's ``group`` coordinate holds the fitted groups' positions.
+    """
+    idx = np.flatnonzero(seen)
+    sub = labels.iloc[idx].reset_index(drop=True)
+
+    def take(a):
+        return None if a is None else np.asarray(a, float)[:, idx]
+
+    idata, th_fit = fit_hierarchical(
+        sub,
+        metric_names,
+        k=take(k),
+        m=take(m),
+        s=take(s),
+        se=take(se),
+        interactions=interactions,
+        **kw,
+    )
+    idata.posterior = idata.posterior.assign_coords(group=idx)
+    post = idata.posterior
+    binomial = k is not None
+
+    def flat(name: str) -> np.ndarray:
+        x = post[name].to_numpy()
+        return x.reshape(x.shape[0] * x.shape[1], x.shape[2], -1)  # (samples, measures, ...)
+
+    new = np.flatnonzero(~seen)
+    samples, n_measures = th_fit.shape[0], th_fit.shape[1]
+    rng = np.random.default_rng([kw["random_seed"], 1])
+    _, levels, pairs = _design(sub)
+    pos = {c: {v: i for i, v in enumerate(lv)} for c, lv in levels.items()}
+    inflate = {c: 1.0 + 1.0 / len(lv) for c, lv in levels.items()}
+    eta = np.repeat(flat("alpha")[:, :, :1], len(new), axis=2)  # (samples, measures, new)
+
+    def add_block(name: str, index, variance) -> None:
+        """Add block ``name``'s effect: observed cell ``index[g]`` or, where it is -1, a
+        new cell's draw with ``variance[g]`` times the block's sigma^2."""
+        sd = flat(f"sigma_{name}")[:, :, 0]
+        z = flat(f"z_{name}")
+        for j, (ix, var) in enumerate(zip(index, variance, strict=True)):
+            if ix >= 0:
+                eta[:, :, j] += sd * z[:, :, ix]
+            else:
+                eta[:, :, j] += sd * np.sqrt(var) * rng.standard_normal(sd.shape)
+
+    lab_new = labels.iloc[new]
+    for c in labels.columns:
+        ix = [pos[c].get(v, -1) for v in lab_new[c]]
+        add_block(c, ix, [inflate[c]] * len(ix))
+    if interactions:
+        for c1, c2 in pairs:
+            n2 = len(levels[c2])
+            ix, var = [], []
+            for v1, v2 in zip(lab_new[c1], lab_new[c2], strict=True):
+                i1, i2 = pos[c1].get(v1, -1), pos[c2].get(v2, -1)
+                ix.append(i1 * n2 + i2 if i1 >= 0 and i2 >= 0 else -1)
+                var.append((inflate[c1] if i1 < 0 else 1.0) * (inflate[c2] if i2 < 0 else 1.0))
+            add_block(f"{c1}_{c2}", ix, var)
+    if "sigma_group" in post:
+        sd = flat("sigma_group")[:, :, 0]
+        eta += sd[:, :, None] * rng.standard_normal(eta.shape)
+    theta = np.empty((samples, n_measures, len(labels)))
+    theta[:, :, idx] = th_fit
+    theta[:, :, new] = 1.0 / (1.0 + np.exp(-eta)) if binomial else eta
     return idata, theta
