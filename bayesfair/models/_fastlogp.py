@@ -31,7 +31,7 @@ import numpy as np
 from .._nutpie import LOGISTIC, lr_logp_and_grad, nutpie_model
 from ._design import Design
 
-__all__ = ["LogisticLayout", "logistic_nutpie_model", "zero_sum_basis"]
+__all__ = ["LogisticLayout", "logistic_nutpie_model", "unidentified_rotation", "zero_sum_basis"]
 
 
 def zero_sum_basis(levels: int) -> np.ndarray:
@@ -43,6 +43,18 @@ def zero_sum_basis(levels: int) -> np.ndarray:
     norm = s / (np.sqrt(m) + m)
     fill = norm - s / np.sqrt(m)
     return np.vstack([eye, fill]) - norm
+
+
+def unidentified_rotation(x_seen: np.ndarray, tol: float = 1e-10) -> np.ndarray | None:
+    """An orthogonal matrix whose first columns span the row space of ``x_seen`` and
+    whose last columns span its null space (the directions the likelihood of those
+    rows does not see), or None when there are none."""
+    p = x_seen.shape[1]
+    if x_seen.shape[0] == 0:
+        return None
+    _, sv, vt = np.linalg.svd(x_seen, full_matrices=True)
+    rank = int((sv > tol * sv[0]).sum()) if sv[0] > 0 else 0
+    return None if rank == p else vt.T
 
 
 class LogisticLayout:
@@ -117,9 +129,21 @@ class LogisticLayout:
         effects: str,
         lam: float | None = None,
         centered: bool | np.ndarray = False,
+        separate_unidentified: bool = False,
     ) -> LogisticLayout:
         """LR / HLR on ``design``: intercept ``c`` and one effect per attribute value
-        (``beta_<attr>``, sum-to-zero through PyMC's transform or one-hot)."""
+        (``beta_<attr>``, sum-to-zero through PyMC's transform or one-hot).
+
+        ``separate_unidentified`` rotates the fixed effects' unconstrained values so
+        that the directions no non-empty intersection sees (those of an attribute value
+        without rows; with one-hot effects also the redundancy of the intercept and the
+        indicators) become coordinates of their own.  Their prior is isotropic
+        (``Normal(prior_mu, sigma)`` on every value), so the rotation is a change of
+        variables with unit Jacobian that leaves the model as it is, and (for the
+        non-centred HLR and for LR) those coordinates are independent of the rest in
+        the posterior: NUTS no longer has to move along a ridge that only the prior
+        bounds.  Where the non-empty intersections see every direction nothing changes.
+        """
         g = design.n_groups
         blocks = [np.ones((g, 1))]
         maps: list[np.ndarray] = []
@@ -138,11 +162,17 @@ class LogisticLayout:
             block[:, start : start + basis.shape[1]] = basis
             outputs.append((f"beta_{a}", (f"{a}_value",), block))
             start += basis.shape[1]
+        prior = np.asarray(prior_mu, dtype=float)
+        if separate_unidentified:
+            rot = unidentified_rotation(xf[design.n > 0])
+            if rot is not None:  # f = rot @ x: seen directions first, then the others
+                xf, prior = xf @ rot, rot.T @ prior
+                outputs = [(name, dims, m @ rot) for name, dims, m in outputs]
         return cls(
             xf,
             design.n,
             design.k,
-            np.asarray(prior_mu),
+            prior,
             sigma=sigma,
             outputs=outputs,
             row_dim="intersection",
@@ -179,7 +209,9 @@ def logistic_nutpie_model(design: Design, **layout: object):
     """A compiled ``nutpie`` model of LR (no ``lam``) or HLR on ``design``'s counts.
 
     Its draws hold the variables and dims of the PyMC model: ``c``,
-    ``beta_<attr>``, for HLR ``sigma2``, ``z`` and ``gamma``, and ``p``.
+    ``beta_<attr>``, for HLR ``sigma2``, ``z`` and ``gamma``, and ``p``.  The
+    directions no non-empty intersection sees are sampled as coordinates of their
+    own (``separate_unidentified``).
     """
-    lay = LogisticLayout.from_design(design, **layout)  # type: ignore[arg-type]
+    lay = LogisticLayout.from_design(design, separate_unidentified=True, **layout)  # type: ignore[arg-type]
     return lay.nutpie_model(design.coords())
