@@ -184,7 +184,7 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", eb_interval="plugin")
     with pytest.raises(ValueError, match="`sr_interval`"):
         disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca")
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(ValueError, match="feature 'race' has 1 missing value"):
         disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
     with pytest.raises(ValueError, match="'y' has 2 missing value"):
         disaggregated_evaluation(df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d")

@@ -121,6 +121,17 @@ def test_permutation_errors():
     )
     with pytest.raises(ValueError, match="name the two"):
         permutation_test(three, "fnr")
+    # group 'b' has no positives: its FNR is undefined, and the message says which group
+    no_pos = AuditData(
+        pd.DataFrame({"g": list("aabb"), "y": [1, 0, 0, 0], "d": [1, 1, 0, 1]}),
+        "g",
+        "y",
+        decision="d",
+    )
+    with pytest.raises(
+        ValueError, match=r"fnr is undefined in group 'b' \(tp, fp, fn, tn = 0, 1, 0, 1\)"
+    ):
+        permutation_test(no_pos, "fnr")
     no_decision = AuditData(pd.DataFrame({"g": list("abab"), "y": [1, 0, 1, 0]}), "g", "y")
     with pytest.raises(ValueError, match="need a decision"):
         permutation_test(no_decision, "fnr")

@@ -79,8 +79,12 @@ class GroupedData:
         for c in sens:
             if c not in data.columns:
                 raise ValueError(f"sensitive feature {c!r} is not in the data")
-            if data[c].isna().any():
-                raise ValueError(f"sensitive feature {c!r} has missing values")
+            n_missing = int(data[c].isna().sum())
+            if n_missing:
+                raise ValueError(
+                    f"sensitive feature {c!r} has {n_missing} missing value(s); recode them "
+                    "as an explicit category (for example 'unknown') or remove those rows first"
+                )
         y = check_binary(data[y_true], y_true, "`y_true`", pos_label).astype(int)
         yhat = None
         if y_pred is not None:

@@ -336,7 +336,14 @@ def permutation_test_counts(
     observed_diff = float(_stat(a, b, metric, False))
     observed_z = float(_stat(a, b, metric, True))
     if np.isnan(observed_diff):
-        raise ValueError(f"{metric} is undefined in one of the groups (zero denominator)")
+        empty = [
+            f"{g!r} (tp, fp, fn, tn = {', '.join(map(str, c))})"
+            for g, c in zip(groups, (a, b), strict=True)
+            if _rate(c, metric)[1] == 0
+        ]
+        raise ValueError(
+            f"{metric} is undefined in group {' and '.join(empty)}: its denominator is zero"
+        )
     pooled = a + b
     if permute == "free":
         sizes = np.array([a.sum(), b.sum()])
