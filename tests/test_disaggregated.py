@@ -945,6 +945,22 @@ def test_hierarchical_value_without_rows_is_drawn_as_a_new_level():
         assert (new.upper - new.lower).min() > (seen.upper - seen.lower).max()
     groups = res.idata["binomial"].posterior["theta"].coords["group"].to_numpy()
     assert len(groups) == 8 and set(groups) <= set(range(10))
+    # an attribute whose rows all have one value: no effect to fit (it is the model
+    # without that attribute), and its unseen value's scale comes from the prior
+    site = df.assign(site=pd.Categorical(["s1"] * len(df), categories=["s1", "s2"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        one = disaggregated_evaluation(site, ["race", "site"], "y", "d", "score", **kw)
+        alone = disaggregated_evaluation(df, ["race"], "y", "d", "score", **kw)
+    assert "sigma_site" not in one.idata["binomial"].posterior
+    for metric in ("selection_rate", "auc"):
+        got = one.table[one.table.metric == metric]
+        want = alone.table[alone.table.metric == metric]
+        np.testing.assert_allclose(
+            got[got.site == "s1"].estimate, want.estimate.to_numpy(), rtol=1e-12
+        )
+        new = got[got.site == "s2"]
+        assert np.isfinite(new.estimate).all() and (new.upper > new.lower).all()
 
 
 @pytest.mark.slow

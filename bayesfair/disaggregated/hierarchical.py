@@ -50,10 +50,14 @@ class _Problem:
     def __init__(self, labels, metric_names, k, m, s, se, interactions) -> None:
         self.binomial = k is not None
         self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
-        self.codes, self.levels, self.pairs = _design(labels)
+        self.codes, self.levels, pairs = _design(labels)
+        # an attribute with one value has no effect to estimate (its sum-to-zero block is
+        # empty), and would leave the sampler a scale that only its prior informs
+        self.attributes = [c for c in labels.columns if len(self.levels[c]) > 1]
+        self.pairs = [(a, b) for a, b in pairs if a in self.attributes and b in self.attributes]
         # with one attribute the group effect of a count model would repeat the main effect
         # (both one value per group): a ridge the sampler can only cross by its priors
-        self.group_effect = len(labels.columns) > 1
+        self.group_effect = len(self.attributes) > 1
         self.G, self.M = len(labels), len(self.metric_names)
         if self.binomial:
             center = np.log((np.nansum(k, 1) + 0.5) / (np.nansum(m - k, 1) + 0.5))
@@ -90,7 +94,7 @@ class _Problem:
             d = {name: pm.Data(name, val) for name, val in d0.items()}
             alpha = pm.Normal("alpha", d["center"], self.tau * sc, dims="measure")
             eta = alpha[:, None] * np.ones((1, G))
-            for c in self.labels.columns:
+            for c in self.attributes:
                 sd = pm.HalfNormal(f"sigma_{c}", sc, dims="measure")
                 z = pm.ZeroSumNormal(f"z_{c}", 1.0, dims=("measure", f"{c}_level"))
                 eta = eta + (sd[:, None] * z)[:, self.codes[c]]
@@ -134,7 +138,7 @@ class _Problem:
         codes, levels = self.codes, self.levels
         blocks = [
             (c, [str(v) for v in levels[c]], codes[c], zero_sum_basis(len(levels[c])))
-            for c in self.labels.columns
+            for c in self.attributes
         ]
         if self.interactions:
             for c1, c2 in self.pairs:
@@ -271,7 +275,9 @@ def _fit_with_unseen_levels(labels, metric_names, seen, *, k, m, s, se, interact
     keeps the value, integrated over the ridge (``tests/test_disaggregated.py -k
     new_level`` compares the two by brute force); for an interaction cell the factor
     (1 + 1/L) bounds the variance from above, so those draws err on the wide side.
-    The posterior's ``group`` coordinate holds the fitted groups' positions.
+    Where an attribute has a single observed value, nothing in the data informs its
+    spread, and its scale is drawn from the prior.  The posterior's ``group``
+    coordinate holds the fitted groups' positions.
     """
     idx = np.flatnonzero(seen)
     sub = labels.iloc[idx].reset_index(drop=True)
@@ -292,36 +298,45 @@ def _fit_with_unseen_levels(labels, metric_names, seen, *, k, m, s, se, interact
     idata.posterior = idata.posterior.assign_coords(group=idx)
     post = idata.posterior
     binomial = k is not None
+    fitted = _Problem(sub, metric_names, take(k), take(m), take(s), take(se), interactions)
+    new = np.flatnonzero(~seen)
+    samples, n_measures = th_fit.shape[0], th_fit.shape[1]
+    rng = np.random.default_rng([kw["random_seed"], 1])
 
     def flat(name: str) -> np.ndarray:
         x = post[name].to_numpy()
         return x.reshape(x.shape[0] * x.shape[1], x.shape[2], -1)  # (samples, measures, ...)
 
-    new = np.flatnonzero(~seen)
-    samples, n_measures = th_fit.shape[0], th_fit.shape[1]
-    rng = np.random.default_rng([kw["random_seed"], 1])
-    _, levels, pairs = _design(sub)
+    def scale_of(name: str) -> np.ndarray:
+        """Draws of a block's scale: its posterior, or its HalfNormal prior where the fit
+        has no such block (an attribute with one observed value: nothing informs it)."""
+        if f"sigma_{name}" in post:
+            return flat(f"sigma_{name}")[:, :, 0]
+        return np.abs(rng.standard_normal((samples, n_measures))) * fitted.scale[None, :]
+
+    levels = fitted.levels
     pos = {c: {v: i for i, v in enumerate(lv)} for c, lv in levels.items()}
     inflate = {c: 1.0 + 1.0 / len(lv) for c, lv in levels.items()}
     eta = np.repeat(flat("alpha")[:, :, :1], len(new), axis=2)  # (samples, measures, new)
 
     def add_block(name: str, index, variance) -> None:
-        """Add block ``name``'s effect: observed cell ``index[g]`` or, where it is -1, a
-        new cell's draw with ``variance[g]`` times the block's sigma^2."""
-        sd = flat(f"sigma_{name}")[:, :, 0]
-        z = flat(f"z_{name}")
+        """Add block ``name``'s effect: the fitted one of cell ``index[g]`` or, where that
+        is -1, a new cell's draw with ``variance[g]`` times the block's sigma^2."""
+        sd = scale_of(name)
+        z = flat(f"z_{name}") if f"z_{name}" in post else None
         for j, (ix, var) in enumerate(zip(index, variance, strict=True)):
-            if ix >= 0:
-                eta[:, :, j] += sd * z[:, :, ix]
-            else:
+            if ix < 0:
                 eta[:, :, j] += sd * np.sqrt(var) * rng.standard_normal(sd.shape)
+            elif z is not None:  # an observed value of a one-valued attribute adds nothing
+                eta[:, :, j] += sd * z[:, :, ix]
 
     lab_new = labels.iloc[new]
-    for c in labels.columns:
+    varying = [c for c in labels.columns if labels[c].nunique() > 1]
+    for c in varying:
         ix = [pos[c].get(v, -1) for v in lab_new[c]]
         add_block(c, ix, [inflate[c]] * len(ix))
     if interactions:
-        for c1, c2 in pairs:
+        for c1, c2 in combinations(varying, 2):
             n2 = len(levels[c2])
             ix, var = [], []
             for v1, v2 in zip(lab_new[c1], lab_new[c2], strict=True):
@@ -329,9 +344,8 @@ def _fit_with_unseen_levels(labels, metric_names, seen, *, k, m, s, se, interact
                 ix.append(i1 * n2 + i2 if i1 >= 0 and i2 >= 0 else -1)
                 var.append((inflate[c1] if i1 < 0 else 1.0) * (inflate[c2] if i2 < 0 else 1.0))
             add_block(f"{c1}_{c2}", ix, var)
-    if "sigma_group" in post:
-        sd = flat("sigma_group")[:, :, 0]
-        eta += sd[:, :, None] * rng.standard_normal(eta.shape)
+    if not binomial or len(varying) > 1:  # the full model's group effect
+        eta += scale_of("group")[:, :, None] * rng.standard_normal(eta.shape)
     theta = np.empty((samples, n_measures, len(labels)))
     theta[:, :, idx] = th_fit
     theta[:, :, new] = 1.0 / (1.0 + np.exp(-eta)) if binomial else eta
