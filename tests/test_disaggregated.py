@@ -23,6 +23,9 @@ from bayesfair.disaggregated import (
 from bayesfair.disaggregated._lasso import lambda_max, lasso_cd
 from bayesfair.metrics import group_rates
 
+#: a short hierarchical fit for tests that compare its output, not its accuracy
+SMALL_HB = dict(estimators=["hierarchical"], hb_draws=200, hb_tune=300, hb_chains=2, random_state=0)
+
 
 def _frame(n=3000, seed=0):
     rng = np.random.default_rng(seed)
@@ -521,14 +524,7 @@ def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
     """``hb_point_estimate`` picks the posterior mean (default) or median of theta; the
     posterior itself does not change with it (same seed)."""
     df = _frame(2000)
-    kw = dict(
-        metrics=["selection_rate"],
-        estimators=["hierarchical"],
-        hb_draws=200,
-        hb_tune=300,
-        hb_chains=2,
-        random_state=0,
-    )
+    kw = dict(metrics=["selection_rate"], **SMALL_HB)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         mean = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw)
@@ -921,14 +917,7 @@ def test_hierarchical_value_without_rows_is_drawn_as_a_new_level():
     and its groups get draws as new levels, finite and wider than any seen group's."""
     df = _frame(2000)
     declared = df.assign(race=pd.Categorical(df.race, categories=list("ABCDE")))
-    kw = dict(
-        metrics=["selection_rate", "auc"],
-        estimators=["hierarchical"],
-        hb_draws=200,
-        hb_tune=300,
-        hb_chains=2,
-        random_state=0,
-    )
+    kw = dict(metrics=["selection_rate", "auc"], **SMALL_HB)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
         base = disaggregated_evaluation(df, ["race", "sex"], "y", "d", "score", **kw)
