@@ -508,3 +508,36 @@ def test_posterior_ihat_closed_form_density_equals_pymc():
         offsets.append(ours - float(logp(point)))
         np.testing.assert_allclose(grad, dlogp(point), rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(offsets, offsets[0], atol=1e-8)
+
+
+def test_posterior_ihat_separates_the_directions_no_pattern_sees():
+    """With one indicator per value beside the intercept (the scan's I-hat features) some
+    directions are seen by no pattern: the sampler's layout rotates them into coordinates
+    of their own.  At rotated points its density equals PyMC's model up to the same
+    constant, the gradient is the rotated one, and the written intercept and coefficients
+    are PyMC's values."""
+    from bayesfair._nutpie import lr_expand
+    from bayesfair.models._fastlogp import unidentified_rotation
+    from bayesfair.scan.bayes import _ihat_layout, _ihat_model
+
+    rng = np.random.default_rng(5)
+    codes = np.column_stack([rng.integers(0, 3, 30), rng.integers(0, 2, 30)])
+    X = np.hstack([np.eye(3)[codes[:, 0]], np.eye(2)[codes[:, 1]]])
+    W1, W0 = rng.uniform(0, 3, 30), rng.uniform(0, 3, 30)
+    names = ["a=0", "a=1", "a=2", "b=0", "b=1"]
+    model = _ihat_model(X, W1, W0, names, 2.5)
+    lay = _ihat_layout(X, W1, W0, 2.5)
+    rot = unidentified_rotation(np.hstack([np.ones((30, 1)), X]))
+    assert rot is not None and rot.shape == (6, 6)  # two unseen directions, one per attribute
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    offsets = []
+    for _ in range(4):
+        f = rng.normal(0, 1, 6)
+        point = {"intercept": f[0], "coef": f[1:]}
+        ours, grad = lay.logp(rot.T @ f)
+        offsets.append(ours - float(logp(point)))
+        np.testing.assert_allclose(grad, rot.T @ dlogp(point), rtol=1e-9, atol=1e-10)
+        out = np.empty(lay.n_expanded)
+        lr_expand(rot.T @ f, lay.buffer, out)
+        np.testing.assert_allclose(out, f, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(offsets, offsets[0], atol=1e-8)

@@ -31,7 +31,13 @@ import numpy as np
 from .._nutpie import LOGISTIC, lr_logp_and_grad, nutpie_model
 from ._design import Design
 
-__all__ = ["LogisticLayout", "logistic_nutpie_model", "unidentified_rotation", "zero_sum_basis"]
+__all__ = [
+    "LogisticLayout",
+    "logistic_nutpie_model",
+    "separate_unseen_directions",
+    "unidentified_rotation",
+    "zero_sum_basis",
+]
 
 
 def zero_sum_basis(levels: int) -> np.ndarray:
@@ -55,6 +61,23 @@ def unidentified_rotation(x_seen: np.ndarray, tol: float = 1e-10) -> np.ndarray 
     _, sv, vt = np.linalg.svd(x_seen, full_matrices=True)
     rank = int((sv > tol * sv[0]).sum()) if sv[0] > 0 else 0
     return None if rank == p else vt.T
+
+
+def separate_unseen_directions(
+    xf: np.ndarray,
+    prior_mu: np.ndarray,
+    outputs: list[tuple[str, tuple[str, ...], np.ndarray]],
+    seen: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, tuple[str, ...], np.ndarray]]]:
+    """Rotate the fixed effects so that the directions no ``seen`` row of ``xf`` sees
+    become coordinates of their own (``f = rot @ x``): the design, the prior means and
+    the output maps in the new coordinates, or unchanged where every direction is seen.
+    A change of variables with unit Jacobian; it leaves the model as it is only under an
+    isotropic prior (one ``sigma`` for every fixed effect, as :class:`LogisticLayout`'s)."""
+    rot = unidentified_rotation(xf[seen])
+    if rot is None:
+        return xf, prior_mu, outputs
+    return xf @ rot, rot.T @ prior_mu, [(name, dims, m @ rot) for name, dims, m in outputs]
 
 
 class LogisticLayout:
@@ -164,10 +187,7 @@ class LogisticLayout:
             start += basis.shape[1]
         prior = np.asarray(prior_mu, dtype=float)
         if separate_unidentified:
-            rot = unidentified_rotation(xf[design.n > 0])
-            if rot is not None:  # f = rot @ x: seen directions first, then the others
-                xf, prior = xf @ rot, rot.T @ prior
-                outputs = [(name, dims, m @ rot) for name, dims, m in outputs]
+            xf, prior, outputs = separate_unseen_directions(xf, prior, outputs, design.n > 0)
         return cls(
             xf,
             design.n,

@@ -128,17 +128,26 @@ def _ihat_model(X, W1, W0, names, prior_scale):
 def _ihat_layout(X, W1, W0, prior_scale):
     """The same model for the closed-form sampler: ``W1 log s(eta) + W0 log(1 - s(eta))``
     is the binomial log-likelihood of ``W1`` successes in ``W1 + W0`` weighted trials."""
-    from ..models._fastlogp import LogisticLayout
+    from ..models._fastlogp import LogisticLayout, separate_unseen_directions
 
     f = X.shape[1]
     eye = np.eye(f + 1)
-    return LogisticLayout(
+    # one indicator per value beside the intercept: the directions no pattern sees (one
+    # per attribute, and any value absent from the reference rows) are bounded only by
+    # the isotropic prior; sampled as coordinates of their own, NUTS need not walk them
+    xf, prior, outputs = separate_unseen_directions(
         np.hstack([np.ones((len(X), 1)), X]),
+        np.zeros(f + 1),
+        [("intercept", (), eye[:1]), ("coef", ("feature",), eye[1:])],
+        (W1 + W0) > 0,
+    )
+    return LogisticLayout(
+        xf,
         W1 + W0,
         W1,
-        np.zeros(f + 1),
+        prior,
         sigma=prior_scale,
-        outputs=[("intercept", (), eye[:1]), ("coef", ("feature",), eye[1:])],
+        outputs=outputs,
         row_dim="pattern",
         row_outputs=False,
     )
