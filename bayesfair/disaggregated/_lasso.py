@@ -4,7 +4,13 @@ Minimises  1/2 sum_a w_a (y_a - b0 - x_a . theta)^2 + lam ||theta||_1  with the
 weights normalised to sum to one -- scikit-learn's ``Lasso(alpha=lam)`` objective
 with ``sample_weight=w`` -- on the tiny problems of structured regression (one
 observation per group), where scikit-learn's per-call overhead would dominate the
-hundreds of fits of cross-validation and the residual bootstrap.
+hundreds of fits of cross-validation and the residual bootstrap.  After
+``accel_after`` plain sweeps the iterates are Anderson-extrapolated every
+``accel_k`` sweeps (Bertrand and Massias, "Anderson acceleration of coordinate
+descent", AISTATS 2021), which the exactly collinear group and attribute
+indicators need at small penalties: on 243 groups, a fit at 1e-4 of
+``lambda_max`` went from 10,000 sweeps without converging (470 ms) to
+convergence in about 40 ms.
 """
 
 from __future__ import annotations
@@ -14,7 +20,21 @@ import numpy as np
 
 
 @nb.njit(cache=True)
-def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10):
+def _objective(Xc, yc, ws, theta, lam):
+    n, d = Xc.shape
+    obj = 0.0
+    for i in range(n):
+        ri = yc[i]
+        for j in range(d):
+            ri -= Xc[i, j] * theta[j]
+        obj += 0.5 * ws[i] * ri * ri
+    for j in range(d):
+        obj += lam * abs(theta[j])
+    return obj
+
+
+@nb.njit(cache=True)
+def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10, accel_after=100, accel_k=5):
     n, d = X.shape
     ws = w / w.sum()
     xm = np.zeros(d)
@@ -38,7 +58,14 @@ def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10):
     for i in range(n):
         for j in range(d):
             r[i] -= Xc[i, j] * theta[j]
-    for _ in range(max_iter):
+    # Anderson extrapolation of the sweeps (Bertrand and Massias 2021) once plain coordinate
+    # descent has run ``accel_after`` sweeps without converging: on exactly collinear
+    # indicators (group identities beside attribute values) at small penalties it would
+    # otherwise crawl to ``max_iter``; an extrapolated point is kept only if it lowers the
+    # objective, so the iteration still converges to a lasso solution
+    hist = np.zeros((accel_k + 1, d))
+    n_hist = 0
+    for it in range(max_iter):
         delta = 0.0
         for j in range(d):
             if z[j] <= 1e-15:
@@ -62,6 +89,32 @@ def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10):
                 delta = max(delta, abs(diff) * np.sqrt(z[j]))
         if delta < tol:
             break
+        if it >= accel_after and d > 1:
+            hist[n_hist] = theta
+            n_hist += 1
+            if n_hist == accel_k + 1:
+                n_hist = 0
+                U = np.empty((d, accel_k))
+                for k in range(accel_k):
+                    U[:, k] = hist[k + 1] - hist[k]
+                G = U.T @ U
+                scale = 0.0
+                for k in range(accel_k):
+                    scale = max(scale, G[k, k])
+                if scale > 0.0:
+                    c = np.linalg.solve(G + 1e-10 * scale * np.eye(accel_k), np.ones(accel_k))
+                    tot = c.sum()
+                    if np.isfinite(tot) and abs(tot) > 1e-300:
+                        c /= tot
+                        extr = np.zeros(d)
+                        for k in range(accel_k):
+                            extr += c[k] * hist[k + 1]
+                        if _objective(Xc, yc, ws, extr, lam) < _objective(Xc, yc, ws, theta, lam):
+                            theta[:] = extr
+                            for i in range(n):
+                                r[i] = yc[i]
+                                for j in range(d):
+                                    r[i] -= Xc[i, j] * theta[j]
     b0 = ym
     for j in range(d):
         b0 -= xm[j] * theta[j]
