@@ -283,3 +283,23 @@ def test_per_group_table_gives_each_estimator_its_interval():
     res.eb_interval = "posterior"
     html = add_disaggregated_section(Report("t"), res).to_html()
     assert "are the paper&#x27;s plug-in posterior intervals" in html
+
+
+def test_rate_charts_leave_no_blank_band_on_many_intersections():
+    """The per-intersection charts list hundreds of groups; their y-range is the rows and
+    half a row either side (matplotlib's default 5% margin left a dozen blank rows),
+    largest group first."""
+    from bayesfair.models import DirichletMultinomial
+    from bayesfair.report import plot_group_rates, plot_posterior_rates
+
+    rng = np.random.default_rng(0)
+    n = 20000
+    df = pd.DataFrame({f"s{i}": rng.choice(list("abc"), n, p=[0.6, 0.3, 0.1]) for i in range(5)})
+    df["y"] = (rng.random(n) < 0.3).astype(int)
+    df["d"] = (rng.random(n) < 0.4).astype(int)
+    data = AuditData(df, protected=[f"s{i}" for i in range(5)], outcome="y", decision="d")
+    fitted = DirichletMultinomial(draws=50, random_state=0).fit(data)
+    for fig in (plot_group_rates(data), plot_posterior_rates(fitted)):
+        ax = fig.axes[0]
+        assert ax.get_ylim() == (242.5, -0.5)
+        assert ax.get_yticklabels()[0].get_text().startswith("a, a, a, a, a")

@@ -59,7 +59,9 @@ def plot_group_rates(data: AuditData, *, prob: float = 0.9) -> Figure:
         )
     ax.set_yticks(ypos)
     ax.set_yticklabels(labels, fontsize=8)
-    ax.invert_yaxis()
+    # largest first, half a row of margin: matplotlib's default 5% of the range is a blank
+    # band of a dozen rows on a chart of hundreds of intersections
+    ax.set_ylim(len(order) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("positive rate")
     ax.grid(axis="x", alpha=0.3)
@@ -138,7 +140,7 @@ def plot_posterior_rates(model, *, prob: float = 0.9) -> Figure:
     ax.set_yticklabels(
         [f"{a}  (n={n:,})" for a, n in zip(s["intersection"], s["n"], strict=True)], fontsize=8
     )
-    ax.invert_yaxis()
+    ax.set_ylim(len(s) - 0.5, -0.5)  # largest first, half a row of margin
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("P(y = 1 | s)")
     ax.grid(axis="x", alpha=0.3)
