@@ -20,15 +20,22 @@ import numpy as np
 
 
 @nb.njit(cache=True)
-def _objective(Xc, yc, ws, theta, lam):
+def _residual(Xc, yc, theta, out):
+    """``out = yc - Xc @ theta``."""
     n, d = Xc.shape
-    obj = 0.0
     for i in range(n):
-        ri = yc[i]
+        out[i] = yc[i]
         for j in range(d):
-            ri -= Xc[i, j] * theta[j]
-        obj += 0.5 * ws[i] * ri * ri
-    for j in range(d):
+            out[i] -= Xc[i, j] * theta[j]
+
+
+@nb.njit(cache=True)
+def _objective(r, ws, theta, lam):
+    """The lasso objective at ``theta`` from its residual ``r``."""
+    obj = 0.0
+    for i in range(r.shape[0]):
+        obj += 0.5 * ws[i] * r[i] * r[i]
+    for j in range(theta.shape[0]):
         obj += lam * abs(theta[j])
     return obj
 
@@ -54,16 +61,16 @@ def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10, accel_after=100, 
         for i in range(n):
             z[j] += ws[i] * Xc[i, j] * Xc[i, j]
     theta = theta0.copy()
-    r = yc.copy()
-    for i in range(n):
-        for j in range(d):
-            r[i] -= Xc[i, j] * theta[j]
+    r = np.empty(n)
+    _residual(Xc, yc, theta, r)
     # Anderson extrapolation of the sweeps (Bertrand and Massias 2021) once plain coordinate
     # descent has run ``accel_after`` sweeps without converging: on exactly collinear
     # indicators (group identities beside attribute values) at small penalties it would
     # otherwise crawl to ``max_iter``; an extrapolated point is kept only if it lowers the
     # objective, so the iteration still converges to a lasso solution
     hist = np.zeros((accel_k + 1, d))
+    r_extr = np.empty(n)
+    r_now = np.empty(n)  # the current residual afresh, not the running one, for the comparison
     n_hist = 0
     for it in range(max_iter):
         delta = 0.0
@@ -109,12 +116,11 @@ def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10, accel_after=100, 
                         extr = np.zeros(d)
                         for k in range(accel_k):
                             extr += c[k] * hist[k + 1]
-                        if _objective(Xc, yc, ws, extr, lam) < _objective(Xc, yc, ws, theta, lam):
+                        _residual(Xc, yc, extr, r_extr)
+                        _residual(Xc, yc, theta, r_now)
+                        if _objective(r_extr, ws, extr, lam) < _objective(r_now, ws, theta, lam):
                             theta[:] = extr
-                            for i in range(n):
-                                r[i] = yc[i]
-                                for j in range(d):
-                                    r[i] -= Xc[i, j] * theta[j]
+                            r[:] = r_extr
     b0 = ym
     for j in range(d):
         b0 -= xm[j] * theta[j]

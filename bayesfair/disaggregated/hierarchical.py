@@ -38,10 +38,13 @@ __all__ = ["fit_hierarchical"]
 
 
 def _design(labels: pd.DataFrame):
+    """Codes and values of every attribute, the attributes that get an effect block and
+    their pairs.  An attribute with one value has no effect to estimate (its sum-to-zero
+    block is empty), and would leave the sampler a scale that only its prior informs."""
     codes = {c: pd.Categorical(labels[c], categories=pd.unique(labels[c])).codes for c in labels}
     levels = {c: list(pd.unique(labels[c])) for c in labels}
-    pairs = list(combinations(labels.columns, 2))
-    return codes, levels, pairs
+    attributes = [c for c in labels.columns if len(levels[c]) > 1]
+    return codes, levels, attributes, list(combinations(attributes, 2))
 
 
 class _Problem:
@@ -50,11 +53,7 @@ class _Problem:
     def __init__(self, labels, metric_names, k, m, s, se, interactions) -> None:
         self.binomial = k is not None
         self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
-        self.codes, self.levels, pairs = _design(labels)
-        # an attribute with one value has no effect to estimate (its sum-to-zero block is
-        # empty), and would leave the sampler a scale that only its prior informs
-        self.attributes = [c for c in labels.columns if len(self.levels[c]) > 1]
-        self.pairs = [(a, b) for a, b in pairs if a in self.attributes and b in self.attributes]
+        self.codes, self.levels, self.attributes, self.pairs = _design(labels)
         # with one attribute the group effect of a count model would repeat the main effect
         # (both one value per group): a ridge the sampler can only cross by its priors
         self.group_effect = len(self.attributes) > 1
@@ -192,27 +191,22 @@ def fit_hierarchical(
     closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
     per model); otherwise on the PyMC model with PyMC's sampler.
     """
+    nuts = dict(
+        draws=draws, tune=tune, chains=chains, target_accept=target_accept, random_seed=random_seed
+    )
     seen = _groups_with_seen_levels(labels, k, m, s, se)
     if seen.any() and not seen.all():
         return _fit_with_unseen_levels(
-            labels,
-            metric_names,
-            seen,
-            k=k,
-            m=m,
-            s=s,
-            se=se,
-            interactions=interactions,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            target_accept=target_accept,
-            random_seed=random_seed,
+            labels, metric_names, seen, k=k, m=m, s=s, se=se, interactions=interactions, **nuts
         )
+    return _sample(_Problem(labels, metric_names, k, m, s, se, interactions), **nuts)
+
+
+def _sample(prob: _Problem, *, draws, tune, chains, target_accept, random_seed):
+    """NUTS draws of ``prob`` and the draws of its group values (see ``fit_hierarchical``)."""
     from ..models.base import sample_nuts
     from ._hb_logp import hierarchical_nutpie_model
 
-    prob = _Problem(labels, metric_names, k, m, s, se, interactions)
     binomial, M, data_vals = prob.binomial, prob.M, prob.data
     idata = sample_nuts(
         prob.pymc_model,
@@ -285,20 +279,11 @@ def _fit_with_unseen_levels(labels, metric_names, seen, *, k, m, s, se, interact
     def take(a):
         return None if a is None else np.asarray(a, float)[:, idx]
 
-    idata, th_fit = fit_hierarchical(
-        sub,
-        metric_names,
-        k=take(k),
-        m=take(m),
-        s=take(s),
-        se=take(se),
-        interactions=interactions,
-        **kw,
-    )
+    fitted = _Problem(sub, metric_names, take(k), take(m), take(s), take(se), interactions)
+    idata, th_fit = _sample(fitted, **kw)
     idata.posterior = idata.posterior.assign_coords(group=idx)
     post = idata.posterior
-    binomial = k is not None
-    fitted = _Problem(sub, metric_names, take(k), take(m), take(s), take(se), interactions)
+    binomial = fitted.binomial
     new = np.flatnonzero(~seen)
     samples, n_measures = th_fit.shape[0], th_fit.shape[1]
     rng = np.random.default_rng([kw["random_seed"], 1])
@@ -331,12 +316,12 @@ def _fit_with_unseen_levels(labels, metric_names, seen, *, k, m, s, se, interact
                 eta[:, :, j] += sd * z[:, :, ix]
 
     lab_new = labels.iloc[new]
-    varying = [c for c in labels.columns if labels[c].nunique() > 1]
+    _, _, varying, pairs = _design(labels)  # the blocks of the model that keeps every value
     for c in varying:
         ix = [pos[c].get(v, -1) for v in lab_new[c]]
         add_block(c, ix, [inflate[c]] * len(ix))
     if interactions:
-        for c1, c2 in combinations(varying, 2):
+        for c1, c2 in pairs:
             n2 = len(levels[c2])
             ix, var = [], []
             for v1, v2 in zip(lab_new[c1], lab_new[c2], strict=True):
