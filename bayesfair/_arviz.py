@@ -84,6 +84,17 @@ def diagnostics(idata, var_names: Sequence[str] | None = None) -> dict[str, floa
     return out
 
 
+def r_hat_by_variable(idata, var_names: Sequence[str]) -> dict[str, float]:
+    """The largest R-hat of each variable (empty with fewer than 2 chains)."""
+    if idata.posterior.sizes.get("chain", 1) < 2:
+        return {}
+    az = _az()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = az.rhat(idata, var_names=list(var_names))
+    return {name: float(np.nanmax(r[name].to_numpy())) for name in r.data_vars}
+
+
 #: the largest R-hat a fit may have without a warning
 R_HAT_MAX = 1.01
 

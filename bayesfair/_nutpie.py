@@ -180,7 +180,8 @@ def lr_expand(x, buf, out) -> None:
 
 # ---------------------------------------------------------------- hierarchical model of metrics
 # buffer: header (M, G, blocks, Fay-Herriot, tau, -, -, kind), centres (M), prior scales (M),
-# levels (blocks), unconstrained sizes (blocks), index (blocks x G), bases, d1, d2, mask (M x G)
+# centring weights w (blocks x M: 0 non-centred, 1 centred, between partially), levels (blocks),
+# unconstrained sizes (blocks), index (blocks x G), bases, d1, d2, mask (M x G)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -192,9 +193,10 @@ def _hb_sizes(head):
 def hb_buffer_size(ud) -> int:
     m, g, nb = _hb_sizes(ud)
     q = 0
-    for b in range(nb):  # levels and unconstrained sizes follow the header and centres
-        q += int(ud[_HEADER + 2 * m + b]) * int(ud[_HEADER + 2 * m + nb + b])
-    return _HEADER + 2 * m + 2 * nb + nb * g + q + 3 * m * g
+    o = _HEADER + 2 * m + nb * m  # levels and unconstrained sizes follow the weights
+    for b in range(nb):
+        q += int(ud[o + b]) * int(ud[o + nb + b])
+    return o + 2 * nb + nb * g + q + 3 * m * g
 
 
 @numba.njit(cache=True, nogil=True)
@@ -205,6 +207,8 @@ def _hb_unpack(buf):
     o += m
     scale = buf[o : o + m]
     o += m
+    weight = buf[o : o + nb * m].reshape((nb, m))
+    o += nb * m
     levels = buf[o : o + nb]
     o += nb
     width = buf[o : o + nb]
@@ -217,14 +221,14 @@ def _hb_unpack(buf):
     d1 = buf[o : o + m * g].reshape((m, g))
     d2 = buf[o + m * g : o + 2 * m * g].reshape((m, g))
     mask = buf[o + 2 * m * g : o + 3 * m * g].reshape((m, g))
-    return m, g, nb, center, scale, levels, width, index, qstart, d1, d2, mask
+    return m, g, nb, center, scale, levels, width, index, qstart, d1, d2, mask, weight
 
 
 @numba.njit(cache=True, nogil=True)
 def _hb_effects(x, buf, mu, eff) -> None:
     """Every block's level effects ``Q_b v_b`` (not yet scaled) for measure ``mu``, into
     ``eff`` (blocks concatenated)."""
-    m, _, nb, _, _, levels, width, _, qo, _, _, _ = _hb_unpack(buf)
+    m, _, nb, _, _, levels, width, _, qo, _, _, _, _ = _hb_unpack(buf)
     xo = m
     eo = 0
     for b in range(nb):
@@ -241,15 +245,27 @@ def _hb_effects(x, buf, mu, eff) -> None:
 
 
 @numba.njit(cache=True, nogil=True)
+def _hb_multiplier(x, xo, mu, scale, weight, b) -> float:
+    """What block ``b``'s ``Q_b v_b`` is multiplied by in the linear predictor of measure
+    ``mu``: ``scale rho^(1 - w)``, with ``rho = sigma_b / scale`` and ``w`` the block's
+    centring weight (``v_b ~ Normal(0, rho^(2 w))``): sigma_b when non-centred (w = 0),
+    the measure's prior scale when centred (w = 1)."""
+    w = weight[b, mu]
+    if w == 0.0:
+        return np.exp(x[xo + mu])
+    return scale[mu] * np.exp((1.0 - w) * (x[xo + mu] - np.log(scale[mu])))
+
+
+@numba.njit(cache=True, nogil=True)
 def _hb_eta(x, buf, mu, eff, eta) -> None:
     """The linear predictor of measure ``mu`` at ``x``, into ``eta`` (effects into ``eff``)."""
-    m, g, nb, _, _, levels, width, index, _, _, _, _ = _hb_unpack(buf)
+    m, g, nb, _, scale, levels, width, index, _, _, _, _, weight = _hb_unpack(buf)
     _hb_effects(x, buf, mu, eff)
     eta[:] = x[mu]
     xo = m
     eo = 0
     for b in range(nb):
-        sd = np.exp(x[xo + mu])
+        sd = _hb_multiplier(x, xo, mu, scale, weight, b)
         for a in range(g):
             eta[a] += sd * eff[eo + int(index[b, a])]
         xo += m + m * int(width[b])
@@ -259,7 +275,7 @@ def _hb_eta(x, buf, mu, eff, eta) -> None:
 @numba.njit(cache=True, nogil=True)
 def hb_logp_and_grad(x, buf, grad) -> float:
     """Log density (up to a constant) at ``x``; writes the gradient into ``grad``."""
-    m, g, nb, center, scale, levels, width, index, q0, d1, d2, mask = _hb_unpack(buf)
+    m, g, nb, center, scale, levels, width, index, q0, d1, d2, mask, weight = _hb_unpack(buf)
     fay_herriot = buf[3] > 0
     tau = buf[4]
     grad[:] = 0.0
@@ -314,16 +330,32 @@ def hb_logp_and_grad(x, buf, grad) -> float:
             per_level[:nl] = 0.0
             for a in range(g):
                 per_level[int(index[b, a])] += r[a]
+            # v ~ Normal(0, rho^(2 w)), rho = sigma_b / scale; eta gets mult Q v with
+            # mult = scale rho^(1 - w) (w = 0: non-centred, 1: centred)
+            w = weight[b, mu]
+            mult = _hb_multiplier(x, xo, mu, scale, weight, b)
             acc = 0.0
             for lv in range(nl):
                 acc += per_level[lv] * eff[eo + lv]
-            grad[xo + mu] = sd * acc - sd * sd / sc2 + 1.0
+            if w == 0.0:
+                rho2w = 1.0
+                grad[xo + mu] = sd * acc - sd * sd / sc2 + 1.0
+                for j in range(nk):
+                    lp -= 0.5 * x[vo + j] * x[vo + j]
+            else:
+                log_rho = s - np.log(scale[mu])
+                rho2w = np.exp(2.0 * w * log_rho)
+                ss = 0.0
+                for j in range(nk):
+                    ss += x[vo + j] * x[vo + j]
+                lp += -0.5 * ss / rho2w - nk * w * log_rho
+                grad[xo + mu] = (
+                    w * ss / rho2w - nk * w + (1.0 - w) * mult * acc - sd * sd / sc2 + 1.0
+                )
             for j in range(nk):
-                v = x[vo + j]
-                lp -= 0.5 * v * v
-                gj = -v
+                gj = -x[vo + j] / rho2w
                 for lv in range(nl):
-                    gj += sd * buf[qo + lv * nk + j] * per_level[lv]
+                    gj += mult * buf[qo + lv * nk + j] * per_level[lv]
                 grad[vo + j] = gj
             qo += nl * nk
             xo += m + m * nk
@@ -333,9 +365,9 @@ def hb_logp_and_grad(x, buf, grad) -> float:
 
 @numba.njit(cache=True, nogil=True)
 def hb_expand(x, buf, out) -> None:
-    """``alpha``; per block ``sigma_b`` and the level effects ``z_b``; ``sigma_group``
+    """``alpha``; per block ``sigma_b`` and the standardized effects ``z_b``; ``sigma_group``
     (Fay-Herriot); then ``theta`` (counts: the rates) or ``eta`` (Fay-Herriot)."""
-    m, g, nb, _, _, levels, width, _, _, _, _, _ = _hb_unpack(buf)
+    m, g, nb, _, scale, levels, width, _, _, _, _, _, weight = _hb_unpack(buf)
     fay_herriot = buf[3] > 0
     n_x = len(x)
     eff = np.empty((m, int(levels.sum())))
@@ -350,9 +382,12 @@ def hb_expand(x, buf, out) -> None:
     for b in range(nb):
         nl = int(levels[b])
         for mu in range(m):
-            out[o + mu] = np.exp(x[xo + mu])
+            sd = np.exp(x[xo + mu])
+            out[o + mu] = sd
+            # z_b, the effects in units of sigma_b, whichever way they were sampled
+            to_z = _hb_multiplier(x, xo, mu, scale, weight, b) / sd
             for lv in range(nl):
-                out[o + m + mu * nl + lv] = eff[mu, eo + lv]
+                out[o + m + mu * nl + lv] = eff[mu, eo + lv] * to_z
         o += m + m * nl
         xo += m + m * int(width[b])
         eo += nl

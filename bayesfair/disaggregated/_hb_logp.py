@@ -8,15 +8,17 @@ predictor per measure,
 
 over blocks ``b`` (each attribute, each pair of attributes, and for counts the
 groups), with ``alpha ~ Normal(center, tau scale)``, ``sigma_b ~ HalfNormal(scale)``
-(sampled as ``log sigma_b``), ``z_b = Q_b v_b`` with ``v_b ~ Normal(0, 1)`` (``Q_b``
-PyMC's zero-sum transform for the attribute and pair blocks, the identity for the
-groups), and a binomial likelihood on counts or the Fay-Herriot marginal
-``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  The C callbacks of
+(sampled as ``log sigma_b``), ``sigma_b z_b = scale rho_b^(1 - w_b) Q_b v_b`` with
+``v_b ~ Normal(0, rho_b^(2 w_b))`` and ``rho_b = sigma_b / scale`` (``Q_b`` PyMC's
+zero-sum transform for the attribute and pair blocks, the identity for the groups;
+``w_b`` the block's centring weight: 0 non-centred, ``z_b = Q_b v_b``; 1 centred;
+between, partially non-centred), and a binomial likelihood on counts or the
+Fay-Herriot marginal ``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  The C callbacks of
 :mod:`bayesfair._nutpie` read every size and value from a flat buffer, so they
 compile once per machine (numba's on-disk cache) whatever the groups and metrics,
 where ``nutpie.compile_pymc_model`` compiles each model structure in every process.
 The unconstrained vector is in the PyMC model's order (``alpha``; per block
-``log sigma_b`` then ``z_b``, measures first; ``log sigma_group`` last for
+``log sigma_b`` then ``v_b``, measures first; ``log sigma_group`` last for
 Fay-Herriot); ``tests/test_disaggregated.py`` checks density and gradient
 against PyMC's.
 """
@@ -43,6 +45,9 @@ class HBLayout:
     scale : float or array (M,)
         Prior scale of every block's and of the intercept's spread, per measure.
     data : (k, m) counts or (s, se, mask), each of shape (M, G)
+    centring : array (blocks, M), optional
+        Each block's centring weight ``w`` in [0, 1] per measure (see above): the same
+        model in other coordinates; 0 (default) non-centred.
     """
 
     def __init__(
@@ -58,6 +63,7 @@ class HBLayout:
         d1: np.ndarray,
         d2: np.ndarray,
         mask: np.ndarray | None = None,
+        centring: np.ndarray | None = None,
     ) -> None:
         m, g = len(metric_names), n_groups
         self.metric_names, self.blocks, self.fay_herriot = metric_names, blocks, fay_herriot
@@ -66,12 +72,18 @@ class HBLayout:
         header = [m, g, len(blocks), float(fay_herriot), tau, 0, 0, HIERARCHICAL]
         bases = [np.asarray(q, dtype=float) for _, _, _, q in blocks]
         scale = np.broadcast_to(np.asarray(scale, dtype=float), (m,))
+        nb = len(blocks)
+        centring = np.zeros((nb, m)) if centring is None else np.asarray(centring, dtype=float)
+        if centring.shape != (nb, m):
+            raise ValueError(f"centring must have shape (blocks, measures) = {(nb, m)}")
+        self.centring = centring
         self.buffer = np.ascontiguousarray(
             np.concatenate(
                 [
                     np.asarray(header, dtype=float),
                     np.asarray(center, dtype=float),
                     scale,
+                    centring.ravel(),
                     np.asarray([q.shape[0] for q in bases], dtype=float),
                     np.asarray([q.shape[1] for q in bases], dtype=float),
                     *[np.asarray(ix, dtype=float) for _, _, ix, _ in blocks],

@@ -178,6 +178,18 @@ class DisaggregatedResult:
         return ax
 
 
+def _worst_r_hat(idata, attributes) -> str | None:
+    """The attribute whose main effect (``sigma_<attribute>`` or ``z_<attribute>``) has
+    the fit's largest R-hat, where that is above the threshold; otherwise None."""
+    names = [v for v in idata.posterior.data_vars if v not in ("theta", "eta")]
+    r_hat = _arviz.r_hat_by_variable(idata, names)
+    if not r_hat or max(r_hat.values()) <= _arviz.R_HAT_MAX:
+        return None
+    worst = max(r_hat, key=r_hat.get)
+    main = {f"{p}_{c}": c for c in attributes for p in ("sigma", "z")}
+    return main.get(worst)
+
+
 def disaggregated_evaluation(
     data: pd.DataFrame,
     sensitive_features: Sequence[str],
@@ -199,6 +211,8 @@ def disaggregated_evaluation(
     hb_draws: int = 1000,
     hb_tune: int = 1000,
     hb_chains: int = 4,
+    hb_target_accept: float = 0.95,
+    hb_main_effects: str = "non-centred",
     hb_point_estimate: str = "mean",
     pos_label: object | None = None,
     random_state: int | None = None,
@@ -251,6 +265,18 @@ def disaggregated_evaluation(
         is estimated as 0 (see :func:`~bayesfair.disaggregated.shrinkage.empirical_bayes`).
     hb_draws, hb_tune, hb_chains : int
         NUTS settings of the hierarchical model.
+    hb_target_accept : float
+        NUTS's target acceptance rate for the count model (the Fay-Herriot model uses at
+        least 0.99).  Divergent transitions, which the results' ``diagnostics`` and a
+        ``SamplerWarning`` report, usually go when it is raised towards 0.99, at the cost
+        of smaller steps.
+    hb_main_effects : {"non-centred", "centred"}
+        Coordinates in which NUTS samples the attributes' main effects (the model is the
+        same).  Non-centred suits the usual audit, where small groups say little;
+        centred suits large data where every attribute value has many rows, where
+        non-centred main-effect scales mix slowly (an R-hat above 1.01 on a
+        ``sigma_<attribute>``; the ``SamplerWarning`` then suggests it).  See
+        :func:`~bayesfair.disaggregated.hierarchical.fit_hierarchical`.
     hb_point_estimate : {"mean", "median"}
         Posterior summary reported as the hierarchical estimate (as ArviZ's
         ``point_estimate``).  The mean minimises expected squared error, the median
@@ -283,6 +309,14 @@ def disaggregated_evaluation(
     if hb_point_estimate not in ("mean", "median"):
         raise ValueError(
             f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
+        )
+    if isinstance(hb_target_accept, bool) or not (
+        isinstance(hb_target_accept, (int, float)) and 0 < hb_target_accept < 1
+    ):
+        raise ValueError(f"`hb_target_accept` must be a number in (0, 1), got {hb_target_accept!r}")
+    if hb_main_effects not in ("non-centred", "centred"):
+        raise ValueError(
+            f"`hb_main_effects` must be 'non-centred' or 'centred', got {hb_main_effects!r}"
         )
     rng = check_random_state(random_state)
     gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score, pos_label)
@@ -422,6 +456,8 @@ def disaggregated_evaluation(
                 draws=hb_draws,
                 tune=hb_tune,
                 chains=hb_chains,
+                target_accept=hb_target_accept,
+                centre_main_effects=hb_main_effects == "centred",
                 random_seed=seed,
             )
             idatas["binomial"] = idata
@@ -439,6 +475,8 @@ def disaggregated_evaluation(
                 draws=hb_draws,
                 tune=hb_tune,
                 chains=hb_chains,
+                target_accept=hb_target_accept,
+                centre_main_effects=hb_main_effects == "centred",
                 random_seed=seed + 1,
             )
             idatas["fay_herriot"] = idata
@@ -489,8 +527,21 @@ def disaggregated_evaluation(
         diagnostics[name] = diag
         problems = _arviz.sampler_problems(diag)
         if problems:
+            advice = ""
+            if diag["divergences"] > 0:
+                advice = (
+                    f"; a larger `hb_target_accept` (now {hb_target_accept}) usually removes them"
+                )
+            worst = _worst_r_hat(idata, gd.labels.columns)
+            if worst is not None and hb_main_effects == "non-centred":
+                advice += (
+                    f"; the largest R-hat is in the main effect of {worst!r}: where every "
+                    "value has many rows, hb_main_effects='centred' usually mixes better"
+                )
             warnings.warn(
-                f"hierarchical model ({name}): " + ", ".join(problems), SamplerWarning, stacklevel=2
+                f"hierarchical model ({name}): " + ", ".join(problems) + advice,
+                SamplerWarning,
+                stacklevel=2,
             )
     return DisaggregatedResult(
         table=pd.DataFrame(rows),
