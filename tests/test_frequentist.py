@@ -121,6 +121,28 @@ def test_permutation_errors():
     )
     with pytest.raises(ValueError, match="name the two"):
         permutation_test(three, "fnr")
+    # groups by their values: a number for an integer-coded column, a tuple of values
+    # for an intersection of several attributes
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "g": rng.integers(1, 4, 300),
+            "h": rng.random(300) < 0.5,
+            "y": rng.integers(0, 2, 300),
+            "d": rng.integers(0, 2, 300),
+        }
+    )
+    coded = AuditData(frame, ["g", "h"], "y", decision="d")
+    kw = dict(n_resamples=99, random_state=0)
+    by_value = permutation_test(coded, "fpr", by="g", groups=(1, 3), **kw)
+    assert by_value.pvalue == permutation_test(coded, "fpr", by="g", groups=("1", "3"), **kw).pvalue
+    by_tuple = permutation_test(coded, "fpr", groups=((1, True), (3, True)), **kw)
+    assert (
+        by_tuple.pvalue
+        == permutation_test(coded, "fpr", groups=("1, True", "3, True"), **kw).pvalue
+    )
+    with pytest.raises(ValueError, match=r"among \['1', '2', '3'\], got \(1, 4\)"):
+        permutation_test(coded, "fpr", by="g", groups=(1, 4))
     # group 'b' has no positives: its FNR is undefined, and the message says which group
     no_pos = AuditData(
         pd.DataFrame({"g": list("aabb"), "y": [1, 0, 0, 0], "d": [1, 1, 0, 1]}),
@@ -189,6 +211,30 @@ def test_discrimination_test_by_hand():
     assert cont.method == "Wald"
     with pytest.raises(ValueError, match="exactly two"):
         discrimination_test(np.zeros(3), np.array(["a", "b", "c"]))
+
+
+def test_discrimination_test_named_losses_equal_the_arrays():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"g": rng.choice(["a", "b"], 200), "y": rng.integers(0, 2, 200)})
+    frame["s"] = np.clip(0.3 + 0.4 * frame.y + rng.normal(0, 0.2, 200), 0, 1)
+    frame["d"] = (frame.s > 0.5).astype(int)
+    data = AuditData(frame, "g", "y", score="s", decision="d")
+    y, p, g = frame.y.to_numpy(float), frame.s.to_numpy(), frame.g.to_numpy()
+    q = np.clip(p, 1e-15, 1 - 1e-15)
+    arrays = {
+        "zero_one": (frame.y != frame.d).to_numpy(float),
+        "brier": (y - p) ** 2,
+        "log": -(y * np.log(q) + (1 - y) * np.log1p(-q)),
+    }
+    for name, loss in arrays.items():
+        got, want = discrimination_test(name, data=data), discrimination_test(loss, g)
+        assert got.z == pytest.approx(want.z) and got.pvalue == pytest.approx(want.pvalue)
+    with pytest.raises(ValueError, match=r"one of \['zero_one', 'brier', 'log'\], got 'squared'"):
+        discrimination_test("squared", data=data)
+    with pytest.raises(ValueError, match="loss='brier' needs `data` with a score"):
+        discrimination_test("brier", data=AuditData(frame, "g", "y", decision="d"))
+    with pytest.raises(ValueError, match="loss='log' needs `data` with a score"):
+        discrimination_test("log", g)
 
 
 # ------------------------------------------------------------------ validity (slow)

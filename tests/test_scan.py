@@ -333,6 +333,11 @@ def test_cbs_scan_types_and_validation():
         conditional_bias_scan(
             f, scan_type="separation_recommendations", **{**common, "protected": "race"}
         )
+    coded = f.assign(site=np.arange(len(f)) % 3 + 1)  # an integer column: a plain 2
+    with pytest.raises(ValueError, match=r"pass protected=\('site', 2\)$"):
+        conditional_bias_scan(
+            coded, scan_type="separation_recommendations", **{**common, "protected": "site"}
+        )
     with pytest.raises(ValueError, match="no row has"):
         conditional_bias_scan(
             f,

@@ -73,6 +73,28 @@ class DiscriminationTestResult:
         )
 
 
+def _row_loss(name: str, data: AuditData | None) -> np.ndarray:
+    """The per-row loss ``name`` of ``data`` (see :func:`discrimination_test`)."""
+    needs = {"zero_one": "decision", "brier": "score", "log": "score"}
+    if name not in needs:
+        raise ValueError(
+            f"`loss` must be an array of per-row losses or one of {list(needs)}, got {name!r}"
+        )
+    column = None if data is None else getattr(data, f"row_{needs[name]}")
+    if column is None:
+        raise ValueError(f"loss={name!r} needs `data` with a {needs[name]}")
+    y = data.row_outcome.astype(float)
+    if name == "zero_one":
+        return (data.row_outcome != data.row_decision).astype(float)
+    p = np.asarray(data.row_score, dtype=float)
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError(f"loss={name!r} needs a score in [0, 1] (a probability)")
+    if name == "brier":
+        return (y - p) ** 2
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return -(y * np.log(p) + (1 - y) * np.log1p(-p))
+
+
 def discrimination_test(
     loss: np.ndarray | str,
     group: np.ndarray | None = None,
@@ -84,9 +106,11 @@ def discrimination_test(
 
     Parameters
     ----------
-    loss : array or "zero_one"
-        Per-row loss (for example 0-1 loss or squared error); ``"zero_one"``
-        with ``data`` uses ``outcome != decision``.
+    loss : array or {"zero_one", "brier", "log"}
+        Per-row loss (for example 0-1 loss or squared error), or its name, computed
+        from ``data``: ``"zero_one"`` is ``outcome != decision``, ``"brier"`` the
+        squared error ``(outcome - score)^2`` and ``"log"`` the cross-entropy of the
+        score (clipped to [1e-15, 1 - 1e-15]), as in :func:`group_learning_curves`.
     group : array, optional
         Per-row group labels with exactly two values (default with ``data``:
         its single protected column, which must have two values).
@@ -104,9 +128,7 @@ def discrimination_test(
     True
     """
     if isinstance(loss, str):
-        if loss != "zero_one" or data is None or data.row_decision is None:
-            raise ValueError("loss='zero_one' needs `data` with a decision")
-        loss = (data.row_outcome != data.row_decision).astype(float)
+        loss = _row_loss(loss, data)
         if group is None:
             if len(data.protected) != 1:
                 raise ValueError("give `group` when `data` has more than one protected column")

@@ -173,17 +173,30 @@ def _group_cells(data: AuditData, by: Sequence[str] | None) -> tuple[np.ndarray,
     return table[list(CELLS)].to_numpy(dtype=np.int64), table["intersection"].tolist()
 
 
-def two_groups(labels: list[str], groups: tuple[str, str] | None) -> tuple[str, str]:
-    """The two group labels to compare: ``groups``, or the only two there are."""
+def _as_label(group, labels: list[str]):
+    """A group as its intersection label: the label itself, a value of the column
+    (``1`` for ``"1"``), or a tuple of values, one per attribute (``(False, 1)`` for
+    ``"False, 1"``)."""
+    if isinstance(group, str) or group in labels:
+        return group
+    if isinstance(group, tuple):
+        return ", ".join(str(v) for v in group)
+    return str(group)
+
+
+def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
+    """The two group labels to compare: ``groups`` (labels, values, or tuples of values
+    of several attributes), or the only two there are."""
     if groups is None:
         if len(labels) != 2:
             raise ValueError(
                 f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
             )
         return (labels[0], labels[1])
-    if len(groups) != 2 or groups[0] == groups[1] or any(g not in labels for g in groups):
+    named = [_as_label(g, labels) for g in groups] if len(groups) == 2 else []
+    if len(named) != 2 or named[0] == named[1] or any(g not in labels for g in named):
         raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
-    return (groups[0], groups[1])
+    return (named[0], named[1])
 
 
 def _check_common(metric, alternative, permute):
@@ -263,9 +276,11 @@ def permutation_test(
         A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS` (fnr, fpr, tpr, ppv, ...).
     by : str or list of str, optional
         Protected columns defining the groups (default: all, i.e. intersections).
-    groups : (str, str), optional
-        The two group labels (as in ``data.table_for(by)["intersection"]``) to
-        compare; required when ``by`` defines more than two groups.  Rows of
+    groups : pair, optional
+        The two groups to compare, as labels (as in
+        ``data.table_for(by)["intersection"]``), as values of the attribute (``(1,
+        3)``) or as tuples of values, one per attribute of ``by`` (``((False, 1),
+        (True, 1))``); required when ``by`` defines more than two groups.  Rows of
         other groups are not used.
     n_resamples : int, default 9999
     studentize : bool, default True

@@ -308,6 +308,7 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
         vals = set(pd.unique(col.dropna()))
         if col.isna().any() or not vals <= {0, 1}:
             example = min(vals - {0, 1}, key=str, default="value")
+            example = example.item() if isinstance(example, np.generic) else example
             raise ValueError(
                 f"`protected` column {protected!r} must be boolean or 0/1; to take one value "
                 f"of it as the protected class, pass protected=({protected!r}, {example!r})"
