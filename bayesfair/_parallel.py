@@ -13,6 +13,8 @@ from collections.abc import Callable
 import numpy as np
 from joblib import Parallel, delayed
 
+from ._validation import check_count
+
 __all__ = ["chunked_resamples", "shuffled_statistic"]
 
 #: How many chunks a resampling loop is split into (independent of n_jobs).
@@ -30,8 +32,7 @@ def chunked_resamples(
 
     ``fn`` returns an array whose first axis has length ``size``.
     """
-    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"`n_resamples` must be a positive integer, got {n_resamples!r}")
+    check_count(n_resamples, "n_resamples")
     seq = (
         random_state
         if isinstance(random_state, np.random.SeedSequence)

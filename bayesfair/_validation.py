@@ -15,6 +15,7 @@ import pandas as pd
 __all__ = [
     "as_column_list",
     "check_binary",
+    "check_count",
     "check_probability",
     "check_random_state",
     "is_numeric_not_bool",
@@ -159,6 +160,14 @@ def check_scalar_probability(value: object, argument: str) -> float:
     if not 0.0 <= value <= 1.0 or np.isnan(value):
         raise ValueError(f"`{argument}` must be in [0, 1], got {value}")
     return value
+
+
+def check_count(value: object, argument: str, minimum: int = 1) -> int:
+    """Validate an integer count of at least ``minimum`` (draws, chains, resamples)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
+        raise ValueError(f"`{argument}` must be {what}, got {value!r}")
+    return int(value)
 
 
 def check_random_state(random_state: object) -> np.random.Generator:

@@ -236,6 +236,15 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", eb_interval="plugin")
     with pytest.raises(ValueError, match="`sr_interval`"):
         disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca")
+    for arg, bad, expected in [
+        ("n_bootstrap", 0, "an integer of at least 2"),
+        ("n_bootstrap_variance", 1.0, "an integer of at least 2"),
+        ("hb_draws", 0, "a positive integer"),
+        ("hb_chains", True, "a positive integer"),
+        ("hb_tune", -1, "an integer of at least 0"),
+    ]:
+        with pytest.raises(ValueError, match=f"`{arg}` must be {expected}, got {bad!r}"):
+            disaggregated_evaluation(df, ["race"], "y", "d", **{arg: bad})
     for bad in (1.5, 0, True, "0.9"):
         with pytest.raises(ValueError, match=r"`hb_target_accept` must be a number in \(0, 1\)"):
             disaggregated_evaluation(df, ["race"], "y", "d", hb_target_accept=bad)

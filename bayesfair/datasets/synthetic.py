@@ -10,7 +10,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from .._validation import check_random_state
+from .._validation import check_count, check_random_state
 from ..data import AuditData
 from ..metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from ._base import Dataset
@@ -96,8 +96,7 @@ def make_gaussian_threshold(
     dims = tuple(len(v) for v in lv.values())
     n_groups = math.prod(dims)
     if group_sizes is None:
-        if not isinstance(n_rows, (int, np.integer)) or n_rows < 1:
-            raise ValueError(f"`n_rows` must be a positive integer, got {n_rows!r}")
+        check_count(n_rows, "n_rows")
         p_s = rng.dirichlet(np.ones(n_groups))
         sizes = rng.multinomial(n_rows, p_s)
     else:

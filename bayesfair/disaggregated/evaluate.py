@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import _arviz
 from .._repr import compact_repr
-from .._validation import check_random_state
+from .._validation import check_count, check_random_state
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical
@@ -314,6 +314,11 @@ def disaggregated_evaluation(
         isinstance(hb_target_accept, (int, float)) and 0 < hb_target_accept < 1
     ):
         raise ValueError(f"`hb_target_accept` must be a number in (0, 1), got {hb_target_accept!r}")
+    check_count(n_bootstrap, "n_bootstrap", minimum=2)
+    check_count(n_bootstrap_variance, "n_bootstrap_variance", minimum=2)
+    check_count(hb_draws, "hb_draws")
+    check_count(hb_tune, "hb_tune", minimum=0)
+    check_count(hb_chains, "hb_chains")
     if hb_main_effects not in ("non-centred", "centred"):
         raise ValueError(
             f"`hb_main_effects` must be 'non-centred' or 'centred', got {hb_main_effects!r}"

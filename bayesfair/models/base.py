@@ -12,6 +12,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from .. import _arviz
+from .._validation import check_count
 from ..data import AuditData
 from ._design import Design, design_from
 
@@ -251,9 +252,7 @@ class FairnessModel:
         if self.method not in allowed:
             raise ValueError(f"`method` must be one of {allowed}, got {self.method!r}")
         for arg in ("draws", "chains", "advi_iterations"):
-            v = getattr(self, arg)
-            if not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"`{arg}` must be a positive integer, got {v!r}")
+            check_count(getattr(self, arg), arg)
         if self.advi_optimizer not in ADVI_OPTIMIZERS:
             raise ValueError(
                 f"`advi_optimizer` must be one of {ADVI_OPTIMIZERS}, got {self.advi_optimizer!r}"

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_random_state
+from .._validation import check_count, check_random_state
 from .cbs import CBSResult, _fit_weighted, _logit, _Pipeline, _proba, _protected_mask
 from .engine import ScanResult, _check_common, describe_subgroup, subgroup_mask
 
@@ -216,8 +216,7 @@ def posterior_bias_scan(
         raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
     _check_common(penalty, n_restarts)
     for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
-        if not isinstance(val, (int, np.integer)) or val < 1:
-            raise ValueError(f"`{name}` must be a positive integer, got {val!r}")
+        check_count(val, name)
     if not prior_scale > 0:
         raise ValueError(f"`prior_scale` must be positive, got {prior_scale!r}")
     A, label, attr = _protected_mask(data, protected)

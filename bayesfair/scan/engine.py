@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import is_numeric_not_bool
+from .._validation import check_count, is_numeric_not_bool
 from . import _kernel
 
 __all__ = [
@@ -355,8 +355,7 @@ class _Prepared:
 
 
 def _check_common(penalty, n_restarts):
-    if not isinstance(n_restarts, (int, np.integer)) or n_restarts < 1:
-        raise ValueError(f"`n_restarts` must be a positive integer, got {n_restarts!r}")
+    check_count(n_restarts, "n_restarts")
     if not (isinstance(penalty, (int, float, np.floating)) and penalty >= 0):
         raise ValueError(f"`penalty` must be a non-negative number, got {penalty!r}")
 
