@@ -181,7 +181,8 @@ def lr_expand(x, buf, out) -> None:
 # ---------------------------------------------------------------- hierarchical model of metrics
 # buffer: header (M, G, blocks, Fay-Herriot, tau, -, -, kind), centres (M), prior scales (M),
 # centring weights w (blocks x M: 0 non-centred, 1 centred, between partially), levels (blocks),
-# unconstrained sizes (blocks), index (blocks x G), bases, d1, d2, mask (M x G)
+# unconstrained sizes (blocks), identity (blocks: 1 where the basis is the identity, which is
+# then not stored), index (blocks x G), bases, d1, d2, mask (M x G)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -193,10 +194,11 @@ def _hb_sizes(head):
 def hb_buffer_size(ud) -> int:
     m, g, nb = _hb_sizes(ud)
     q = 0
-    o = _HEADER + 2 * m + nb * m  # levels and unconstrained sizes follow the weights
+    o = _HEADER + 2 * m + nb * m  # levels, unconstrained sizes, identity follow the weights
     for b in range(nb):
-        q += int(ud[o + b]) * int(ud[o + nb + b])
-    return o + 2 * nb + nb * g + q + 3 * m * g
+        if ud[o + 2 * nb + b] == 0.0:
+            q += int(ud[o + b]) * int(ud[o + nb + b])
+    return o + 3 * nb + nb * g + q + 3 * m * g
 
 
 @numba.njit(cache=True, nogil=True)
@@ -213,33 +215,46 @@ def _hb_unpack(buf):
     o += nb
     width = buf[o : o + nb]
     o += nb
+    identity = buf[o : o + nb]
+    o += nb
     index = buf[o : o + nb * g].reshape((nb, g))
     o += nb * g
     qstart = o
     for b in range(nb):
-        o += int(levels[b]) * int(width[b])
+        o += _hb_basis_size(levels, width, identity, b)
     d1 = buf[o : o + m * g].reshape((m, g))
     d2 = buf[o + m * g : o + 2 * m * g].reshape((m, g))
     mask = buf[o + 2 * m * g : o + 3 * m * g].reshape((m, g))
-    return m, g, nb, center, scale, levels, width, index, qstart, d1, d2, mask, weight
+    return m, g, nb, center, scale, levels, width, index, qstart, d1, d2, mask, weight, identity
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_basis_size(levels, width, identity, b) -> int:
+    """How many values block ``b``'s basis takes in the buffer (none for the identity:
+    the group block's G x G identity made every density evaluation O(G^2))."""
+    return 0 if identity[b] > 0 else int(levels[b]) * int(width[b])
 
 
 @numba.njit(cache=True, nogil=True)
 def _hb_effects(x, buf, mu, eff) -> None:
     """Every block's level effects ``Q_b v_b`` (not yet scaled) for measure ``mu``, into
     ``eff`` (blocks concatenated)."""
-    m, _, nb, _, _, levels, width, _, qo, _, _, _, _ = _hb_unpack(buf)
+    m, _, nb, _, _, levels, width, _, qo, _, _, _, _, identity = _hb_unpack(buf)
     xo = m
     eo = 0
     for b in range(nb):
         nl, nk = int(levels[b]), int(width[b])
         vo = xo + m + mu * nk
-        for lv in range(nl):
-            acc = 0.0
-            for j in range(nk):
-                acc += buf[qo + lv * nk + j] * x[vo + j]
-            eff[eo + lv] = acc
-        qo += nl * nk
+        if identity[b] > 0:
+            for lv in range(nl):
+                eff[eo + lv] = x[vo + lv]
+        else:
+            for lv in range(nl):
+                acc = 0.0
+                for j in range(nk):
+                    acc += buf[qo + lv * nk + j] * x[vo + j]
+                eff[eo + lv] = acc
+        qo += _hb_basis_size(levels, width, identity, b)
         xo += m + m * nk
         eo += nl
 
@@ -259,7 +274,7 @@ def _hb_multiplier(x, xo, mu, scale, weight, b) -> float:
 @numba.njit(cache=True, nogil=True)
 def _hb_eta(x, buf, mu, eff, eta) -> None:
     """The linear predictor of measure ``mu`` at ``x``, into ``eta`` (effects into ``eff``)."""
-    m, g, nb, _, scale, levels, width, index, _, _, _, _, weight = _hb_unpack(buf)
+    m, g, nb, _, scale, levels, width, index, _, _, _, _, weight, _ = _hb_unpack(buf)
     _hb_effects(x, buf, mu, eff)
     eta[:] = x[mu]
     xo = m
@@ -275,7 +290,9 @@ def _hb_eta(x, buf, mu, eff, eta) -> None:
 @numba.njit(cache=True, nogil=True)
 def hb_logp_and_grad(x, buf, grad) -> float:
     """Log density (up to a constant) at ``x``; writes the gradient into ``grad``."""
-    m, g, nb, center, scale, levels, width, index, q0, d1, d2, mask, weight = _hb_unpack(buf)
+    m, g, nb, center, scale, levels, width, index, q0, d1, d2, mask, weight, identity = _hb_unpack(
+        buf
+    )
     fay_herriot = buf[3] > 0
     tau = buf[4]
     grad[:] = 0.0
@@ -354,10 +371,13 @@ def hb_logp_and_grad(x, buf, grad) -> float:
                 )
             for j in range(nk):
                 gj = -x[vo + j] / rho2w
-                for lv in range(nl):
-                    gj += mult * buf[qo + lv * nk + j] * per_level[lv]
+                if identity[b] > 0:
+                    gj += mult * per_level[j]
+                else:
+                    for lv in range(nl):
+                        gj += mult * buf[qo + lv * nk + j] * per_level[lv]
                 grad[vo + j] = gj
-            qo += nl * nk
+            qo += _hb_basis_size(levels, width, identity, b)
             xo += m + m * nk
             eo += nl
     return lp
@@ -367,7 +387,7 @@ def hb_logp_and_grad(x, buf, grad) -> float:
 def hb_expand(x, buf, out) -> None:
     """``alpha``; per block ``sigma_b`` and the standardized effects ``z_b``; ``sigma_group``
     (Fay-Herriot); then ``theta`` (counts: the rates) or ``eta`` (Fay-Herriot)."""
-    m, g, nb, _, scale, levels, width, _, _, _, _, _, weight = _hb_unpack(buf)
+    m, g, nb, _, scale, levels, width, _, _, _, _, _, weight, _ = _hb_unpack(buf)
     fay_herriot = buf[3] > 0
     n_x = len(x)
     eff = np.empty((m, int(levels.sum())))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import warnings
 
@@ -1122,3 +1123,35 @@ def test_hb_main_effects_is_checked():
     df = _frame(300)
     with pytest.raises(ValueError, match="`hb_main_effects` must be 'non-centred' or 'centred'"):
         disaggregated_evaluation(df, ["race"], "y", "d", hb_main_effects="auto")
+
+
+def test_hierarchical_identity_basis_is_not_stored_and_gives_the_same_density():
+    """The group block's identity basis is flagged instead of stored (O(G) per evaluation
+    instead of O(G^2)); the density, gradient and output equal those of the stored one."""
+    from bayesfair._nutpie import hb_expand
+    from bayesfair.disaggregated import _hb_logp
+    from bayesfair.disaggregated.hierarchical import _Problem
+
+    labels = pd.DataFrame(list(itertools.product("xyz", "uvw", "pq")), columns=["a", "b", "c"])
+    rng = np.random.default_rng(4)
+    m = rng.integers(0, 50, (2, 18)).astype(float)
+    prob = _Problem(
+        labels, ["r", "s"], np.floor(m * rng.uniform(0, 1, m.shape)), m, None, None, True
+    )
+    flagged = prob.layout()
+    orig = _hb_logp.HBLayout
+    try:
+        _hb_logp.HBLayout = functools.partial(orig, store_identity=True)
+        stored = prob.layout()
+    finally:
+        _hb_logp.HBLayout = orig
+    assert len(stored.buffer) - len(flagged.buffer) == 18 * 18
+    n_out = sum(int(np.prod(sh)) for sh in flagged.variables()[1])
+    for _ in range(3):
+        x = rng.normal(0.0, 0.7, flagged.ndim)
+        (lp1, g1), (lp2, g2) = flagged.logp(x), stored.logp(x)
+        assert lp1 == lp2 and np.array_equal(g1, g2)
+        o1, o2 = np.empty(n_out), np.empty(n_out)
+        hb_expand(x, flagged.buffer, o1)
+        hb_expand(x, stored.buffer, o2)
+        assert np.array_equal(o1, o2)
