@@ -662,18 +662,26 @@ def test_simulation_on_adult(data_home):
     """
     from bayesfair.replication import herlihy
 
-    sim = herlihy.simulate(
-        5,
-        data_home=data_home,
-        hb_draws=300,
-        hb_chains=2,
-        n_bootstrap=300,
-        metrics=("selection_rate", "fpr"),
-        estimators=("standard", "hierarchical"),  # the two whose claims are asserted
-        random_state=1,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SamplerWarning)
+        sim = herlihy.simulate(
+            5,
+            data_home=data_home,
+            hb_draws=300,
+            hb_chains=2,
+            n_bootstrap=300,
+            metrics=("selection_rate", "fpr"),
+            estimators=("standard", "hierarchical"),  # the two whose claims are asserted
+            random_state=1,
+        )
     diag = pd.DataFrame(sim.attrs["hb_diagnostics"])  # one binomial fit per draw
     assert list(diag["draw"]) == list(range(5)) and set(diag["model"]) == {"binomial"}
+    # one summary warning, whose advice fits the problems it counts
+    said = [str(w.message) for w in caught if issubclass(w.category, SamplerWarning)]
+    assert len(said) == (1 if (diag.divergences > 0).any() or (diag.r_hat_max > 1.01).any() else 0)
+    if said:
+        assert ("hb_draws" in said[0]) == (diag.r_hat_max > 1.01).any()
+        assert ("hb_target_accept" in said[0]) == (diag.divergences > 0).any()
     mae, _ = herlihy.summarise(sim)
     small = mae.set_index(["metric", "estimator"])["small"]
     cut = {

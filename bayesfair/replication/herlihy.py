@@ -115,6 +115,8 @@ def simulate(
     sr_interval: str = "percentile",
     eb_interval: str = "prasad_rao",
     hb_point_estimate: str = "mean",
+    hb_target_accept: float = 0.95,
+    hb_main_effects: str = "non-centred",
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
 
@@ -125,7 +127,9 @@ def simulate(
     ridge of its rBLPR intervals) and ``sr_interval`` (see
     :func:`~bayesfair.disaggregated.structured.structured_regression`); ``eb_interval``
     to empirical Bayes;
-    ``hb_point_estimate`` ("mean" or "median") to the hierarchical model.
+    ``hb_point_estimate`` ("mean" or "median"), ``hb_target_accept`` and
+    ``hb_main_effects`` to the hierarchical model (see
+    :func:`~bayesfair.disaggregated.disaggregated_evaluation`).
 
     The hierarchical models' NUTS diagnostics of every draw are in
     ``attrs["hb_diagnostics"]``: records of draw, model, divergences, largest R-hat
@@ -159,6 +163,8 @@ def simulate(
                 sr_interval=sr_interval,
                 eb_interval=eb_interval,
                 hb_point_estimate=hb_point_estimate,
+                hb_target_accept=hb_target_accept,
+                hb_main_effects=hb_main_effects,
                 random_state=int(rng.integers(2**31)),
             )
         for model, diag in res.diagnostics.items():
@@ -177,12 +183,21 @@ def simulate(
     bad = [r for r in diagnostics if _arviz.sampler_problems(r)]
     if bad:
         r_hats = [r["r_hat_max"] for r in diagnostics if np.isfinite(r["r_hat_max"])]
+        n_div = int(sum(r["divergences"] for r in diagnostics))
+        advice = []
+        if any(r > _arviz.R_HAT_MAX for r in r_hats):
+            advice.append("more `hb_draws` or `hb_chains` would tighten the R-hats")
+        if n_div:
+            advice.append(
+                f"a larger `hb_target_accept` (now {hb_target_accept}) removes divergences"
+            )
         warnings.warn(
             f"hierarchical models: divergences or R-hat above {_arviz.R_HAT_MAX} in {len(bad)} "
             f"of {len(diagnostics)} fits ({len({r['draw'] for r in bad})} of {n_draws} draws; "
             f"largest R-hat {max(r_hats, default=np.nan):.3f}, "
-            f"{int(sum(r['divergences'] for r in diagnostics))} divergent transitions in all); "
-            'more `hb_draws` or `hb_chains` would tighten them. Per fit: .attrs["hb_diagnostics"]',
+            f"{n_div} divergent transitions in all); "
+            + "; ".join(advice)
+            + '. Per fit: .attrs["hb_diagnostics"]',
             SamplerWarning,
             stacklevel=2,
         )
