@@ -1127,6 +1127,15 @@ def _arviz_worst_is_main_effect(idata) -> bool:
     return summ.r_hat.max() > 1.01 and worst in {f"{p}_{c}" for p in ("sigma", "z") for c in "abc"}
 
 
+def test_centring_is_suggested_only_for_attributes_with_three_well_filled_values():
+    from bayesfair.disaggregated.evaluate import _pinned_down
+
+    values = pd.Series(["x", "y", "z", "x", "y", "z"])
+    assert _pinned_down(values, np.full(6, 600))  # 1,200 rows per value
+    assert not _pinned_down(values, np.array([600, 600, 600, 600, 600, 300]))  # z: 900
+    assert not _pinned_down(pd.Series(["x", "y"] * 3), np.full(6, 5000))  # two values
+
+
 def test_hb_main_effects_is_checked():
     df = _frame(300)
     with pytest.raises(ValueError, match="`hb_main_effects` must be 'non-centred' or 'centred'"):
