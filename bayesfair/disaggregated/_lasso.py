@@ -145,8 +145,5 @@ def partial_ridge(X, y, w, selected, lam2):
     # A is positive definite (every diagonal term gets at least 1e-10), so an LU solve gives
     # lstsq's solution (whose cutoff, eps x size, lies below 1e-10 / the largest eigenvalue
     # for standardised features) at a tenth of its SVD's cost
-    try:
-        coef = np.linalg.solve(A, b)
-    except np.linalg.LinAlgError:
-        coef = np.linalg.lstsq(A, b, rcond=None)[0]
+    coef = np.linalg.solve(A, b)
     return coef[0], coef[1:]

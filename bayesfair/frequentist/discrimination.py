@@ -10,6 +10,7 @@ from scipy.stats import norm
 
 from .._repr import compact_repr
 from ..data import AuditData
+from .learning import ROW_LOSSES
 
 __all__ = ["DiscriminationTestResult", "discrimination_test"]
 
@@ -83,16 +84,12 @@ def _row_loss(name: str, data: AuditData | None) -> np.ndarray:
     column = None if data is None else getattr(data, f"row_{needs[name]}")
     if column is None:
         raise ValueError(f"loss={name!r} needs `data` with a {needs[name]}")
-    y = data.row_outcome.astype(float)
     if name == "zero_one":
-        return (data.row_outcome != data.row_decision).astype(float)
-    p = np.asarray(data.row_score, dtype=float)
+        return ROW_LOSSES[name](data.row_outcome, data.row_decision)
+    p = np.asarray(column, dtype=float)
     if (p < 0).any() or (p > 1).any():
         raise ValueError(f"loss={name!r} needs a score in [0, 1] (a probability)")
-    if name == "brier":
-        return (y - p) ** 2
-    p = np.clip(p, 1e-15, 1 - 1e-15)
-    return -(y * np.log(p) + (1 - y) * np.log1p(-p))
+    return ROW_LOSSES[name](data.row_outcome.astype(float), p)
 
 
 def discrimination_test(

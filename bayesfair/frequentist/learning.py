@@ -188,6 +188,30 @@ def _fit_pow3(n, y):
     return np.array([delta, alpha, beta])
 
 
+def _squared_loss(y, prediction):
+    return (y - prediction) ** 2
+
+
+def _zero_one_loss(y, decision):
+    return (y != decision).astype(float)
+
+
+def _log_loss(y, p):
+    """Cross-entropy of probabilities ``p``, clipped to [1e-15, 1 - 1e-15]."""
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return -(y * np.log(p) + (1 - y) * np.log1p(-p))
+
+
+#: per-row losses by name, ``loss(y_true, prediction)``: "brier" and "log" take
+#: probabilities of the positive class (shared with :func:`discrimination_test`)
+ROW_LOSSES = {
+    "squared": _squared_loss,
+    "zero_one": _zero_one_loss,
+    "brier": _squared_loss,
+    "log": _log_loss,
+}
+
+
 def group_learning_curves(
     estimator,
     X: np.ndarray,
@@ -241,16 +265,8 @@ def group_learning_curves(
     if sizes.max() > len(y):
         raise ValueError(f"largest training size {sizes.max()} exceeds the {len(y)} training rows")
     proba = loss in ("brier", "log")
-    if loss in ("squared", "brier"):
-        loss_fn = lambda yt, yp: (yt - yp) ** 2  # noqa: E731
-    elif loss == "zero_one":
-        loss_fn = lambda yt, yp: (yt != yp).astype(float)  # noqa: E731
-    elif loss == "log":
-
-        def loss_fn(yt, p):
-            p = np.clip(p, 1e-15, 1 - 1e-15)
-            return -(yt * np.log(p) + (1 - yt) * np.log1p(-p))
-
+    if isinstance(loss, str) and loss in ROW_LOSSES:
+        loss_fn = ROW_LOSSES[loss]
     elif callable(loss):
         loss_fn = loss
     else:
