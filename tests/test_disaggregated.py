@@ -1136,6 +1136,36 @@ def test_centring_is_suggested_only_for_attributes_with_three_well_filled_values
     assert not _pinned_down(pd.Series(["x", "y"] * 3), np.full(6, 5000))  # two values
 
 
+def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
+    """An R-hat problem without divergences, not in a well-filled attribute's main effect
+    (the case of COMPAS' race x sex x age at the default 4 x 1,000 draws), gets the advice
+    of more draws and the variable's name; with divergences, a larger target acceptance."""
+    from bayesfair.disaggregated.evaluate import _sampler_advice
+
+    rng = np.random.default_rng(0)
+    shift = np.array([0.0, 0.0, 0.0, 1.0])[:, None]  # one chain elsewhere: R-hat >> 1.01
+    idata = az.from_dict(
+        posterior={
+            "sigma_race": np.abs(rng.normal(1.0, 0.3, (4, 200)) + shift),
+            "alpha": rng.normal(0.0, 1.0, (4, 200)),
+            "theta": rng.uniform(0, 1, (4, 200, 3)) + shift[:, :, None],
+        }
+    )
+    labels = pd.DataFrame({"race": ["x", "y", "z"], "sex": ["f", "m", "f"]})
+    kw = dict(target_accept=0.95, main_effects="non-centred", draws=1000)
+    said = _sampler_advice(idata, {"divergences": 0}, labels, np.full(3, 50), **kw)
+    assert "`sigma_race`" in said and "`hb_draws`, now 1000" in said
+    assert "hb_target_accept" not in said and "centred" not in said
+    said = _sampler_advice(idata, {"divergences": 3}, labels, np.full(3, 50), **kw)
+    assert "`hb_target_accept` (now 0.95)" in said and "hb_draws" not in said
+    # the same R-hat where every race has thousands of rows: centring, not more draws
+    said = _sampler_advice(idata, {"divergences": 0}, labels, np.full(3, 5000), **kw)
+    assert "hb_main_effects='centred'" in said and "hb_draws" not in said
+    # nothing to advise when R-hat is fine
+    calm = az.from_dict(posterior={"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
+    assert _sampler_advice(calm, {"divergences": 0}, labels, np.full(3, 50), **kw) == ""
+
+
 def test_hb_main_effects_is_checked():
     df = _frame(300)
     with pytest.raises(ValueError, match="`hb_main_effects` must be 'non-centred' or 'centred'"):
