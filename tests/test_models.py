@@ -584,3 +584,53 @@ def test_hlr_samples_cleanly_with_an_unused_category(seed):
     # the unseen value's intersections are drawn from the prior around the fitted ones
     p = fit.summary().set_index("intersection")
     assert np.isfinite(p.loc[p.index.str.startswith("w"), "mean"]).all()
+
+
+def test_posterior_p_s_keeps_the_plug_ins_and_epsilon(synth):
+    """``p_s="posterior"`` changes only gamma's draws: epsilon's draws, X and O are those
+    of ``p_s="empirical"``; the draws of P(s) average to the empirical frequencies, so
+    gamma's posterior mean moves by Monte Carlo error only; empty intersections keep
+    P(s) = 0; and with a mechanism both models share each draw of P(s)."""
+    sizes = np.full(16, 300)
+    sizes[3] = 0
+    data = make_gaussian_threshold(group_sizes=sizes, random_state=2).audit_data()
+    fit = DirichletMultinomial(alpha=1.0, draws=4000, random_state=0).fit(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the empty intersection
+        post = posterior_fairness(fit, p_s="posterior")
+        emp = posterior_fairness(fit, p_s="empirical")
+    assert np.array_equal(post.draws["epsilon"], emp.draws["epsilon"])
+    assert post.x == emp.x and post.o == emp.o
+    assert not np.array_equal(post.draws["gamma"], emp.draws["gamma"])
+    assert post.draws["gamma"].mean() == pytest.approx(emp.draws["gamma"].mean(), rel=0.05)
+    assert post.draws["gamma"].std() > emp.draws["gamma"].std()
+    assert fit.design_.labels[3] not in set(post.gamma_groups["intersection"])
+    dec = DirichletMultinomial(alpha=1.0, draws=4000, random_state=1).fit(data, "decision")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        both = posterior_fairness(fit, dec)
+    np.testing.assert_allclose(
+        both.draws["sf_amplification"], both.draws["gamma_mechanism"] - both.draws["gamma"]
+    )
+    with pytest.raises(ValueError, match="`p_s` must be 'empirical' or 'posterior'"):
+        posterior_fairness(fit, p_s="sample")
+
+
+@pytest.mark.slow
+def test_posterior_p_s_covers_gamma_of_the_population():
+    """gamma's truth uses the population's P(s), which the sample only estimates.  Over 300
+    replicates of the Gaussian threshold model (race 4 x sex 2, Dirichlet-multinomial),
+    90% intervals that draw P(s) from its posterior cover gamma near the nominal rate;
+    with P(s) fixed at the sample's frequencies they under-cover where the groups that
+    attain gamma are small (0.79 on the third setting below)."""
+    from bayesfair.replication import foulds
+
+    f = {"EDF": lambda s: DirichletMultinomial(alpha=0.5, draws=1000, random_state=s)}
+    for n_rows, seed in ((500, 2), (2000, 2), (500, 1)):
+        cal = foulds.calibration_study(
+            f, replicates=300, n_rows=n_rows, levels={"a": 4, "b": 2}, random_state=seed
+        )
+        gamma = cal[cal["metric"] == "gamma"].set_index("p_s")["coverage"]
+        print(f"{n_rows} rows, truth seed {seed}: gamma coverage", gamma.to_dict())
+        assert 0.85 <= gamma["posterior"] <= 0.95
+        assert gamma["posterior"] >= gamma["empirical"]

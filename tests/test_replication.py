@@ -71,6 +71,7 @@ def test_credible_intervals_cover_the_truth():
         ),
     }
     cal = foulds.calibration_study(factories, replicates=50, n_rows=7214, random_state=0)
+    print(cal.round(3).to_string())
     assert (cal["replicates"] == 50).all()
     assert cal["coverage"].between(0.80, 0.97).all(), cal
 

@@ -124,6 +124,7 @@ def posterior_fairness(
     include_empty: bool = False,
     prob: float = _arviz.CI_PROB,
     point: bool = True,
+    p_s: str = "posterior",
     random_state: int | None = 0,
 ) -> PosteriorFairness:
     """epsilon-DF and gamma-SF of a fitted model of P(y|s), and the bias amplification of a
@@ -139,12 +140,26 @@ def posterior_fairness(
         The two posteriors are independent, so their draws are paired at random.
     include_empty : bool
         Whether intersections without rows enter epsilon (default: no, as
-        P(s) = 0 there).  P(s) for gamma is the empirical frequency.
+        P(s) = 0 there, and gamma gives them P(s) = 0; see ``p_s``).
     prob : float
         Credible mass (default: the package's 0.90).
     point : bool, default True
         Compute the point-estimate ("O") values; for PyMC models this runs an
         optimisation (MAP), which simulation studies may skip (O is then NaN).
+    p_s : {"posterior", "empirical"}
+        P(s) in gamma-SF's posterior.  ``"posterior"`` (default) draws it with every
+        draw of P(y|s), from Dirichlet(N_s) over the non-empty intersections (the
+        Bayesian bootstrap, Rubin 1981; its mean is the empirical frequency): gamma
+        of the population the rows were drawn from, whose P(s) the sample only
+        estimates (gamma's definition takes P(s) from the same distribution as
+        P(y|s)).  ``"empirical"`` fixes P(s) at the sample's frequencies, as the
+        plug-ins X and O do either way: gamma of the audited sample itself, with
+        narrower intervals.  With a mechanism, both models share each draw of P(s).  On the Gaussian
+        threshold generator (Dirichlet-multinomial, 300 replicates per setting,
+        truth with the generating P(s)), 90% intervals covered gamma in 0.79-0.91
+        of replicates with the empirical P(s) and 0.88-0.93 with the posterior one on
+        race 4 x sex 2 at 500 and 2,000 rows, three truths each (``pytest -s
+        tests/test_models.py -k p_s_covers`` runs three of the six).
 
     Examples
     --------
@@ -165,6 +180,9 @@ def posterior_fairness(
         raise ValueError(
             "`model` and `mechanism` must be fitted on the same intersections and rows"
         )
+    if p_s not in ("empirical", "posterior"):
+        raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
+    draw_p_s = p_s == "posterior"
     rng = np.random.default_rng(random_state)
     present = (d.n > 0) | include_empty
     excluded = [lab for lab, pr in zip(d.labels, present, strict=True) if not pr]
@@ -172,6 +190,13 @@ def posterior_fairness(
 
     models = {"": model} if mechanism is None else {"": model, "_mechanism": mechanism}
     n_draws = max(m.p_draws_.shape[0] * m.p_draws_.shape[1] for m in models.values())
+    p_s_draws = p_s  # the empirical frequencies, or one draw of P(s) per draw of P(y|s)
+    if draw_p_s:
+        size = n_draws if mechanism is not None else model.p_draws_[..., 0].size
+        # its own stream, so that the draws of P(y|s) are those of p_s="empirical"
+        seed = None if random_state is None else [random_state, 1]
+        p_s_draws = np.zeros((size, len(d.n)))
+        p_s_draws[:, d.n > 0] = np.random.default_rng(seed).dirichlet(d.n[d.n > 0], size)
     draws: dict[str, np.ndarray] = {}
     x: dict[str, float] = {}
     o: dict[str, float] = {}
@@ -180,7 +205,7 @@ def posterior_fairness(
         p1 = _draws_of(m, n_draws if mechanism is not None else None, rng)
         pf = _p_full(p1, present)
         draws["epsilon" + suffix] = epsilon_df(pf)
-        draws["gamma" + suffix] = gamma_sf(p1, p_s)
+        draws["gamma" + suffix] = gamma_sf(p1, p_s_draws)
         pp = m.predict_proba()
         x["epsilon" + suffix] = float(epsilon_df(_p_full(pp, present)))
         x["gamma" + suffix] = float(gamma_sf(pp, p_s))
@@ -191,7 +216,7 @@ def posterior_fairness(
         else:
             o["epsilon" + suffix] = o["gamma" + suffix] = np.nan
         pairs = _pair_table(pf, d.labels)
-        g = gamma_sf_argmax(p1, p_s)
+        g = gamma_sf_argmax(p1, p_s_draws)
         gamma_groups = (
             pd.Series(np.asarray(d.labels)[g], name="intersection")
             .value_counts(normalize=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -383,6 +383,7 @@ def calibration_study(
     n_rows: int = 7214,
     levels: dict[str, int] | None = None,
     prob: float = 0.9,
+    p_s: str | Sequence[str] = ("empirical", "posterior"),
     random_state: int = 0,
 ) -> pd.DataFrame:
     """How often the ``prob`` credible interval of epsilon-DF and gamma-SF covers the truth.
@@ -391,43 +392,51 @@ def calibration_study(
     group weights and group probabilities, drawn once from ``random_state``;
     default shape race 4 x sex 2 like COMPAS, ``n_rows`` rows) and fits every
     model.  The intervals are the package's HDIs.  The truth is that of the
-    generating P(y|s) and P(s); gamma's posterior uses the empirical P(s).
+    generating P(y|s) and P(s).  gamma's posterior is computed with each of
+    ``p_s`` (see :func:`~bayesfair.models.posterior_fairness`: the empirical
+    P(s), or P(s) drawn from its posterior) from the same fits.
 
-    Returns one row per (model, metric): coverage, its binomial standard
-    error, mean interval width, and the replicates used.
+    Returns one row per (model, metric, p_s): coverage, its binomial standard
+    error, mean interval width, and the replicates used (``p_s`` is "n/a" for
+    epsilon, which does not use P(s)).
     """
+    modes = (p_s,) if isinstance(p_s, str) else tuple(p_s)
     levels = levels or {"race": 4, "sex": 2}
     base = make_gaussian_threshold(levels, n_rows=1000, random_state=random_state)
     w = base.truth["table"]["w"].to_numpy()
-    p_s = base.truth["table"]["p_s"].to_numpy()
+    truth_p_s = base.truth["table"]["p_s"].to_numpy()
     rng = np.random.default_rng(random_state + 1)
-    hits: dict[tuple[str, str], list[float]] = {}
-    widths: dict[tuple[str, str], list[float]] = {}
+    hits: dict[tuple[str, str, str], list[float]] = {}
+    widths: dict[tuple[str, str, str], list[float]] = {}
+    lo_key, hi_key = f"hdi_{prob:.0%}_low", f"hdi_{prob:.0%}_high"
     for r in range(replicates):
         ds = make_gaussian_threshold(
-            levels, group_sizes=rng.multinomial(n_rows, p_s), weights=w, random_state=rng
+            levels, group_sizes=rng.multinomial(n_rows, truth_p_s), weights=w, random_state=rng
         )
         data = ds.audit_data()
         for m_idx, (name, factory) in enumerate(factories.items()):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
                 model = factory(random_state + 1000 * r + m_idx).fit(data)
-            s = posterior_fairness(model, prob=prob, point=False).summary().set_index("metric")
-            for metric in ("epsilon", "gamma"):
-                lo, hi = s.loc[metric, f"hdi_{prob:.0%}_low"], s.loc[metric, f"hdi_{prob:.0%}_high"]
-                truth = ds.truth[metric]
-                hits.setdefault((name, metric), []).append(float(lo <= truth <= hi))
-                widths.setdefault((name, metric), []).append(float(hi - lo))
+            for i, mode in enumerate(modes):
+                pf = posterior_fairness(model, prob=prob, point=False, p_s=mode, random_state=r)
+                s = pf.summary().set_index("metric")
+                for metric in ("epsilon", "gamma") if i == 0 else ("gamma",):
+                    key = (name, metric, mode if metric == "gamma" else "n/a")
+                    lo, hi = s.loc[metric, lo_key], s.loc[metric, hi_key]
+                    hits.setdefault(key, []).append(float(lo <= ds.truth[metric] <= hi))
+                    widths.setdefault(key, []).append(float(hi - lo))
     rows = []
-    for (name, metric), h in hits.items():
+    for (name, metric, mode), h in hits.items():
         cov = float(np.mean(h))
         rows.append(
             {
                 "model": name,
                 "metric": metric,
+                "p_s": mode,
                 "coverage": cov,
                 "se": float(np.sqrt(cov * (1 - cov) / len(h))),
-                "mean_width": float(np.mean(widths[(name, metric)])),
+                "mean_width": float(np.mean(widths[(name, metric, mode)])),
                 "replicates": len(h),
             }
         )
