@@ -48,7 +48,9 @@ def add_bayesian_section(
             "Each model of P(y|s) gives three estimates (Foulds et al.): O, the metric of the "
             "point estimate; X, the metric of the posterior predictive; and the posterior "
             "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). "
-            "Intervals are 90% HDIs."
+            "Intervals are 90% HDIs. gamma's posterior also draws P(s), the intersections' "
+            "shares, from its posterior (the Bayesian bootstrap): it is gamma of the "
+            "population the rows were sampled from; O and X use the sample's shares."
         )
     )
     rows = []
