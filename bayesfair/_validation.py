@@ -16,6 +16,7 @@ __all__ = [
     "as_column_list",
     "check_binary",
     "check_count",
+    "check_open_probability",
     "check_probability",
     "check_random_state",
     "is_numeric_not_bool",
@@ -168,6 +169,13 @@ def check_count(value: object, argument: str, minimum: int = 1) -> int:
         what = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
         raise ValueError(f"`{argument}` must be {what}, got {value!r}")
     return int(value)
+
+
+def check_open_probability(value: object, argument: str) -> float:
+    """Validate a number strictly between 0 and 1 (NUTS' target acceptance rate)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
+        raise ValueError(f"`{argument}` must be a number in (0, 1), got {value!r}")
+    return float(value)
 
 
 def check_random_state(random_state: object) -> np.random.Generator:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from .. import _arviz
 from .._repr import compact_repr
-from .._validation import check_count, check_random_state
+from .._validation import check_count, check_open_probability, check_random_state
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical
@@ -178,11 +178,16 @@ class DisaggregatedResult:
         return ax
 
 
+def _model_variables(idata) -> list[str]:
+    """The hierarchical model's variables other than the group values (theta, eta), which
+    its diagnostics cover."""
+    return [v for v in idata.posterior.data_vars if v not in ("theta", "eta")]
+
+
 def _worst_r_hat(idata) -> str | None:
     """The variable (other than the group values) with the fit's largest R-hat, where that
     is above the threshold; otherwise None."""
-    names = [v for v in idata.posterior.data_vars if v not in ("theta", "eta")]
-    r_hat = _arviz.r_hat_by_variable(idata, names)
+    r_hat = _arviz.r_hat_by_variable(idata, _model_variables(idata))
     if not r_hat or max(r_hat.values()) <= _arviz.R_HAT_MAX:
         return None
     return max(r_hat, key=r_hat.get)
@@ -351,10 +356,7 @@ def disaggregated_evaluation(
         raise ValueError(
             f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
         )
-    if isinstance(hb_target_accept, bool) or not (
-        isinstance(hb_target_accept, (int, float)) and 0 < hb_target_accept < 1
-    ):
-        raise ValueError(f"`hb_target_accept` must be a number in (0, 1), got {hb_target_accept!r}")
+    check_open_probability(hb_target_accept, "hb_target_accept")
     check_count(n_bootstrap, "n_bootstrap", minimum=2)
     check_count(n_bootstrap_variance, "n_bootstrap_variance", minimum=2)
     check_count(hb_draws, "hb_draws")
@@ -567,9 +569,7 @@ def disaggregated_evaluation(
         )
     diagnostics = {}
     for name, idata in idatas.items():
-        diag = _arviz.diagnostics(
-            idata, [v for v in idata.posterior.data_vars if v not in ("theta", "eta")]
-        )
+        diag = _arviz.diagnostics(idata, _model_variables(idata))
         diagnostics[name] = diag
         problems = _arviz.sampler_problems(diag)
         if problems:

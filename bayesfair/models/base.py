@@ -12,7 +12,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from .. import _arviz
-from .._validation import check_count
+from .._validation import check_count, check_open_probability
 from ..data import AuditData
 from ._design import Design, design_from
 
@@ -259,8 +259,7 @@ class FairnessModel:
             )
         if not isinstance(self.tune, (int, np.integer)) or self.tune < 0:
             raise ValueError(f"`tune` must be a non-negative integer, got {self.tune!r}")
-        if not 0 < self.target_accept < 1:
-            raise ValueError(f"`target_accept` must be in (0, 1), got {self.target_accept}")
+        check_open_probability(self.target_accept, "target_accept")
         if self.sampler not in ("auto", "nutpie", "pymc"):
             raise ValueError(f"`sampler` must be 'auto', 'nutpie' or 'pymc', got {self.sampler!r}")
         if self.sampler == "nutpie" and not _have_nutpie():

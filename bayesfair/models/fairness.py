@@ -154,12 +154,12 @@ def posterior_fairness(
         estimates (gamma's definition takes P(s) from the same distribution as
         P(y|s)).  ``"empirical"`` fixes P(s) at the sample's frequencies, as the
         plug-ins X and O do either way: gamma of the audited sample itself, with
-        narrower intervals.  With a mechanism, both models share each draw of P(s).  On the Gaussian
-        threshold generator (Dirichlet-multinomial, 300 replicates per setting,
-        truth with the generating P(s)), 90% intervals covered gamma in 0.79-0.91
-        of replicates with the empirical P(s) and 0.88-0.93 with the posterior one on
-        race 4 x sex 2 at 500 and 2,000 rows, three truths each (``pytest -s
-        tests/test_models.py -k p_s_covers`` runs three of the six).
+        narrower intervals.  With a mechanism, both models share each draw of P(s).
+        On the Gaussian threshold generator (Dirichlet-multinomial, 300 replicates
+        per setting, truth with the generating P(s)), 90% intervals covered gamma in
+        0.79-0.91 of replicates with the empirical P(s) and 0.88-0.93 with the
+        posterior one on race 4 x sex 2 at 500 and 2,000 rows, three truths each
+        (``pytest -s tests/test_models.py -k p_s_covers`` runs three of the six).
 
     Examples
     --------
@@ -182,21 +182,20 @@ def posterior_fairness(
         )
     if p_s not in ("empirical", "posterior"):
         raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
-    draw_p_s = p_s == "posterior"
     rng = np.random.default_rng(random_state)
     present = (d.n > 0) | include_empty
     excluded = [lab for lab, pr in zip(d.labels, present, strict=True) if not pr]
-    p_s = d.n / d.n.sum()
+    share = d.n / d.n.sum()  # the empirical P(s)
 
     models = {"": model} if mechanism is None else {"": model, "_mechanism": mechanism}
+    # draws per model: every draw of the model, or (with a mechanism) the larger model's
     n_draws = max(m.p_draws_.shape[0] * m.p_draws_.shape[1] for m in models.values())
-    p_s_draws = p_s  # the empirical frequencies, or one draw of P(s) per draw of P(y|s)
-    if draw_p_s:
-        size = n_draws if mechanism is not None else model.p_draws_[..., 0].size
+    share_draws = share  # P(s) in gamma's draws: fixed, or one draw per draw of P(y|s)
+    if p_s == "posterior":
         # its own stream, so that the draws of P(y|s) are those of p_s="empirical"
         seed = None if random_state is None else [random_state, 1]
-        p_s_draws = np.zeros((size, len(d.n)))
-        p_s_draws[:, d.n > 0] = np.random.default_rng(seed).dirichlet(d.n[d.n > 0], size)
+        share_draws = np.zeros((n_draws, len(d.n)))
+        share_draws[:, d.n > 0] = np.random.default_rng(seed).dirichlet(d.n[d.n > 0], n_draws)
     draws: dict[str, np.ndarray] = {}
     x: dict[str, float] = {}
     o: dict[str, float] = {}
@@ -205,18 +204,18 @@ def posterior_fairness(
         p1 = _draws_of(m, n_draws if mechanism is not None else None, rng)
         pf = _p_full(p1, present)
         draws["epsilon" + suffix] = epsilon_df(pf)
-        draws["gamma" + suffix] = gamma_sf(p1, p_s_draws)
+        draws["gamma" + suffix] = gamma_sf(p1, share_draws)
         pp = m.predict_proba()
         x["epsilon" + suffix] = float(epsilon_df(_p_full(pp, present)))
-        x["gamma" + suffix] = float(gamma_sf(pp, p_s))
+        x["gamma" + suffix] = float(gamma_sf(pp, share))
         if point:
             po = m.p_point_
             o["epsilon" + suffix] = float(epsilon_df(_p_full(np.where(present, po, 0.5), present)))
-            o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), p_s))
+            o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), share))
         else:
             o["epsilon" + suffix] = o["gamma" + suffix] = np.nan
         pairs = _pair_table(pf, d.labels)
-        g = gamma_sf_argmax(p1, p_s_draws)
+        g = gamma_sf_argmax(p1, share_draws)
         gamma_groups = (
             pd.Series(np.asarray(d.labels)[g], name="intersection")
             .value_counts(normalize=True)
