@@ -10,7 +10,13 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from bayesfair.datasets import load_compas, make_cbs_semisynthetic
-from bayesfair.scan import _kernel, conditional_bias_scan, subgroup_mask, subset_scan
+from bayesfair.scan import (
+    _kernel,
+    conditional_bias_scan,
+    posterior_bias_scan,
+    subgroup_mask,
+    subset_scan,
+)
 from bayesfair.scan.engine import _codes, _logit, _Prepared
 
 
@@ -333,6 +339,23 @@ def test_cbs_scan_types_and_validation():
         conditional_bias_scan(
             f, scan_type="separation_recommendations", **{**common, "protected": "race"}
         )
+    by_value = {**common, "protected": ("race", "African-American")}
+    with pytest.raises(ValueError, match=r"'race' has 1 missing value\(s\), rows that cannot"):
+        conditional_bias_scan(
+            f.assign(race=f["race"].where(f.index > 0)),
+            scan_type="separation_recommendations",
+            **by_value,
+        )
+    # the scan keeps the rows with y == 1; none of them is protected: refuse, not p = 1
+    no_positive = f.assign(y=np.where(f["race"] == "African-American", 0, f["y"]))
+    for scan in (conditional_bias_scan, posterior_bias_scan):
+        with pytest.raises(ValueError, match="no protected row has y == 1; a value-conditional"):
+            scan(
+                no_positive,
+                scan_type="separation_recommendations",
+                condition_value=1,
+                **by_value,
+            )
     coded = f.assign(site=np.arange(len(f)) % 3 + 1)  # an integer column: a plain 2
     with pytest.raises(ValueError, match=r"pass protected=\('site', 2\)$"):
         conditional_bias_scan(

@@ -320,6 +320,13 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
         col, value = protected
         if col not in frame.columns:
             raise ValueError(f"`protected` attribute {col!r} is not in the data")
+        n_missing = int(frame[col].isna().sum())
+        if n_missing:
+            raise ValueError(
+                f"`protected` attribute {col!r} has {n_missing} missing value(s), rows that "
+                "cannot be placed in or out of the protected class; recode them as an explicit "
+                "category (for example 'unknown') or remove those rows first"
+            )
         mask = (frame[col] == value).to_numpy()
         if not mask.any():
             raise ValueError(f"no row has {col} == {value!r} (the protected class)")
@@ -375,6 +382,7 @@ class _Pipeline:
                 raise ValueError(f"`condition_value` must be None, 0 or 1, got {condition_value!r}")
             self.keep = cond == condition_value
             self.condition = None
+            self.kept = f"{roles[cond_role]} == {condition_value}"
         else:
             self.keep = np.ones(len(frame), bool)
             self.condition = cond
@@ -393,6 +401,17 @@ class _Pipeline:
         self.sigma = sigma
         self.propensity_model = propensity_model
         self.ihat_model = ihat_model
+
+    def require_both_classes(self, protected: np.ndarray) -> None:
+        """Refuse a value-conditional scan that keeps no row of one class."""
+        if self.condition is not None or self.keep.all():
+            return
+        for who, rows in (("protected", protected), ("non-protected", ~protected)):
+            if not (rows & self.keep).any():
+                raise ValueError(
+                    f"no {who} row has {self.kept}; a value-conditional scan keeps only "
+                    "those rows and needs both classes among them"
+                )
 
     def ihat(self, protected: np.ndarray) -> np.ndarray:
         return expected_events(
@@ -553,6 +572,7 @@ def conditional_bias_scan(
         ihat_model,
         ordinal,
     )
+    pipe.require_both_classes(A)
     seq = np.random.SeedSequence(random_state)
     scan_seq, perm_seq = seq.spawn(2)
     ihat = pipe.ihat(A)
