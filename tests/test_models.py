@@ -71,6 +71,43 @@ def test_naive_bayes_point_estimate_by_hand():
     assert np.all((fit.p_draws_ > 0) & (fit.p_draws_ < 1))
 
 
+def test_naive_bayes_mode_on_the_boundary():
+    """The posterior mode where a count is 0: brute force over the simplex, and an
+    outcome no row has (all y = 0) gives P(y=1|s) = 0 without 0/0."""
+    from scipy.optimize import minimize
+
+    from bayesfair.models.conjugate import _dirichlet_mode
+
+    for conc in ([3.0, 1.0, 2.5], [0.5, 4.0, 2.0], [1.5, 0.5, 0.5], [2.0, 2.0, 1.0]):
+        conc = np.array(conc)
+
+        def neg_log_density(z, conc=conc):
+            p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+            return -np.sum((conc - 1) * np.log(np.maximum(p, 1e-300)))
+
+        best = min(
+            (
+                minimize(neg_log_density, z0, method="Nelder-Mead", options={"xatol": 1e-10})
+                for z0 in np.random.default_rng(0).normal(0, 3, (20, 3))
+            ),
+            key=lambda r: r.fun,
+        )
+        p = np.exp(best.x - best.x.max())
+        np.testing.assert_allclose(_dirichlet_mode(conc), p / p.sum(), atol=1e-3)
+    np.testing.assert_allclose(_dirichlet_mode(np.array([1.0, 1.0, 1.0])), 1 / 3)
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 200), "b": rng.choice(["u", "v"], 200)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = NaiveBayes(random_state=0).fit(AuditData(df.assign(y=0), ["a", "b"], "y"))
+        np.testing.assert_array_equal(fit.p_point_, 0.0)
+        # pseudo-counts below 1 with a value that never has y = 1: no negative "mode"
+        df["y"] = (df["a"] == "x").astype(int)
+        fit = NaiveBayes(a_y=0.5, a_s=0.5, random_state=0).fit(AuditData(df, ["a", "b"], "y"))
+    np.testing.assert_allclose(fit.p_point_, np.where(fit.design_.codes[0] == 0, 1.0, 0.0))
+
+
 def test_posterior_fairness_recovers_truth_with_much_data():
     ds = make_gaussian_threshold(group_sizes=np.full(16, 20_000), random_state=3)
     fit = DirichletMultinomial(alpha=1.0, random_state=1).fit(ds.audit_data())

@@ -86,6 +86,21 @@ class DirichletMultinomial(_Conjugate):
         return self._predictive
 
 
+def _dirichlet_mode(conc: np.ndarray) -> np.ndarray:
+    """Mode of Dirichlet(conc) along the last axis.
+
+    Components with concentration at most 1 sit at 0 when another exceeds 1 (there
+    the density is largest, or unbounded); where none exceeds 1 (for example an
+    outcome with no rows and a flat prior), the density has no unique mode and the
+    mean stands in.  The plain formula (conc - 1) / sum(conc - 1) gives 0 / 0 or
+    negative probabilities in those cases.
+    """
+    excess = np.maximum(conc - 1.0, 0.0)
+    total = excess.sum(axis=-1, keepdims=True)
+    mean = conc / conc.sum(axis=-1, keepdims=True)
+    return np.where(total > 0, excess / np.where(total > 0, total, 1.0), mean)
+
+
 class NaiveBayes(_Conjugate):
     """Naive Bayes: P(y=1) ~ Beta(a_y, a_y); P(s_d | y) ~ Dirichlet(a_s) for each attribute d.
 
@@ -148,10 +163,8 @@ class NaiveBayes(_Conjugate):
         ]
         p = self._combine(py1, cond, design.codes)
         # Posterior mode (MLE when the pseudo-counts are 1).
-        mode_y = (k1 + self.a_y - 1) / (k1 + k0 + 2 * self.a_y - 2)
-        mode_c = [
-            (c + self.a_s - 1) / (c + self.a_s - 1).sum(axis=1, keepdims=True) for c in counts
-        ]
+        mode_y = _dirichlet_mode(np.array([k0, k1]) + self.a_y)[1]
+        mode_c = [_dirichlet_mode(c + self.a_s) for c in counts]
         with np.errstate(divide="ignore", invalid="ignore"):
             self.p_point_ = self._combine(np.asarray(mode_y), mode_c, design.codes)
         self._finish(design, {"p": p, "p_y": py1}, {})
