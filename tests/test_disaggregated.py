@@ -464,7 +464,10 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
     df = _frame(400)
     df["d"] = 0
     df.loc[df.race == "D", "y"] = 0  # and FNR is undefined in race D
-    with pytest.warns(UserWarning, match=r"'fnr': every group's estimate is 0 or 1, so the pooled"):
+    with pytest.warns(
+        UserWarning,
+        match=r"'fnr': no group's bootstrap resamples vary .*pooled variance \(eq. 6\) is 0",
+    ):
         res = disaggregated_evaluation(
             df,
             ["race", "sex"],
@@ -485,6 +488,19 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
     acc = res.table[res.table.metric == "accuracy"]
     assert acc["estimate"].notna().all()
     assert acc[acc.estimator != "james_stein"][["lower", "upper"]].notna().all().all()
+    # a constant score: every group's AUC is 0.5 (all ties), and no resample varies
+    with pytest.warns(UserWarning, match=r"'auc': no group's bootstrap resamples vary"):
+        res = disaggregated_evaluation(
+            df.assign(s=0.5),
+            ["race", "sex"],
+            "y",
+            y_score="s",
+            metrics=["auc"],
+            estimators=["standard", "empirical_bayes"],
+            random_state=0,
+        )
+    defined = res.table[res.table.defined]
+    assert res.sigma2["auc"] == 0 and (defined["estimate"] == 0.5).all()
 
 
 def test_callable_metric_and_auc_run():
@@ -517,6 +533,13 @@ def test_callable_metric_and_auc_run():
     assert ticks == [f"{g} (n={n})" for g, n in zip(est["group"], est["n"], strict=True)]
     with pytest.raises(ValueError, match="labels"):
         res.plot("auc", labels="names")
+
+    def broken(y, d, s):
+        return y  # an array, not a number
+
+    with pytest.raises(TypeError) as info:
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[broken])
+    assert "raised by the metric 'broken' on" in "".join(info.value.__notes__)
 
 
 def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():

@@ -432,7 +432,8 @@ def disaggregated_evaluation(
                 degenerate[name] = "no group has an estimate"
             elif not sigma2 > 0:
                 degenerate[name] = (
-                    "every group's estimate is 0 or 1, so the pooled variance (eq. 6) is 0"
+                    "no group's bootstrap resamples vary (estimates of 0 or 1, or a constant "
+                    "score), so the pooled variance (eq. 6) is 0"
                     if sigma2 == 0
                     else "no group has two rows to bootstrap a variance from"
                 )

@@ -178,12 +178,20 @@ class GroupedData:
                 raise ValueError("AUC needs `y_score`")
             return _auc(self.y[r], self.score[r])
         if callable(metric):
-            val = metric(
-                self.y[r],
-                None if self.yhat is None else self.yhat[r],
-                None if self.score is None else self.score[r],
-            )
-            return float(val) if val is not None else np.nan
+            try:
+                val = metric(
+                    self.y[r],
+                    None if self.yhat is None else self.yhat[r],
+                    None if self.score is None else self.score[r],
+                )
+                return float(val) if val is not None else np.nan
+            except Exception as err:  # say where, keep the user's exception
+                group = self.group_names()[self.group[r[0]]] if len(r) else "?"
+                err.add_note(
+                    f"raised by the metric {metric_name(metric)!r} on {len(r)} rows of group "
+                    f"'{group}' (it must return a number, or None where undefined)"
+                )
+                raise
         raise ValueError(
             f"unknown metric {metric!r}: use one of {sorted(COUNT_METRICS)}, 'auc' or a callable"
         )
