@@ -4,10 +4,11 @@ nutpie's Rust sampler calls ``logp(dim, x, grad, logp, user_data)`` and
 ``expand(dim, n_expanded, x, out, user_data)`` from its own threads, without the
 Python interpreter.  Here ``user_data`` is a flat float64 buffer that carries every
 size and value of the model, with the kind of model in its eighth slot, which picks
-the pair of callbacks: the logistic models of P(y|s) (LR, HLR; layout and
-documentation in :mod:`bayesfair.models._fastlogp`) or the hierarchical model of
-per-group metrics (:mod:`bayesfair.disaggregated._hb_logp`).  Nothing here depends on a data set, so
-numba compiles it once per machine and caches it on disk.  Every compiled function
+the pair of callbacks: the logistic models of P(y|s) (LR, HLR, and HLR with its
+effects integrated out; layout and documentation in :mod:`bayesfair.models._fastlogp`)
+or the hierarchical model of per-group metrics (:mod:`bayesfair.disaggregated._hb_logp`).
+Nothing here depends on a data set, so numba compiles it once per machine and caches
+it on disk.  Every compiled function
 lives in this one file on purpose: numba invalidates a cached function when its own
 file changes, not when a function it calls in another file does.
 """
@@ -24,15 +25,18 @@ import numpy as np
 __all__ = [
     "HIERARCHICAL",
     "LOGISTIC",
+    "MARGINAL",
     "available",
     "hb_expand",
     "hb_logp_and_grad",
     "lr_expand",
     "lr_logp_and_grad",
+    "mg_expand",
+    "mg_logp_and_grad",
     "nutpie_model",
 ]
 
-LOGISTIC, HIERARCHICAL = 0.0, 1.0
+LOGISTIC, HIERARCHICAL, MARGINAL = 0.0, 1.0, 2.0
 _HEADER = 8
 
 _LOGP_SIG = numba.types.int64(
@@ -176,6 +180,94 @@ def lr_expand(x, buf, out) -> None:
             out[o + 2 * g + i] = _sigmoid(gamma)
         else:
             out[o + i] = _sigmoid(gamma)
+
+
+# ---------------------------------------------------------------- HLR, effects integrated out
+# buffer: header (G, R, W, lam, -, expanded size, -, kind), then n (G), k (G), prior variances
+# a (R), base log-odds (G), main directions U (G x R), interaction directions V (G x W)
+# x: m (R), log sigma2, w (W); gamma = base + U m + sigma2 V w, m_r ~ N(0, a_r + sigma2^2)
+
+
+@numba.njit(cache=True, nogil=True)
+def mg_buffer_size(ud) -> int:
+    g, r, w = int(ud[0]), int(ud[1]), int(ud[2])
+    return _HEADER + 3 * g + r + g * r + g * w
+
+
+@numba.njit(cache=True, nogil=True)
+def _mg_unpack(buf):
+    g, r, w = int(buf[0]), int(buf[1]), int(buf[2])
+    o = _HEADER
+    n = buf[o : o + g]
+    k = buf[o + g : o + 2 * g]
+    a = buf[o + 2 * g : o + 2 * g + r]
+    o2 = o + 2 * g + r
+    base = buf[o2 : o2 + g]
+    u = buf[o2 + g : o2 + g + g * r].reshape((g, r))
+    v = buf[o2 + g + g * r : o2 + g + g * r + g * w].reshape((g, w))
+    return g, r, w, n, k, a, base, u, v
+
+
+@numba.njit(cache=True, nogil=True)
+def _mg_gamma(x, g, r, w, base, u, v, sig, out) -> None:
+    for i in range(g):
+        acc = base[i]
+        for j in range(r):
+            acc += u[i, j] * x[j]
+        dev = 0.0
+        for j in range(w):
+            dev += v[i, j] * x[r + 1 + j]
+        out[i] = acc + sig * dev
+
+
+@numba.njit(cache=True, nogil=True)
+def mg_logp_and_grad(x, buf, grad) -> float:
+    """Log density (up to a constant) of HLR with its effects integrated out; writes
+    the gradient."""
+    g, r, w, n, k, a, base, u, v = _mg_unpack(buf)
+    lam = buf[3]
+    s = x[r]
+    sig = np.exp(s)
+    lp = s - lam * sig
+    gs = 1.0 - lam * sig
+    for j in range(r):
+        var = a[j] + sig * sig
+        lp -= 0.5 * (x[j] * x[j] / var + np.log(var))
+        grad[j] = -x[j] / var
+        gs += sig * sig * (x[j] * x[j] / (var * var) - 1.0 / var)
+    for j in range(w):
+        lp -= 0.5 * x[r + 1 + j] * x[r + 1 + j]
+        grad[r + 1 + j] = -x[r + 1 + j]
+    gamma = np.empty(g)
+    _mg_gamma(x, g, r, w, base, u, v, sig, gamma)
+    for i in range(g):
+        lp += k[i] * gamma[i] - n[i] * _log1pexp(gamma[i])
+        dg = k[i] - n[i] * _sigmoid(gamma[i])
+        for j in range(r):
+            grad[j] += u[i, j] * dg
+        dev = 0.0
+        for j in range(w):
+            grad[r + 1 + j] += sig * v[i, j] * dg
+            dev += v[i, j] * x[r + 1 + j]
+        gs += sig * dev * dg
+    grad[r] = gs
+    return lp
+
+
+@numba.njit(cache=True, nogil=True)
+def mg_expand(x, buf, out) -> None:
+    """Write ``m``, ``w``, ``sigma2``, ``gamma``, ``p`` into ``out``."""
+    g, r, w, _, _, _, base, u, v = _mg_unpack(buf)
+    sig = np.exp(x[r])
+    for j in range(r):
+        out[j] = x[j]
+    for j in range(w):
+        out[r + j] = x[r + 1 + j]
+    out[r + w] = sig
+    o = r + w + 1
+    _mg_gamma(x, g, r, w, base, u, v, sig, out[o : o + g])
+    for i in range(g):
+        out[o + g + i] = _sigmoid(out[o + i])
 
 
 # ---------------------------------------------------------------- hierarchical model of metrics
@@ -446,6 +538,19 @@ def _lr_expand(dim, expanded, x_, out_, ud_):
     return 0
 
 
+def _mg_logp(dim, x_, out_, logp_, ud_):
+    buf = numba.carray(ud_, (mg_buffer_size(numba.carray(ud_, (_HEADER,))),))
+    out = numba.carray(out_, (dim,))
+    logp_[0] = mg_logp_and_grad(numba.carray(x_, (dim,)), buf, out)
+    return _status(logp_[0], out)
+
+
+def _mg_expand(dim, expanded, x_, out_, ud_):
+    buf = numba.carray(ud_, (mg_buffer_size(numba.carray(ud_, (_HEADER,))),))
+    mg_expand(numba.carray(x_, (dim,)), buf, numba.carray(out_, (expanded,)))
+    return 0
+
+
 def _hb_logp(dim, x_, out_, logp_, ud_):
     buf = numba.carray(ud_, (hb_buffer_size(numba.carray(ud_, (_HEADER,))),))
     out = numba.carray(out_, (dim,))
@@ -463,7 +568,11 @@ def _hb_expand(dim, expanded, x_, out_, ud_):
 def _cfuncs(kind: float):
     """The callbacks of one kind of model, compiled (or loaded from numba's cache) on
     first use."""
-    logp, expand = (_lr_logp, _lr_expand) if kind == LOGISTIC else (_hb_logp, _hb_expand)
+    logp, expand = {
+        LOGISTIC: (_lr_logp, _lr_expand),
+        HIERARCHICAL: (_hb_logp, _hb_expand),
+        MARGINAL: (_mg_logp, _mg_expand),
+    }[kind]
     return (
         numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(logp),
         numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(expand),

@@ -456,6 +456,146 @@ def test_closed_form_density_equals_pymc(cls, params):
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-6 * abs(offsets[0]) + 1e-8)
 
 
+@pytest.mark.parametrize(
+    ("levels", "params"),
+    [
+        ({"a": ["x", "y", "z", "w"]}, {}),  # one attribute: no interaction direction
+        ({"a": ["x", "y", "z"]}, {"effects": "one_hot", "mu": 0.3, "sigma1": 1.5}),
+        ({"a": ["x", "y", "z"], "b": ["u", "v"]}, {"lam": 2.0}),
+    ],
+)
+def test_marginal_density_equals_pymc(levels, params):
+    """HLR with its effects integrated out: the compiled density and gradient against
+    PyMC's model of the same parameterisation, every expanded variable against its
+    deterministics; and both against the Gaussian marginal of gamma computed directly
+    (the effects' prior pushed through the design, plus sigma2^2 I)."""
+    from scipy.stats import expon, multivariate_normal
+
+    from bayesfair._nutpie import mg_expand
+    from bayesfair.models._fastlogp import fixed_effects
+
+    # an empty and a tiny intersection among them
+    sizes = [300, 0, 40, 2, 900, 60][: int(np.prod([len(v) for v in levels.values()]))]
+    data = make_gaussian_threshold(levels, group_sizes=sizes, random_state=3).audit_data()
+    design = design_from(data)
+    hlr = HierarchicalLogisticRegression(parameterization="marginal", **params)
+    hlr._validate()
+    model = hlr.build_model(design)
+    lay = hlr._marginal_layout(design)
+    names = [v.name for v in model.value_vars]
+    order = ["m", "sigma2_log__"] + (["w"] if lay.n_interaction else [])
+    assert sorted(order) == sorted(names)
+    assert lay.n_interaction == design.n_groups - 1 - sum(len(v) - 1 for v in levels.values())
+    start = model.initial_point()
+    shapes = [start[n].shape for n in order]
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    graphs = [v for v in model.unobserved_value_vars if v.name in ("gamma", "p")]
+    values = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore")
+    xf, prior_mu, _ = fixed_effects(design, hlr.mu, hlr.effects)
+    rng = np.random.default_rng(0)
+    offsets, direct = [], []
+    for _ in range(4):
+        x = rng.normal(0.0, 0.7, lay.ndim)
+        point = _unravel(x, order, shapes)
+        ours, grad = lay.logp(x)
+        offsets.append(ours - float(logp(point)))
+        ref = _unravel(dlogp(point), names, [start[n].shape for n in names])
+        np.testing.assert_allclose(
+            grad, np.concatenate([ref[n].ravel() for n in order]), rtol=1e-6, atol=1e-8
+        )
+        out = np.empty(lay.buffer.astype(int)[5])
+        mg_expand(x, lay.buffer, out)
+        got = _unravel(out, *lay.variables()[:2])
+        for g, v in zip(graphs, values(point), strict=True):
+            np.testing.assert_allclose(got[g.name], v, rtol=1e-10, atol=1e-12)
+        # the density of (gamma, log sigma2): Gaussian marginal times the prior of sigma2
+        # (and its log Jacobian); the map from (m, w) to gamma is orthogonal up to the
+        # factor sigma2 on each interaction direction
+        sig = np.exp(x[lay.n_main])
+        cov = hlr.sigma1**2 * xf @ xf.T + sig**2 * np.eye(design.n_groups)
+        p = 1 / (1 + np.exp(-got["gamma"]))
+        lik = np.sum(design.k * np.log(p) + (design.n - design.k) * np.log1p(-p))
+        direct.append(
+            multivariate_normal(xf @ prior_mu, cov).logpdf(got["gamma"])
+            + lay.n_interaction * np.log(sig)
+            + expon(scale=1 / hlr.lam).logpdf(sig)
+            + np.log(sig)
+            + lik
+            - ours
+        )
+    for off in (offsets, direct):
+        np.testing.assert_allclose(off, off[0], rtol=0, atol=1e-6 * abs(off[0]) + 1e-8)
+
+
+@pytest.mark.parametrize("effects", ["sum_to_zero", "one_hot"])
+def test_marginal_recovers_the_effects_from_their_conditional(effects):
+    """Draw the whole model from its prior (effects, sigma2, z), keep only gamma and
+    sigma2, and redraw the effects and z given them: when the conditional is right, the
+    redrawn effects have the prior's distribution again, and they rebuild gamma exactly."""
+    from bayesfair.models._fastlogp import MarginalLayout, fixed_effects
+
+    design = design_from(
+        make_gaussian_threshold(
+            {"a": ["x", "y", "z"], "b": ["u", "v"]}, n_rows=600, random_state=1
+        ).audit_data()
+    )
+    mu, sigma = (0.0, 1.0) if effects == "sum_to_zero" else (0.3, 1.5)
+    lay = MarginalLayout(design, mu=mu, sigma=sigma, effects=effects, lam=3.0)
+    xf, prior_mu, outputs = fixed_effects(design, mu, effects)
+    rng = np.random.default_rng(7)
+    n = 40_000
+    f = prior_mu + sigma * rng.standard_normal((n, xf.shape[1]))
+    sig = rng.exponential(1 / 3.0, n)
+    gamma = f @ xf.T + sig[:, None] * rng.standard_normal((n, design.n_groups))
+    got = lay.recover(gamma, sig, np.random.default_rng(8))
+    got = {name: values for name, (_, values) in got.items()}
+    for name, dims, m in outputs:
+        prior = f @ m.T if dims else f @ m[0]
+        # same mean and spread as the prior draws (standard error of a mean: sd / 200)
+        np.testing.assert_allclose(got[name].mean(0), prior.mean(0), atol=0.03 * sigma)
+        np.testing.assert_allclose(got[name].std(0), prior.std(0), rtol=0.03)
+    np.testing.assert_allclose(got["z"].mean(0), 0, atol=0.03)
+    np.testing.assert_allclose(got["z"].std(0), 1, rtol=0.03)
+    eta = got["c"][:, None] + sum(
+        got[f"beta_{a}"][:, design.codes[d]] for d, a in enumerate(design.attributes)
+    )
+    np.testing.assert_allclose(eta + sig[:, None] * got["z"], gamma, atol=1e-9)
+
+
+def test_hlr_on_one_attribute_samples_marginal_and_cleanly():
+    """With one protected attribute every deviation of HLR is redundant with its value's
+    effect; "auto" integrates the effects out, which samples without divergences and
+    gives the posterior of the non-centred fit."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"g": rng.choice(["a", "b", "c"], 3000, p=[0.6, 0.3, 0.1])})
+    df["y"] = (rng.uniform(size=3000) < np.where(df["g"] == "a", 0.45, 0.25)).astype(int)
+    data = AuditData(df, "g", "y")
+    fits = [HierarchicalLogisticRegression(random_state=s).fit(data) for s in range(3)]
+    assert {f.resolved_parameterization(f.design_) for f in fits} == {"marginal"}
+    for f in fits:
+        assert f.diagnostics_["divergences"] == 0 and f.diagnostics_["r_hat_max"] <= 1.01
+        post = f.idata_.posterior
+        assert post["beta_g"].dims == ("chain", "draw", "g_value") and "z" in post
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        nc = HierarchicalLogisticRegression(parameterization="noncentered", random_state=0)
+        nc.fit(data)
+    both = np.stack([f.p_draws_.reshape(-1, 3) for f in fits]).reshape(-1, 3)
+    ref = nc.p_draws_.reshape(-1, 3)
+    # means within 3 Monte Carlo standard errors (an ESS of 400 for the reference)
+    assert np.all(np.abs(both.mean(0) - ref.mean(0)) < 3 * ref.std(0) / np.sqrt(400))
+    np.testing.assert_allclose(both.std(0), ref.std(0), rtol=0.1)
+    for name in ("c", "beta_g", "sigma2"):
+        a = np.concatenate([f.idata_.posterior[name].to_numpy().reshape(4000, -1) for f in fits])
+        b = nc.idata_.posterior[name].to_numpy().reshape(4000, -1)
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 3 * b.std(0) / np.sqrt(400))
+        np.testing.assert_allclose(a.std(0), b.std(0), rtol=0.15)
+    two = AuditData(df.assign(h=rng.choice(["u", "v"], 3000)), ["g", "h"], "y")
+    assert HierarchicalLogisticRegression().resolved_parameterization(design_from(two)) != (
+        "marginal"
+    )
+
+
 def test_closed_form_density_mixes_centred_and_noncentred_intersections():
     """Centring some intersections is a change of variables gamma_j = eta_j + sigma2 z_j:
     the density on gamma is the density on z minus log sigma2 for each centred one."""

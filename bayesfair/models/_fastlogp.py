@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._nutpie import LOGISTIC, lr_logp_and_grad, nutpie_model
+from .._nutpie import LOGISTIC, MARGINAL, lr_logp_and_grad, mg_logp_and_grad, nutpie_model
 from ._design import Design
 
 __all__ = [
     "LogisticLayout",
+    "MarginalLayout",
+    "fixed_effects",
     "logistic_nutpie_model",
     "separate_unseen_directions",
     "unidentified_rotation",
@@ -78,6 +80,34 @@ def separate_unseen_directions(
     if rot is None:
         return xf, prior_mu, outputs
     return xf @ rot, rot.T @ prior_mu, [(name, dims, m @ rot) for name, dims, m in outputs]
+
+
+def fixed_effects(
+    design: Design, mu: float, effects: str
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, tuple[str, ...], np.ndarray]]]:
+    """The intercept ``c`` and one effect per attribute value (``beta_<attr>``) in the
+    unconstrained coordinates ``f`` of PyMC's model: the design (intersections x
+    coordinates), the prior means of ``f`` (each ``Normal(mean, sigma)``) and the output
+    maps (name, dims, matrix taking ``f`` to the variable)."""
+    g = design.n_groups
+    blocks = [np.ones((g, 1))]
+    maps: list[np.ndarray] = []
+    prior_mu = [mu]
+    for d, lv in enumerate(design.levels.values()):
+        basis = zero_sum_basis(len(lv)) if effects == "sum_to_zero" else np.eye(len(lv))
+        maps.append(basis)
+        blocks.append(basis[design.codes[d]])
+        prior_mu += [0.0 if effects == "sum_to_zero" else mu] * basis.shape[1]
+    xf = np.hstack(blocks)
+    p = xf.shape[1]
+    outputs = [("c", (), np.eye(1, p))]
+    start = 1
+    for a, basis in zip(design.attributes, maps, strict=True):  # beta_<attr> = M @ v
+        block = np.zeros((basis.shape[0], p))
+        block[:, start : start + basis.shape[1]] = basis
+        outputs.append((f"beta_{a}", (f"{a}_value",), block))
+        start += basis.shape[1]
+    return xf, np.asarray(prior_mu, dtype=float), outputs
 
 
 class LogisticLayout:
@@ -167,25 +197,7 @@ class LogisticLayout:
         the posterior: NUTS no longer has to move along a ridge that only the prior
         bounds.  Where the non-empty intersections see every direction nothing changes.
         """
-        g = design.n_groups
-        blocks = [np.ones((g, 1))]
-        maps: list[np.ndarray] = []
-        prior_mu = [mu]
-        for d, lv in enumerate(design.levels.values()):
-            basis = zero_sum_basis(len(lv)) if effects == "sum_to_zero" else np.eye(len(lv))
-            maps.append(basis)
-            blocks.append(basis[design.codes[d]])
-            prior_mu += [0.0 if effects == "sum_to_zero" else mu] * basis.shape[1]
-        xf = np.hstack(blocks)
-        p = xf.shape[1]
-        outputs = [("c", (), np.eye(1, p))]
-        start = 1
-        for a, basis in zip(design.attributes, maps, strict=True):  # beta_<attr> = M @ v
-            block = np.zeros((basis.shape[0], p))
-            block[:, start : start + basis.shape[1]] = basis
-            outputs.append((f"beta_{a}", (f"{a}_value",), block))
-            start += basis.shape[1]
-        prior = np.asarray(prior_mu, dtype=float)
+        xf, prior, outputs = fixed_effects(design, mu, effects)
         if separate_unidentified:
             xf, prior, outputs = separate_unseen_directions(xf, prior, outputs, design.n > 0)
         return cls(
@@ -235,3 +247,114 @@ def logistic_nutpie_model(design: Design, **layout: object):
     """
     lay = LogisticLayout.from_design(design, separate_unidentified=True, **layout)  # type: ignore[arg-type]
     return lay.nutpie_model(design.coords())
+
+
+class MarginalLayout:
+    """HLR with its fixed effects integrated out: the same model, without the directions
+    along which the effects and the deviations trade off.
+
+    With ``f ~ Normal(prior_mu, sigma1)`` (the unconstrained intercept and effects,
+    design ``X``) and ``gamma = X f + sigma2 z``, the log-odds given ``sigma2`` are
+    ``Normal(X prior_mu, sigma1^2 X X' + sigma2^2 I)``.  With ``X = U S V'`` (singular
+    value decomposition, rank ``R``), ``gamma = X prior_mu + U_R m + sigma2 U_W w``
+    where ``m_r ~ Normal(0, (sigma1^2 s_r^2 + sigma2^2)^(1/2))`` are the ``R`` main
+    directions, sampled centred (their prior scale is at least ``sigma1 s_r``, so no
+    funnel forms as ``sigma2 -> 0``), and ``w ~ Normal(0, 1)`` the ``W = G - R``
+    interaction directions.  The sampler sees ``G + 1`` values instead of ``P + G + 1``:
+    in the usual parameterisations the ``R`` directions of ``z`` that lie in the span
+    of ``X`` are redundant with the effects, a ridge only the priors bound, which
+    NUTS must travel (with one protected attribute, where ``W = 0``, it diverged in
+    most fits).  :meth:`recover` draws ``f`` (hence ``c``, ``beta_<attr>``) and ``z``
+    from their exact conditional distribution given ``gamma`` and ``sigma2``, so the
+    fit reports every variable of the model.
+
+    Dense in the intersections (``G x G``): for designs of at most
+    :data:`MAX_GROUPS` intersections.
+    """
+
+    MAX_GROUPS = 1000
+
+    def __init__(self, design: Design, *, mu: float, sigma: float, effects: str, lam: float):
+        g = design.n_groups
+        if g > self.MAX_GROUPS:
+            raise ValueError(
+                f"the marginal parameterisation is dense in the intersections; {g:,} is more "
+                f"than {self.MAX_GROUPS:,}: use parameterization='noncentered'"
+            )
+        xf, prior_mu, outputs = fixed_effects(design, mu, effects)
+        u, sv, vt = np.linalg.svd(xf, full_matrices=True)
+        r = int((sv > 1e-10 * sv[0]).sum())
+        self.xf, self.prior_mu, self.outputs, self.sigma = xf, prior_mu, outputs, sigma
+        self.svd = (u, sv[:r], vt)
+        self.n_groups, self.n_main, self.n_interaction = g, r, g - r
+        self.prior_var = sigma**2 * sv[:r] ** 2
+        self.base = xf @ prior_mu
+        self.main, self.interaction = u[:, :r], u[:, r:]
+        self.ndim = g + 1
+        header = [g, r, g - r, lam, 0.0, r + (g - r) + 1 + 2 * g, 0.0, MARGINAL]
+        self.buffer = np.ascontiguousarray(
+            np.concatenate(
+                [
+                    np.asarray(header, dtype=float),
+                    np.asarray(design.n, dtype=float),
+                    np.asarray(design.k, dtype=float),
+                    self.prior_var,
+                    self.base,
+                    self.main.ravel(),
+                    self.interaction.ravel(),
+                ]
+            )
+        )
+        self.start = np.zeros(self.ndim)
+        self.start[r] = np.log(1.0 / lam)
+
+    def coords(self) -> dict[str, list]:
+        return {
+            "main_direction": list(range(self.n_main)),
+            "interaction_direction": list(range(self.n_interaction)),
+        }
+
+    def logp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        grad = np.empty(self.ndim)
+        return float(mg_logp_and_grad(np.asarray(x, dtype=float), self.buffer, grad)), grad
+
+    def variables(self) -> tuple[list[str], list[tuple[int, ...]], dict[str, tuple[str, ...]]]:
+        g, r, w = self.n_groups, self.n_main, self.n_interaction
+        names = ["m", "w", "sigma2", "gamma", "p"]
+        shapes: list[tuple[int, ...]] = [(r,), (w,), (), (g,), (g,)]
+        dims = {
+            "m": ("main_direction",),
+            "w": ("interaction_direction",),
+            "gamma": ("intersection",),
+            "p": ("intersection",),
+        }
+        if w == 0:  # nothing to write: leave the variable out
+            del names[1], shapes[1], dims["w"]
+        return names, shapes, dims
+
+    def nutpie_model(self, coords: dict):
+        return nutpie_model(self.buffer, self.start, self.variables(), {**coords, **self.coords()})
+
+    def recover(
+        self, gamma: np.ndarray, sigma2: np.ndarray, rng: np.random.Generator
+    ) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+        """Draws of ``c``, ``beta_<attr>`` and ``z`` (with their dims) given draws of
+        ``gamma`` (``(..., G)``) and ``sigma2`` (``(...)``), from their conditional
+        distribution.
+
+        In the coordinates ``f' = V'(f - prior_mu)`` and ``y = U'(gamma - X
+        prior_mu)``, ``y_r = s_r f'_r + sigma2 z'_r``: each ``f'_r`` is Gaussian given
+        ``y_r`` (prior ``Normal(0, sigma1)``), and the directions of ``f`` the design
+        does not see keep their prior; then ``z = (gamma - X f) / sigma2``.
+        """
+        u, sv, vt = self.svd
+        r = self.n_main
+        sig = np.asarray(sigma2, dtype=float)[..., None]
+        y = (gamma - self.base) @ u[:, :r]
+        prec = 1.0 / self.sigma**2 + sv**2 / sig**2
+        f_rot = self.sigma * rng.standard_normal((*gamma.shape[:-1], vt.shape[0]))
+        f_rot[..., :r] = (sv / sig**2) * y / prec + rng.standard_normal(y.shape) / np.sqrt(prec)
+        f = self.prior_mu + f_rot @ vt
+        out = {name: (dims, f @ m.T if dims else f @ m[0]) for name, dims, m in self.outputs}
+        out["z"] = (("intersection",), (gamma - f @ self.xf.T) / sig)
+        return out
