@@ -596,6 +596,26 @@ def test_hlr_on_one_attribute_samples_marginal_and_cleanly():
     )
 
 
+def test_divergence_warning_suggests_target_accept(monkeypatch):
+    from types import SimpleNamespace
+
+    from bayesfair import _arviz
+
+    diag = {"divergences": 3.0, "r_hat_max": 1.0, "ess_bulk_min": 900.0, "ess_tail_min": 900.0}
+    monkeypatch.setattr(_arviz, "diagnostics", lambda idata, names: diag)
+    idata = SimpleNamespace(posterior=SimpleNamespace(data_vars=["c", "p"]))
+    fit = HierarchicalLogisticRegression()
+    fit.warnings_ = []
+    with pytest.warns(SamplerWarning, match=r"3 divergent transitions; a larger `target_accept`"):
+        fit._check_diagnostics(idata)
+    assert "(now 0.98)" in fit.warnings_[0]
+    fit = HierarchicalLogisticRegression(target_accept=0.999)  # nothing left to raise
+    fit.warnings_ = []
+    with pytest.warns(SamplerWarning):
+        fit._check_diagnostics(idata)
+    assert fit.warnings_ == ["HierarchicalLogisticRegression: 3 divergent transitions"]
+
+
 def test_closed_form_density_mixes_centred_and_noncentred_intersections():
     """Centring some intersections is a change of variables gamma_j = eta_j + sigma2 z_j:
     the density on gamma is the density on z minus log sigma2 for each centred one."""

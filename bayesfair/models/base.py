@@ -433,6 +433,8 @@ class FairnessModel:
         diag = _arviz.diagnostics(idata, free)
         self.diagnostics_ = diag
         for m in _arviz.sampler_problems(diag, min_ess_bulk=100 * self.chains):
+            if m.endswith("divergent transitions") and self.target_accept < 0.995:
+                m += f"; a larger `target_accept` (now {self.target_accept}) usually removes them"
             text = f"{type(self).__name__}: {m}"
             self.warnings_.append(text)
             warnings.warn(text, SamplerWarning, stacklevel=4)
