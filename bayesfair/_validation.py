@@ -16,6 +16,7 @@ __all__ = [
     "as_column_list",
     "check_binary",
     "check_count",
+    "check_no_missing_groups",
     "check_open_probability",
     "check_probability",
     "check_random_state",
@@ -169,6 +170,19 @@ def check_count(value: object, argument: str, minimum: int = 1) -> int:
         what = "a positive integer" if minimum == 1 else f"an integer of at least {minimum}"
         raise ValueError(f"`{argument}` must be {what}, got {value!r}")
     return int(value)
+
+
+def check_no_missing_groups(col: pd.Series, label: str, consequence: str = "") -> None:
+    """Refuse missing values in a column whose values define groups: a row with a missing
+    value belongs to no group, and leaving it out silently would change the audit.
+    ``label`` names the column (e.g. "protected column 'race'"); ``consequence`` says
+    what the missing values would break, after a comma."""
+    n_missing = int(col.isna().sum())
+    if n_missing:
+        raise ValueError(
+            f"{label} has {n_missing} missing value(s){consequence}; recode them as an "
+            "explicit category (for example 'unknown') or remove those rows first"
+        )
 
 
 def check_open_probability(value: object, argument: str) -> float:

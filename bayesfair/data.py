@@ -17,6 +17,7 @@ import pandas as pd
 from ._validation import (
     as_column_list,
     check_binary,
+    check_no_missing_groups,
     check_probability,
     check_scalar_probability,
     require_columns,
@@ -38,12 +39,7 @@ class _Encoded:
 
 def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
     """Integer-code one protected column; levels give the order of its values."""
-    n_missing = int(col.isna().sum())
-    if n_missing:
-        raise ValueError(
-            f"protected column {name!r} has {n_missing} missing value(s); recode them as an "
-            "explicit category (for example 'unknown') or remove those rows first"
-        )
+    check_no_missing_groups(col, f"protected column {name!r}")
     if levels is not None:
         levels = list(levels)
         if len(set(levels)) != len(levels):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_binary, is_numeric_not_bool
+from .._validation import check_binary, check_no_missing_groups, is_numeric_not_bool
 from ..metrics.rates import RATE_DEFINITIONS
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
@@ -79,12 +79,7 @@ class GroupedData:
         for c in sens:
             if c not in data.columns:
                 raise ValueError(f"sensitive feature {c!r} is not in the data")
-            n_missing = int(data[c].isna().sum())
-            if n_missing:
-                raise ValueError(
-                    f"sensitive feature {c!r} has {n_missing} missing value(s); recode them "
-                    "as an explicit category (for example 'unknown') or remove those rows first"
-                )
+            check_no_missing_groups(data[c], f"sensitive feature {c!r}")
         y = check_binary(data[y_true], y_true, "`y_true`", pos_label).astype(int)
         yhat = None
         if y_pred is not None:

@@ -285,9 +285,9 @@ class MarginalLayout:
         u, sv, vt = np.linalg.svd(xf, full_matrices=True)
         r = int((sv > 1e-10 * sv[0]).sum())
         self.xf, self.prior_mu, self.outputs, self.sigma = xf, prior_mu, outputs, sigma
-        self.svd = (u, sv[:r], vt)
+        self.singular, self.rotation = sv[:r], vt  # X = main @ diag(singular) @ rotation[:r]
         self.n_groups, self.n_main, self.n_interaction = g, r, g - r
-        self.prior_var = sigma**2 * sv[:r] ** 2
+        self.prior_var = sigma**2 * self.singular**2
         self.base = xf @ prior_mu
         self.main, self.interaction = u[:, :r], u[:, r:]
         self.ndim = g + 1
@@ -347,10 +347,9 @@ class MarginalLayout:
         ``y_r`` (prior ``Normal(0, sigma1)``), and the directions of ``f`` the design
         does not see keep their prior; then ``z = (gamma - X f) / sigma2``.
         """
-        u, sv, vt = self.svd
-        r = self.n_main
+        sv, vt, r = self.singular, self.rotation, self.n_main
         sig = np.asarray(sigma2, dtype=float)[..., None]
-        y = (gamma - self.base) @ u[:, :r]
+        y = (gamma - self.base) @ self.main
         prec = 1.0 / self.sigma**2 + sv**2 / sig**2
         f_rot = self.sigma * rng.standard_normal((*gamma.shape[:-1], vt.shape[0]))
         f_rot[..., :r] = (sv / sig**2) * y / prec + rng.standard_normal(y.shape) / np.sqrt(prec)

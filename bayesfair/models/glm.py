@@ -224,9 +224,14 @@ class HierarchicalLogisticRegression(LogisticRegression):
         return (*super().cache_key(design), self.resolved_parameterization(design))
 
     def _marginal_layout(self, design: Design) -> MarginalLayout:
-        return MarginalLayout(
-            design, mu=self.mu, sigma=self.sigma1, effects=self.effects, lam=self.lam
-        )
+        """The marginal layout of ``design``, built once per fit (its singular value
+        decomposition serves the PyMC model, the closed-form density and the draws of
+        the effects)."""
+        settings = dict(mu=self.mu, sigma=self.sigma1, effects=self.effects, lam=self.lam)
+        cached = self.__dict__.get("_marginal")
+        if cached is None or cached[0] is not design or cached[1] != settings:
+            self._marginal = (design, settings, MarginalLayout(design, **settings))
+        return self._marginal[2]
 
     def _closed_form_model(self, design: Design):
         if self.resolved_parameterization(design) == "marginal":

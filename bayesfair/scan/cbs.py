@@ -30,7 +30,7 @@ from sklearn.linear_model import LogisticRegression
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
-from .._validation import check_binary, check_probability
+from .._validation import check_binary, check_no_missing_groups, check_probability
 from .engine import (
     ScanResult,
     _codes,
@@ -320,13 +320,11 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
         col, value = protected
         if col not in frame.columns:
             raise ValueError(f"`protected` attribute {col!r} is not in the data")
-        n_missing = int(frame[col].isna().sum())
-        if n_missing:
-            raise ValueError(
-                f"`protected` attribute {col!r} has {n_missing} missing value(s), rows that "
-                "cannot be placed in or out of the protected class; recode them as an explicit "
-                "category (for example 'unknown') or remove those rows first"
-            )
+        check_no_missing_groups(
+            frame[col],
+            f"`protected` attribute {col!r}",
+            ", rows that cannot be placed in or out of the protected class",
+        )
         mask = (frame[col] == value).to_numpy()
         if not mask.any():
             raise ValueError(f"no row has {col} == {value!r} (the protected class)")
@@ -386,6 +384,7 @@ class _Pipeline:
         else:
             self.keep = np.ones(len(frame), bool)
             self.condition = cond
+            self.kept = None  # every row: nothing for require_both_classes to check
         self.X_ihat = _onehot(frame, ihat_attributes)
         gx = _row_groups(self.X_ihat)
         if self.condition is None:
@@ -404,7 +403,7 @@ class _Pipeline:
 
     def require_both_classes(self, protected: np.ndarray) -> None:
         """Refuse a value-conditional scan that keeps no row of one class."""
-        if self.condition is not None or self.keep.all():
+        if self.kept is None or self.keep.all():
             return
         for who, rows in (("protected", protected), ("non-protected", ~protected)):
             if not (rows & self.keep).any():
