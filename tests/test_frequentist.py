@@ -17,7 +17,7 @@ from bayesfair.frequentist import (
     permutation_test_counts,
     required_sample_size,
 )
-from bayesfair.frequentist.permutation import _draw_split, _holm
+from bayesfair.frequentist.permutation import _draw_split, _holm, _pairwise_tests
 
 
 def _rows(n, seed, frac=0.2, prev=(0.05, 0.5), acc=0.8):
@@ -187,6 +187,59 @@ def test_intersectional_max_t():
     assert (g["pvalue_maxT"] >= 1 / 2000).all()
     assert len(res.pairwise) == 15
     assert (res.pairwise["pvalue_holm"] >= res.pairwise["pvalue"]).all()
+
+
+def test_pairwise_tests_are_the_two_group_tests():
+    """The pairs, drawn for blocks of pairs at once, are each pair's own permutation
+    test: same statistics, p-values equal up to Monte Carlo error (different streams)."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    df = pd.DataFrame({"r": rng.choice(list("abcde"), n), "y": rng.integers(0, 2, n)})
+    miss = np.where(df["r"] == "e", 0.35, 0.2)
+    df["d"] = np.where(df["y"] == 1, rng.random(n) > miss, rng.random(n) < 0.2).astype(int)
+    data = AuditData(df, "r", "y", decision="d")
+    res = intersectional_permutation_test(data, "fnr", n_resamples=4999, random_state=0)
+    assert len(res.pairwise) == 10 and res.notes == []
+    for row in res.pairwise.itertuples():
+        one = permutation_test(
+            data, "fnr", groups=(row.group_a, row.group_b), n_resamples=4999, random_state=1
+        )
+        assert row.difference == pytest.approx(one.statistic, abs=1e-12)
+        assert row.z == pytest.approx(one.studentized_statistic, abs=1e-12)
+        se = np.sqrt(2 * one.pvalue * (1 - one.pvalue) / 4999) + 1e-3
+        assert abs(row.pvalue - one.pvalue) < 4 * se, (row, one.pvalue)
+    assert res.pairwise.set_index(["group_a", "group_b"]).loc[("a", "e"), "pvalue"] < 0.01
+
+
+@pytest.mark.parametrize("permute", ["free", "within_outcome"])
+def test_pairwise_tests_hold_their_level(permute):
+    """600 null pairs (equal FNR, prevalences 5% and 50%) tested in one call: about 5%
+    are rejected at 0.05, and the Holm-adjusted p-values reject none."""
+    rng = np.random.default_rng(11)
+    cells = np.array([_cells(rng, 20_000) for _ in range(600)])
+    out = _pairwise_tests(cells[:, 0], cells[:, 1], "fnr", permute, 399, 0, 1)
+    rate = float(np.mean(out["pvalue"] <= 0.05))
+    assert 0.03 <= rate <= 0.075, rate
+    assert (out["pvalue_holm"] >= out["pvalue"]).all() and (out["pvalue_holm"] > 0.05).all()
+
+
+def test_pairwise_auto_skips_many_pairs_and_says_so():
+    rng = np.random.default_rng(5)
+    n = 20_000
+    df = pd.DataFrame({"r": rng.integers(0, 50, n).astype(str), "y": rng.integers(0, 2, n)})
+    df["d"] = rng.integers(0, 2, n)
+    data = AuditData(df, "r", "y", decision="d")
+    with pytest.warns(UserWarning, match="50 groups make 1225 pairs.*pairwise=True"):
+        res = intersectional_permutation_test(data, "fnr", n_resamples=99, random_state=0)
+    assert res.pairwise.empty and "skipped" in res.notes[0]
+    assert res.groups["pvalue_maxT"].notna().all()
+    with pytest.warns(UserWarning, match=r"1225 pairs and n_resamples=99.*at least 24500"):
+        res = intersectional_permutation_test(
+            data, "fnr", n_resamples=99, pairwise=True, random_state=0
+        )
+    assert len(res.pairwise) == 1225 and (res.pairwise["pvalue_holm"] == 1).all()
+    with pytest.raises(ValueError, match="`pairwise` must be True, False or 'auto'"):
+        intersectional_permutation_test(data, "fnr", pairwise="yes")
 
 
 def test_sample_size_helpers_are_inverse():

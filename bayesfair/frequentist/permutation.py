@@ -7,9 +7,9 @@ hypergeometric distribution: the cost does not grow with the number of rows.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from scipy.stats import beta as _beta
 from scipy.stats import norm
 
-from .._parallel import chunked_resamples
+from .._parallel import N_CHUNKS, chunked_resamples
 from .._repr import compact_repr
 from ..data import AuditData
 from ..metrics.rates import RATE_DEFINITIONS
@@ -35,6 +35,10 @@ __all__ = [
 CELLS = ("tp", "fp", "fn", "tn")
 ALTERNATIVES = ("two-sided", "greater", "less")
 PERMUTATIONS = ("free", "within_outcome")
+#: ``pairwise="auto"`` runs the pairwise tests up to this many pairs (46 groups).
+MAX_AUTO_PAIRS = 1035
+#: Pairs x resamples drawn at once by the pairwise tests (bounds their memory).
+PAIR_BLOCK = 2_000_000
 
 
 def _rate(cells: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -69,14 +73,22 @@ def _stat(a: np.ndarray, b: np.ndarray, metric: str, studentize: bool) -> np.nda
 
 
 def _pvalue(null: np.ndarray, observed: float, alternative: str) -> tuple[float, int]:
+    p, k = _pvalues(null, np.asarray(observed, dtype=float), alternative)
+    return float(p), int(k)
+
+
+def _pvalues(null: np.ndarray, observed: np.ndarray, alternative: str):
+    """Monte Carlo p-values ``(1 + hits) / (1 + n_resamples)`` and hit counts of observed
+    statistics (shape ``S``) against null draws (shape ``(n_resamples, *S)``)."""
+    tol = 1e-12 * np.maximum(1.0, np.abs(observed))
     if alternative == "two-sided":
-        hits = np.abs(null) >= abs(observed) - 1e-12 * max(1.0, abs(observed))
+        hits = np.abs(null) >= np.abs(observed) - tol
     elif alternative == "greater":
-        hits = null >= observed - 1e-12 * max(1.0, abs(observed))
+        hits = null >= observed - tol
     else:
-        hits = null <= observed + 1e-12 * max(1.0, abs(observed))
-    k = int(np.sum(hits & ~np.isnan(null)))
-    return (k + 1) / (len(null) + 1), k
+        hits = null <= observed + tol
+    k = np.sum(hits & ~np.isnan(null), axis=0)
+    return (k + 1) / (null.shape[0] + 1), k
 
 
 def _clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
@@ -237,11 +249,35 @@ def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, 
     return out
 
 
-def _mv_hypergeometric(rng, colors: np.ndarray, nsample: int) -> np.ndarray:
-    """Rows of ``colors`` (size, k) each sampled ``nsample`` times without replacement."""
+def _two_group_null(
+    a: np.ndarray, b: np.ndarray, metric: str, studentize: bool, permute: str, size: int, rng
+) -> np.ndarray:
+    """Permuted statistics of ``P`` independent two-group tests at once: ``a`` and ``b``
+    hold the groups' cells, shape (P, 4); returns shape (size, P).
+
+    Each test permutes the group labels of its own two groups' rows only (``free``), or
+    within each outcome class (``within_outcome``); group A's permuted cells are a
+    multivariate hypergeometric draw from the pair's pooled cells, group B gets the rest.
+    """
+    n_pairs = a.shape[0]
+    pooled = np.broadcast_to(a + b, (size, n_pairs, 4)).reshape(-1, 4)
+    if permute == "free":
+        n_a = np.broadcast_to(a.sum(axis=1), (size, n_pairs)).reshape(-1)
+        split = _mv_hypergeometric(rng, pooled, n_a)
+    else:  # positives are tp/fn (idx 0, 2), negatives fp/tn (idx 1, 3)
+        split = np.empty_like(pooled)
+        for cols in ([0, 2], [1, 3]):
+            n_a = np.broadcast_to(a[:, cols].sum(axis=1), (size, n_pairs)).reshape(-1)
+            split[:, cols] = _mv_hypergeometric(rng, pooled[:, cols], n_a)
+    return _stat(split, pooled - split, metric, studentize).reshape(size, n_pairs)
+
+
+def _mv_hypergeometric(rng, colors: np.ndarray, nsample) -> np.ndarray:
+    """Rows of ``colors`` (size, k) each sampled ``nsample`` (a count, or one per row)
+    times without replacement."""
     size, k = colors.shape
     out = np.zeros((size, k), dtype=np.int64)
-    left = np.full(size, nsample, dtype=np.int64)
+    left = np.broadcast_to(np.asarray(nsample, dtype=np.int64), (size,)).copy()
     rest = colors.sum(axis=1)
     for j in range(k - 1):
         rest = rest - colors[:, j]
@@ -359,15 +395,9 @@ def permutation_test_counts(
         raise ValueError(
             f"{metric} is undefined in group {' and '.join(empty)}: its denominator is zero"
         )
-    pooled = a + b
-    if permute == "free":
-        sizes = np.array([a.sum(), b.sum()])
-    else:
-        sizes = np.array([[a[0] + a[2], a[1] + a[3]], [b[0] + b[2], b[1] + b[3]]])
 
     def draw(size: int, rng) -> np.ndarray:
-        split = _draw_split(pooled, sizes, permute, size, rng)
-        return _stat(split[:, 0], split[:, 1], metric, studentize)
+        return _two_group_null(a[None], b[None], metric, studentize, permute, size, rng)[:, 0]
 
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
     obs = observed_z if studentize else observed_diff
@@ -412,7 +442,10 @@ class IntersectionalPermutationResult:
         Per group: rate, z against the rest, and the single-step max-T adjusted
         p-value (family-wise error control).
     pairwise : pandas.DataFrame
-        Every pair's studentized test with raw and Holm-adjusted p-values.
+        Every pair's studentized test with raw and Holm-adjusted p-values (empty
+        when the pairwise tests were not run).
+    notes : list of str
+        What was skipped and what limits the pairwise p-values (also warned).
     """
 
     __repr__ = compact_repr
@@ -424,6 +457,7 @@ class IntersectionalPermutationResult:
     pairwise: pd.DataFrame
     null_distribution: np.ndarray
     n_resamples: int
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
         return self.groups
@@ -433,6 +467,35 @@ def _one_vs_rest(cells: np.ndarray, metric: str) -> np.ndarray:
     """Studentized gap of every group from the union of the others: (..., G)."""
     total = cells.sum(axis=-2, keepdims=True)
     return _stat(cells, total - cells, metric, True)
+
+
+def _pairwise_tests(
+    a: np.ndarray, b: np.ndarray, metric: str, permute: str, n_resamples: int, random_state, n_jobs
+) -> pd.DataFrame:
+    """Studentized two-sided permutation tests of every pair (rows of ``a`` against rows
+    of ``b``), each permuting only its own two groups' rows, drawn for blocks of pairs at
+    once; with raw and Holm-adjusted p-values."""
+    block = max(1, PAIR_BLOCK // n_resamples)
+    starts = range(0, len(a), block)
+    # children 0..N_CHUNKS-1 of the seed drew the global null; the pairs use the next one
+    root = np.random.SeedSequence(random_state).spawn(N_CHUNKS + 1)[N_CHUNKS]
+    p = np.empty(len(a))
+    for start, seed in zip(starts, root.spawn(len(starts)), strict=True):
+        sa, sb = a[start : start + block], b[start : start + block]
+
+        def draw(size: int, rng, sa=sa, sb=sb) -> np.ndarray:
+            return _two_group_null(sa, sb, metric, True, permute, size, rng)
+
+        null = chunked_resamples(draw, n_resamples, seed, n_jobs)
+        p[start : start + block] = _pvalues(null, _stat(sa, sb, metric, True), "two-sided")[0]
+    return pd.DataFrame(
+        {
+            "difference": _stat(a, b, metric, False),
+            "z": _stat(a, b, metric, True),
+            "pvalue": p,
+            "pvalue_holm": _holm(p),
+        }
+    )
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
@@ -451,7 +514,7 @@ def intersectional_permutation_test(
     by: str | Sequence[str] | None = None,
     n_resamples: int = 9999,
     permute: str = "free",
-    pairwise: bool = True,
+    pairwise: bool | str = "auto",
     random_state: int | None = None,
     n_jobs: int | None = 1,
 ) -> IntersectionalPermutationResult:
@@ -462,12 +525,30 @@ def intersectional_permutation_test(
     group labels of all rows at once gives the joint null distribution, so the
     single-step adjusted p-values ``P(max* >= |z_g|)`` control the family-wise
     error rate over groups.  Groups whose rate is undefined (no rows in the
-    denominator) are listed with NaN and take no part.  ``pairwise=True`` adds
-    every pair's two-group studentized test, Holm-adjusted.
+    denominator) are listed with NaN and take no part.
+
+    ``pairwise`` adds every pair's two-group studentized test (as
+    :func:`permutation_test`, with ``n_resamples`` resamples), Holm-adjusted:
+    ``True`` always, ``False`` never, ``"auto"`` (default) when there are at most
+    ``MAX_AUTO_PAIRS`` pairs (46 groups), and otherwise says it skipped them.  The
+    number of pairs grows as the square of the number of groups, and so does the
+    resolution needed: no Holm-adjusted p-value can be below ``pairs / (n_resamples
+    + 1)``, which is warned about when it exceeds 0.05.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.frequentist import intersectional_permutation_test
+    >>> data = make_gaussian_threshold(n_rows=3000, random_state=0).audit_data()
+    >>> res = intersectional_permutation_test(data, "fpr", n_resamples=1999, random_state=0)
+    >>> list(res.pairwise.columns)
+    ['group_a', 'group_b', 'difference', 'z', 'pvalue', 'pvalue_holm']
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     _check_common(metric, "two-sided", permute)
+    if pairwise not in (True, False, "auto"):
+        raise ValueError(f"`pairwise` must be True, False or 'auto', got {pairwise!r}")
     cells, labels = _group_cells(data, by)
     _, den = _rate(cells, metric)
     keep = den > 0
@@ -496,26 +577,30 @@ def intersectional_permutation_test(
     table["pvalue_maxT"] = np.nan
     table.loc[keep, "z_vs_rest"] = z_obs
     table.loc[keep, "pvalue_maxT"] = adj
+    n_pairs = len(klabels) * (len(klabels) - 1) // 2
+    notes: list[str] = []
+    run_pairs = pairwise is True or (pairwise == "auto" and n_pairs <= MAX_AUTO_PAIRS)
+    if pairwise == "auto" and not run_pairs:
+        notes.append(
+            f"pairwise tests skipped: {len(klabels)} groups make {n_pairs} pairs, more than "
+            f"pairwise='auto' runs ({MAX_AUTO_PAIRS}); pass pairwise=True to run them"
+        )
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+    elif run_pairs and n_pairs > 0.05 * (n_resamples + 1):
+        notes.append(
+            f"with {n_pairs} pairs and n_resamples={n_resamples}, no Holm-adjusted pairwise "
+            f"p-value can be below {min(1.0, n_pairs / (n_resamples + 1)):.3g} (the smallest "
+            "Monte Carlo "
+            f"p-value times {n_pairs}); n_resamples of at least {20 * n_pairs} let a pair "
+            "reach 0.05"
+        )
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
     pairs = pd.DataFrame(columns=["group_a", "group_b", "difference", "z", "pvalue", "pvalue_holm"])
-    if pairwise:
-        seq = np.random.SeedSequence(random_state)
-        rows = []
-        for (ga, gb), s in zip(
-            combinations(klabels, 2), seq.spawn(len(klabels) * (len(klabels) - 1) // 2), strict=True
-        ):
-            r = permutation_test(
-                data,
-                metric,
-                by=by,
-                groups=(ga, gb),
-                n_resamples=min(n_resamples, 1999),
-                permute=permute,
-                random_state=s,
-                n_jobs=n_jobs,
-            )
-            rows.append((ga, gb, r.statistic, r.studentized_statistic, r.pvalue))
-        pairs = pd.DataFrame(rows, columns=["group_a", "group_b", "difference", "z", "pvalue"])
-        pairs["pvalue_holm"] = _holm(pairs["pvalue"].to_numpy())
+    if run_pairs:
+        ia, ib = np.triu_indices(len(klabels), k=1)  # the order of itertools.combinations
+        pairs = _pairwise_tests(kc[ia], kc[ib], metric, permute, n_resamples, random_state, n_jobs)
+        pairs.insert(0, "group_b", [klabels[i] for i in ib])
+        pairs.insert(0, "group_a", [klabels[i] for i in ia])
     return IntersectionalPermutationResult(
         metric=metric,
         statistic=stat,
@@ -524,6 +609,7 @@ def intersectional_permutation_test(
         pairwise=pairs,
         null_distribution=null,
         n_resamples=n_resamples,
+        notes=notes,
     )
 
 
