@@ -303,3 +303,26 @@ def test_rate_charts_leave_no_blank_band_on_many_intersections():
         ax = fig.axes[0]
         assert ax.get_ylim() == (242.5, -0.5)
         assert ax.get_yticklabels()[0].get_text().startswith("a, a, a, a, a")
+
+
+def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
+    from bayesfair.datasets import make_gaussian_threshold
+    from bayesfair.models import DirichletMultinomial, NaiveBayes
+    from bayesfair.report import add_bayesian_section
+
+    data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    fits = [DirichletMultinomial(draws=50, random_state=0).fit(data) for _ in range(2)]
+    fits.append(NaiveBayes(draws=50, random_state=0).fit(data))
+    mech = [m.__class__(draws=50, random_state=1).fit(data, target="decision") for m in fits]
+    html = add_bayesian_section(Report("t"), fits, mech).to_html()
+    for name in ("EDF-exact", "EDF-exact#2", "NB-exact"):
+        assert f"<td>{name}</td>" in html, name
+    assert "df_amplification" in html
+    with pytest.raises(TypeError, match="`models` must be a dict name -> fitted model or a list"):
+        add_bayesian_section(Report("t"), fits[0])
+    with pytest.raises(TypeError, match=r"`models` entries \['b'\] are not bayesfair models"):
+        add_bayesian_section(Report("t"), {"a": fits[0], "b": "HLR"})
+    with pytest.raises(ValueError, match="`mechanism` has 1 models, `models` 3"):
+        add_bayesian_section(Report("t"), fits, mech[:1])
+    with pytest.raises(ValueError, match="`mechanism` must name the same models"):
+        add_bayesian_section(Report("t"), {"a": fits[0]}, {"b": mech[0]})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -12,16 +12,36 @@ from ..models import (
     model_average,
     posterior_fairness,
 )
+from ..models.averaging import _unique_names
 from .html import Figure, Report, Table, Text, whole_numbers
 from .plots import plot_posterior_boxes, plot_posterior_rates
 
 __all__ = ["add_bayesian_section"]
 
 
+def _named(models, argument: str, names: list[str] | None = None) -> dict:
+    """``models`` as a dict name -> fitted model (a list is named like model_average)."""
+    if isinstance(models, Mapping):
+        out = dict(models)
+    elif isinstance(models, Sequence) and not isinstance(models, str):
+        if names is not None and len(models) != len(names):
+            raise ValueError(f"`{argument}` has {len(models)} models, `models` {len(names)}")
+        out = dict(zip(names or _unique_names(models), models, strict=True))
+    else:
+        raise TypeError(
+            f"`{argument}` must be a dict name -> fitted model or a list of fitted models, "
+            f"got {type(models).__name__}"
+        )
+    bad = [k for k, m in out.items() if not isinstance(m, FairnessModel)]
+    if bad:
+        raise TypeError(f"`{argument}` entries {bad} are not bayesfair models")
+    return out
+
+
 def add_bayesian_section(
     report: Report,
-    models: Mapping[str, FairnessModel],
-    mechanism: Mapping[str, FairnessModel] | None = None,
+    models: Mapping[str, FairnessModel] | Sequence[FairnessModel],
+    mechanism: Mapping[str, FairnessModel] | Sequence[FairnessModel] | None = None,
     *,
     detail: str | None = None,
 ) -> Report:
@@ -29,15 +49,26 @@ def add_bayesian_section(
 
     Parameters
     ----------
-    models : mapping name -> fitted model of the labels (or one target)
-    mechanism : mapping name -> fitted model of the decisions, same names
-        Adds the mechanism's metrics and the bias amplification.
+    models : mapping name -> fitted model of the labels (or one target), or a list
+        A list is named as :func:`~bayesfair.models.model_average` names it
+        (``"HLR-nuts"``, ...).
+    mechanism : mapping name -> fitted model of the decisions, same names, optional
+        Or a list in the order of ``models``.  Adds the mechanism's metrics and the
+        bias amplification.
     detail : str, optional
         The model whose per-intersection posterior is shown (default: HLR if
         present, else the first).
     """
+    models = _named(models, "models")
     if not models:
         raise ValueError("`models` must name at least one fitted model")
+    if mechanism is not None:
+        mechanism = _named(mechanism, "mechanism", names=list(models))
+        if set(mechanism) != set(models):
+            raise ValueError(
+                f"`mechanism` must name the same models as `models`: {sorted(models)}, "
+                f"got {sorted(mechanism)}"
+            )
     results = {
         name: posterior_fairness(m, None if mechanism is None else mechanism[name])
         for name, m in models.items()
