@@ -196,12 +196,40 @@ def test_ordinal_attributes_auto_and_errors():
     with pytest.warns(UserWarning, match=r"\['age'\] have more than 10 values"):
         unordered = subset_scan(raw, ["age", "g"], y, p, n_restarts=10, random_state=0)
     assert unordered.score >= free.score
-    auto_raw = subset_scan(raw, ["age", "g"], y, p, ordinal="auto", n_restarts=10, random_state=0)
+    # 62 ordered values: the scan scores all 1,953 ranges per step, and says so
+    with pytest.warns(UserWarning, match=r"ordinal scan attribute\(s\) \{'age': 62\}"):
+        auto_raw = subset_scan(
+            raw, ["age", "g"], y, p, ordinal="auto", n_restarts=10, random_state=0
+        )
     ages = sorted(np.unique(age))
     idx = [ages.index(v) for v in auto_raw.subgroup["age"]]
     assert idx == list(range(min(idx), max(idx) + 1))
+    if len(idx) > 2:  # a range reads as one
+        lo, hi = auto_raw.subgroup["age"][0], auto_raw.subgroup["age"][-1]
+        assert f"age = {lo} to {hi}" in auto_raw.describe()
+    assert "age = (0, 25] or (65, 100]" in free.describe()  # unordered: the values
     with pytest.raises(ValueError, match="ordinal"):
         subset_scan(df, ["age"], y, p, ordinal="yes")
+
+
+def test_continuous_scan_attributes_are_refused_before_any_work():
+    """A column with more than 1,000 distinct values is a measurement or an identifier,
+    not a category: the scan (and the CBS expectations model, one indicator per value)
+    refuses it and says how to bin it, instead of building a rows x values matrix."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    df = pd.DataFrame({"income": rng.normal(size=n), "g": rng.choice(["a", "b"], n)})
+    y = rng.integers(0, 2, n).astype(float)
+    with pytest.raises(ValueError, match=r"\{'income': 3000\}.*pd.qcut\(data\['income'\], 10\)"):
+        subset_scan(df, ["income", "g"], y, np.full(n, 0.5))
+    df["y"], df["d"], df["s"] = y, rng.integers(0, 2, n), rng.random(n)
+    kw = dict(protected=("g", "a"), scan_type="separation_recommendations", condition_value=0)
+    roles = dict(outcome="y", score="s", decision="d")
+    with pytest.raises(ValueError, match="scan attribute"):
+        conditional_bias_scan(df, attributes=["income"], **kw, **roles)
+    df["id"], df["h"] = np.arange(n), rng.choice(["u", "v"], n)
+    with pytest.raises(ValueError, match=r"`ihat_attributes` \{'id': 3000\}"):
+        conditional_bias_scan(df, attributes=["h"], ihat_attributes=["id"], **kw, **roles)
 
 
 def test_reported_subgroup_has_reported_score():

@@ -30,7 +30,7 @@ import pandas as pd
 from .._repr import compact_repr
 from .._validation import check_count, check_random_state
 from .cbs import CBSResult, _fit_weighted, _logit, _Pipeline, _proba, _protected_mask
-from .engine import ScanResult, _check_common, describe_subgroup, subgroup_mask
+from .engine import ScanResult, _check_common, subgroup_mask
 
 __all__ = ["PosteriorScanResult", "posterior_bias_scan"]
 
@@ -285,7 +285,7 @@ def posterior_bias_scan(
         mk, sc_d, th_d, rs_d = prep.run(n_restarts, penalty, rng)
         scores[d] = sc_d
         incl += mk
-        key = describe_subgroup(prep.result(mk, sc_d, th_d, rs_d, penalty).subgroup)
+        key = prep.result(mk, sc_d, th_d, rs_d, penalty).describe()
         found[key] = found.get(key, 0) + 1
     incl /= len(ihat_draws)
     inclusion = pd.DataFrame(

@@ -36,7 +36,7 @@ from .engine import (
     _codes,
     _logit,
     _Prepared,
-    describe_subgroup,
+    check_attribute_values,
     resolve_ordinal,
     subgroup_mask,
 )
@@ -256,7 +256,7 @@ class CBSResult:
 
     def describe(self) -> str:
         """The detected subgroup and its comparison subgroup in words, with sizes."""
-        sub = describe_subgroup(self.scan.subgroup)
+        sub = self.scan.describe()
         who = f"{self.protected_label}" + ("" if not self.scan.subgroup else f"; {sub}")
         comp = f"not {self.protected_label}" + ("" if not self.scan.subgroup else f"; {sub}")
         return f"{who} ({self.n_protected}) vs {comp} ({self.n_comparison})"
@@ -271,7 +271,7 @@ class CBSResult:
                     "protected": self.protected_label,
                     "condition": self.condition_value,
                     "direction": self.direction,
-                    "subgroup": describe_subgroup(self.scan.subgroup),
+                    "subgroup": self.scan.describe(),
                     "n_protected": self.n_protected,
                     "n_comparison": self.n_comparison,
                     "rate_protected": self.rate_protected,
@@ -385,6 +385,8 @@ class _Pipeline:
             self.keep = np.ones(len(frame), bool)
             self.condition = cond
             self.kept = None  # every row: nothing for require_both_classes to check
+        check_attribute_values(frame, attributes, "scan attribute(s)")
+        check_attribute_values(frame, ihat_attributes, "`ihat_attributes`")
         self.X_ihat = _onehot(frame, ihat_attributes)
         gx = _row_groups(self.X_ihat)
         if self.condition is None:

@@ -30,6 +30,7 @@ from . import _kernel
 
 __all__ = [
     "ScanResult",
+    "check_attribute_values",
     "describe_subgroup",
     "resolve_ordinal",
     "subgroup_mask",
@@ -46,9 +47,18 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def describe_subgroup(subgroup: dict[str, list], prefix: str = "") -> str:
-    """Words for a subgroup: ``"sex = Male; age = Under 25"`` (``"everyone"`` when unrestricted)."""
-    parts = [f"{k} = {' or '.join(map(str, v))}" for k, v in subgroup.items()]
+def describe_subgroup(
+    subgroup: dict[str, list], prefix: str = "", ordinal: Sequence[str] = ()
+) -> str:
+    """Words for a subgroup: ``"sex = Male; age = Under 25"`` (``"all values"`` when
+    unrestricted); a range of three or more values of an ``ordinal`` attribute reads
+    ``"priors = 2 to 9"``."""
+    parts = [
+        f"{k} = {v[0]} to {v[-1]}"
+        if k in ordinal and len(v) > 2
+        else f"{k} = {' or '.join(map(str, v))}"
+        for k, v in subgroup.items()
+    ]
     text = "; ".join(parts) if parts else "all values"
     return f"{prefix}{text}" if prefix else text
 
@@ -107,9 +117,10 @@ class ScanResult:
     restart_scores: np.ndarray = field(repr=False)
     attributes: tuple[str, ...] = ()
     values: dict[str, list] = field(default_factory=dict, repr=False)
+    ordinal: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        return describe_subgroup(self.subgroup)
+        return describe_subgroup(self.subgroup, ordinal=self.ordinal)
 
     def summary(self) -> pd.DataFrame:
         """One-row table of the detected subgroup."""
@@ -171,6 +182,24 @@ def _as_array(frame: pd.DataFrame, x, name: str) -> np.ndarray:
 #: a numeric scan attribute with more distinct values than this, scanned as unordered
 #: categories, gets a warning: any subset of its values can form the subgroup
 MANY_VALUES = 10
+#: an ordinal attribute with more values than this gets a warning: a coordinate step scores
+#: every contiguous range of its values, k (k + 1) / 2 of them
+MANY_ORDINAL_VALUES = 50
+#: a scan attribute with more distinct values than this is refused: it is not a category
+MAX_VALUES = 1000
+
+
+def check_attribute_values(data: pd.DataFrame, columns: Sequence[str], argument: str) -> None:
+    """Refuse columns with more than ``MAX_VALUES`` distinct values (a continuous
+    measurement, an identifier): a scan searches subsets of an attribute's values, and
+    the expectations model holds one indicator per value."""
+    too_many = {c: int(data[c].nunique()) for c in columns if data[c].nunique() > MAX_VALUES}
+    if too_many:
+        raise ValueError(
+            f"{argument} {too_many} (distinct values) have more than {MAX_VALUES} values; a "
+            "scan needs categorical or binned attributes: bin them first, e.g. "
+            f"pd.qcut(data[{next(iter(too_many))!r}], 10) (then ordinal='auto' scans ranges)"
+        )
 
 
 def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> tuple[str, ...]:
@@ -206,6 +235,16 @@ def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> t
             f"numeric scan attribute(s) {many} have more than {MANY_VALUES} values and are "
             "scanned as unordered categories (any subset of values can form the subgroup); "
             "pass ordinal='auto' (or their names) to scan contiguous ranges, or bin them",
+            UserWarning,
+            stacklevel=3,
+        )
+    long = {a: int(data[a].nunique()) for a in chosen if data[a].nunique() > MANY_ORDINAL_VALUES}
+    if long:
+        warnings.warn(
+            f"ordinal scan attribute(s) {long} (distinct values) have more than "
+            f"{MANY_ORDINAL_VALUES} values: each step of the scan scores every range of an "
+            "ordinal attribute's values, k (k + 1) / 2 of them, so the scan (and each "
+            "permutation) slows with the square of k; binning them (pd.qcut) speeds it up",
             UserWarning,
             stacklevel=3,
         )
@@ -351,6 +390,7 @@ class _Prepared:
             restart_scores=np.asarray(restart_scores),
             attributes=self.attributes,
             values=self.values,
+            ordinal=tuple(a for a, o in zip(self.attributes, self.ordinal, strict=True) if o),
         )
 
 
@@ -446,6 +486,7 @@ def subset_scan(
     if not attributes:
         raise ValueError("`attributes` must name at least one column")
     _check_common(penalty, n_restarts)
+    check_attribute_values(data, attributes, "scan attribute(s)")
     codes, values = _codes(data, attributes)
     obs = _as_array(data, observed, "observed")
     exp = _as_array(data, expected, "expected")
