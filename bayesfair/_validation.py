@@ -185,6 +185,26 @@ def check_no_missing_groups(col: pd.Series, label: str, consequence: str = "") -
         )
 
 
+#: a column defining groups with more distinct values than this is refused (see check_group_values)
+MAX_GROUP_VALUES = 1000
+
+
+def check_group_values(
+    col: pd.Series, label: str, hint: str = "", n_values: int | None = None
+) -> None:
+    """Refuse a column whose values define groups but has more than ``MAX_GROUP_VALUES``
+    distinct values (or ``n_values`` levels): a measurement or an identifier, not a
+    category (it would make thousands of groups of a few rows, and the estimators' cost
+    grows with the groups)."""
+    k = int(col.nunique()) if n_values is None else n_values
+    if k > MAX_GROUP_VALUES:
+        raise ValueError(
+            f"{label} has {k} distinct values, more than {MAX_GROUP_VALUES}: groups need "
+            "categories, not a measurement or an identifier; bin it first, e.g. "
+            f"pd.qcut(data[{col.name!r}], 10){hint}"
+        )
+
+
 def check_open_probability(value: object, argument: str) -> float:
     """Validate a number strictly between 0 and 1 (NUTS' target acceptance rate)."""
     if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:

@@ -17,6 +17,7 @@ import pandas as pd
 from ._validation import (
     as_column_list,
     check_binary,
+    check_group_values,
     check_no_missing_groups,
     check_probability,
     check_scalar_probability,
@@ -40,6 +41,12 @@ class _Encoded:
 def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
     """Integer-code one protected column; levels give the order of its values."""
     check_no_missing_groups(col, f"protected column {name!r}")
+    enc = _encode(col, name, levels)
+    check_group_values(col, f"protected column {name!r}", n_values=len(enc.levels))
+    return enc
+
+
+def _encode(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
     if levels is not None:
         levels = list(levels)
         if len(set(levels)) != len(levels):

@@ -141,6 +141,13 @@ BAD_INPUTS = [
         "'g' has 1 missing",
     ),
     (
+        "continuous-protected",
+        pd.DataFrame({"inc": np.linspace(0, 1, 1001), "y": np.arange(1001) % 2}),
+        dict(protected="inc", outcome="y"),
+        ValueError,
+        "protected column 'inc' has 1001 distinct values, more than 1000",
+    ),
+    (
         "nan-outcome",
         _with(y=[0, 1, np.nan, 0]),
         dict(protected="g", outcome="y"),

@@ -253,6 +253,9 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
     with pytest.raises(ValueError, match="'y' has 2 missing value"):
         disaggregated_evaluation(df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d")
+    wide = pd.concat([df] * (1 + 1001 // len(df)), ignore_index=True)
+    with pytest.raises(ValueError, match=r"sensitive feature 'id' has [0-9]+ distinct values"):
+        disaggregated_evaluation(wide.assign(id=np.arange(len(wide))), ["race", "id"], "y", "d")
     with pytest.raises(ValueError, match="y_pred"):
         disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
 

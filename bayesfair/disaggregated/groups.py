@@ -8,7 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_binary, check_no_missing_groups, is_numeric_not_bool
+from .._validation import (
+    check_binary,
+    check_group_values,
+    check_no_missing_groups,
+    is_numeric_not_bool,
+)
 from ..metrics.rates import RATE_DEFINITIONS
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
@@ -80,6 +85,7 @@ class GroupedData:
             if c not in data.columns:
                 raise ValueError(f"sensitive feature {c!r} is not in the data")
             check_no_missing_groups(data[c], f"sensitive feature {c!r}")
+            check_group_values(data[c], f"sensitive feature {c!r}")
         y = check_binary(data[y_true], y_true, "`y_true`", pos_label).astype(int)
         yhat = None
         if y_pred is not None:

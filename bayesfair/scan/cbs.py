@@ -385,8 +385,8 @@ class _Pipeline:
             self.keep = np.ones(len(frame), bool)
             self.condition = cond
             self.kept = None  # every row: nothing for require_both_classes to check
-        check_attribute_values(frame, attributes, "scan attribute(s)")
-        check_attribute_values(frame, ihat_attributes, "`ihat_attributes`")
+        check_attribute_values(frame, attributes, "scan attribute")
+        check_attribute_values(frame, ihat_attributes, "`ihat_attributes` column")
         self.X_ihat = _onehot(frame, ihat_attributes)
         gx = _row_groups(self.X_ihat)
         if self.condition is None:

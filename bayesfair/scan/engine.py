@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_count, is_numeric_not_bool
+from .._validation import check_count, check_group_values, is_numeric_not_bool
 from . import _kernel
 
 __all__ = [
@@ -185,21 +185,14 @@ MANY_VALUES = 10
 #: an ordinal attribute with more values than this gets a warning: a coordinate step scores
 #: every contiguous range of its values, k (k + 1) / 2 of them
 MANY_ORDINAL_VALUES = 50
-#: a scan attribute with more distinct values than this is refused: it is not a category
-MAX_VALUES = 1000
 
 
 def check_attribute_values(data: pd.DataFrame, columns: Sequence[str], argument: str) -> None:
-    """Refuse columns with more than ``MAX_VALUES`` distinct values (a continuous
-    measurement, an identifier): a scan searches subsets of an attribute's values, and
-    the expectations model holds one indicator per value."""
-    too_many = {c: int(data[c].nunique()) for c in columns if data[c].nunique() > MAX_VALUES}
-    if too_many:
-        raise ValueError(
-            f"{argument} {too_many} (distinct values) have more than {MAX_VALUES} values; a "
-            "scan needs categorical or binned attributes: bin them first, e.g. "
-            f"pd.qcut(data[{next(iter(too_many))!r}], 10) (then ordinal='auto' scans ranges)"
-        )
+    """Refuse columns with more than ``MAX_GROUP_VALUES`` (1,000) distinct values (a
+    continuous measurement, an identifier): a scan searches subsets of an attribute's
+    values, and the expectations model holds one indicator per value."""
+    for c in columns:
+        check_group_values(data[c], f"{argument} {c!r}", " (then ordinal='auto' scans ranges)")
 
 
 def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> tuple[str, ...]:
@@ -486,7 +479,7 @@ def subset_scan(
     if not attributes:
         raise ValueError("`attributes` must name at least one column")
     _check_common(penalty, n_restarts)
-    check_attribute_values(data, attributes, "scan attribute(s)")
+    check_attribute_values(data, attributes, "scan attribute")
     codes, values = _codes(data, attributes)
     obs = _as_array(data, observed, "observed")
     exp = _as_array(data, expected, "expected")
