@@ -204,8 +204,13 @@ def test_demo_with_bayesian_section(tmp_path):
 
 
 def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
+    import matplotlib.pyplot as plt
+
     out = tmp_path / "report.html"
+    before = set(plt.get_fignums())
     assert main(["demo", "--out", str(out), "--n-rows", "3000", "--no-bayes"]) == 0
+    # the report's figures stay out of pyplot's registry: writing reports leaks none
+    assert set(plt.get_fignums()) == before
     html = out.read_text()
     assert "Subgroup scan (Conditional Bias Scan)" in html
     assert "Per-group estimates for small groups" in html and "structured" in html

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure as MplFigure
 
 from ..disaggregated import DisaggregatedResult
 from .html import Figure, Report, Table, Text, whole_numbers
@@ -41,8 +42,6 @@ def add_disaggregated_section(
     compare: Sequence[str] = ("standard", "hierarchical", "structured"),
 ) -> Report:
     """Figure-1-style plots (estimates and intervals by group, ordered by size) and a table."""
-    import matplotlib.pyplot as plt
-
     sec = report.section("Per-group estimates for small groups (disaggregated evaluation)")
     have = [e for e in compare if e in set(result.table["estimator"])]
     sec.add(
@@ -83,7 +82,9 @@ def add_disaggregated_section(
         sec.add(Text(eb_text + " Hierarchical Bayes integrates over both."))
     shown = list(metrics or dict.fromkeys(result.table["metric"]))
     for metric in shown:
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
+        # a Figure outside pyplot's registry: a process writing many reports keeps none open
+        fig = MplFigure(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
+        ax = fig.add_subplot()
         # named groups: the reader should see *which* small groups the data cannot speak for
         result.plot(metric, estimators=have, ax=ax, labels="group")
         ax.set_title(metric)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
+from matplotlib.figure import Figure as MplFigure
 
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
@@ -84,10 +85,9 @@ def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
     sec.add(Table(table, float_format="{:.3f}"))
     best = max(results, key=lambda r: r.score)
     if len(best.null_scores):
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(5.5, 3))
-        best.plot(ax=ax)
+        # a Figure outside pyplot's registry: a process writing many reports keeps none open
+        fig = MplFigure(figsize=(5.5, 3))
+        best.plot(ax=fig.add_subplot())
         sec.add(
             Figure(
                 fig,
