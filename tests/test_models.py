@@ -205,6 +205,22 @@ def test_model_validation(synth):
         DirichletMultinomial(alpha=0).fit(data)
     with pytest.raises(ValueError, match="not fitted"):
         DirichletMultinomial().predict_proba()
+    with pytest.raises(TypeError, match="`model` must be a fitted bayesfair model"):
+        posterior_fairness("HLR")
+    fit = DirichletMultinomial(draws=50, random_state=0).fit(data)
+    with pytest.raises(TypeError, match=r"`mechanism` must be a fitted .*got AuditData"):
+        posterior_fairness(fit, data)
+    # a held-out table missing a level: the error says which intersections and the fix
+    frame = synth.frame
+    first = data.protected[0]
+    lost = data.levels[first][-1]
+    held = frame[frame[first] != lost]
+    held = held.assign(**{first: held[first].astype(object)})  # no categories to keep the level
+    kw = dict(protected=data.protected, outcome=synth.outcome)
+    with pytest.raises(ValueError, match=r"only in the model: \[.*levels=train.levels"):
+        negative_cross_entropy(fit, AuditData(held, **kw))
+    same = AuditData(held, **kw, levels=data.levels)
+    assert np.isfinite(negative_cross_entropy(fit, same))
     assert "lam=10.0" in repr(HierarchicalLogisticRegression())
     paper = HierarchicalLogisticRegression.paper()
     assert (paper.effects, paper.method, paper.advi_iterations) == ("one_hot", "advi", 200_000)

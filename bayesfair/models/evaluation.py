@@ -39,7 +39,15 @@ def negative_cross_entropy(
         p1 = model.predict_proba() if estimate == "predictive" else model.p_point_
         labels = model.design_.labels
         if labels != test.group_labels:
-            raise ValueError("the test data's intersections differ from the model's")
+            missing = [lab for lab in labels if lab not in test.group_labels][:5]
+            extra = [lab for lab in test.group_labels if lab not in labels][:5]
+            raise ValueError(
+                f"the test data's intersections differ from the model's ({len(labels)} in the "
+                f"model, {test.n_intersections} in the test data; only in the model: {missing}, "
+                f"only in the test data: {extra}); build the test AuditData with "
+                "levels=train.levels so that both enumerate the same intersections in the "
+                "same order"
+            )
     else:
         p1 = np.asarray(model, dtype=float)
         if p1.shape != (test.n_intersections,):

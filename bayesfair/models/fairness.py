@@ -170,7 +170,12 @@ def posterior_fairness(
     >>> posterior_fairness(fit).summary()["metric"].tolist()
     ['epsilon', 'gamma']
     """
-    for m in (model, mechanism):
+    for arg, m in (("model", model), ("mechanism", mechanism)):
+        if m is not None and not isinstance(m, FairnessModel):
+            raise TypeError(
+                f"`{arg}` must be a fitted bayesfair model (DirichletMultinomial, ..., "
+                f"model_average), got {type(m).__name__}"
+            )
         if m is not None:
             m._check_fitted()
     d = model.design_
