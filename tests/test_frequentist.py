@@ -266,6 +266,14 @@ def test_discrimination_test_by_hand():
         discrimination_test(np.zeros(3), np.array(["a", "b", "c"]))
 
 
+def test_discrimination_test_needs_two_rows_per_group():
+    loss = np.r_[1.0, np.full(9, 0.5)]
+    with pytest.raises(ValueError, match="group 'a' has 1 row: the test needs at least two"):
+        discrimination_test(loss, np.array(list("abbbbbbbbb")))
+    with pytest.raises(ValueError, match=r"exactly two values, got 3: \['a', 'b', 'c'\]"):
+        discrimination_test(np.ones(9), np.array(list("aaabbbccc")))
+
+
 def test_discrimination_test_named_losses_equal_the_arrays():
     rng = np.random.default_rng(1)
     frame = pd.DataFrame({"g": rng.choice(["a", "b"], 200), "y": rng.integers(0, 2, 200)})

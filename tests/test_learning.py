@@ -65,8 +65,17 @@ def test_learning_curves_recover_group_noise():
     mc = res.mean_curves()
     assert (mc.iloc[0] > mc.iloc[-1]).all()  # more data, less loss
     res.plot()
+    assert res.summary() is res.fits  # a result object with a summary, as every test's
     with pytest.raises(ValueError, match="exceeds"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:100], sizes=[500])
+    with pytest.raises(ValueError, match=r"one row per sample .*'group': 99"):
+        group_learning_curves(LinearRegression(), X[:100], y[:100], g[:99], sizes=[50])
+    with pytest.raises(ValueError, match=r"`X_test`, `y_test`, `group_test`.*'y_test': 9"):
+        group_learning_curves(
+            LinearRegression(), X, y, g, sizes=[50], X_test=X[:10], y_test=y[:9], group_test=g[:10]
+        )
+    with pytest.raises(ValueError, match="give `y_test` and `group_test`"):
+        group_learning_curves(LinearRegression(), X, y, g, sizes=[50], X_test=X[:10])
 
 
 def test_bias_variance_noise_add_up_for_squared_loss():

@@ -138,9 +138,16 @@ def discrimination_test(
         raise ValueError("`loss` has missing values")
     labels = list(pd.unique(group))
     if len(labels) != 2:
-        raise ValueError(f"`group` must have exactly two values, got {len(labels)}: {labels[:5]}")
+        shown = [str(v) for v in labels[:5]]
+        raise ValueError(f"`group` must have exactly two values, got {len(labels)}: {shown}")
     labels = sorted(labels, key=str)
     a, b = (loss[group == g] for g in labels)
+    for lab, part in zip(labels, (a, b), strict=True):
+        if len(part) < 2:
+            raise ValueError(
+                f"group {str(lab)!r} has {len(part)} row: the test needs at least two rows "
+                "per group to estimate its variance"
+            )
     ma, mb = a.mean(), b.mean()
     va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
     diff = ma - mb

@@ -128,6 +128,11 @@ class LearningCurveResult:
     level: float = 0.95
     boot_deltas: dict = field(default_factory=dict, repr=False)
 
+    def summary(self) -> pd.DataFrame:
+        """Per group: the fitted asymptote delta (the loss with unlimited data), alpha and
+        beta of delta + alpha n^-beta, and delta's bootstrap interval (``fits``)."""
+        return self.fits
+
     def mean_curves(self) -> pd.DataFrame:
         return self.curves.groupby(["group", "n"])["loss"].mean().unstack("group")
 
@@ -149,6 +154,16 @@ class LearningCurveResult:
         ax.set_ylabel("mean loss in the group")
         ax.legend(frameon=False, fontsize=8)
         return ax
+
+
+def _check_lengths(X, y, group, names: tuple[str, str, str]) -> None:
+    """``X`` has one row per entry of the 1-d ``y`` and ``group``."""
+    lengths = {names[0]: X.shape[0] if X.ndim else 0, names[1]: len(y), names[2]: len(group)}
+    if len(set(lengths.values())) != 1 or y.ndim != 1 or group.ndim != 1:
+        raise ValueError(
+            f"{', '.join(f'`{k}`' for k in names)} must have one row per sample (1-d `{names[1]}` "
+            f"and `{names[2]}`); got {lengths}"
+        )
 
 
 def _fit_pow3(n, y):
@@ -255,6 +270,16 @@ def group_learning_curves(
     """
     rng = np.random.default_rng(random_state)
     X, y, group = np.asarray(X), np.asarray(y, float), np.asarray(group)
+    _check_lengths(X, y, group, ("X", "y", "group"))
+    if X_test is not None:
+        if y_test is None or group_test is None:
+            raise ValueError("give `y_test` and `group_test` with `X_test`")
+        _check_lengths(
+            np.asarray(X_test),
+            np.asarray(y_test),
+            np.asarray(group_test),
+            ("X_test", "y_test", "group_test"),
+        )
     if X_test is None:
         perm = rng.permutation(len(y))
         k = round(len(y) * test_size)
