@@ -435,6 +435,19 @@ def test_undefined_groups_are_reported_not_dropped():
     assert d[d.estimator == "structured"]["estimate"].notna().all()  # borrowed strength
     wide = res.estimates("fnr")  # the wide table keeps the undefined groups too
     assert len(wide) == res.grouped.n_groups and wide["standard"].isna().sum() == 2
+    # the summary counts them: every group listed, the undefined ones without a standard
+    summ = res.summary().set_index("estimator")
+    g = res.grouped.n_groups
+    assert list(summ.index) == ["standard", "james_stein", "structured"]
+    assert (summ["groups"] == g).all()
+    assert summ.loc["standard", "with_estimate"] == g - 2
+    assert summ.loc["structured", "with_estimate"] == g
+    assert summ.loc["james_stein", "with_interval"] == 0
+    assert summ.loc["standard", "width_vs_standard"] == 1.0
+    st = t[(t.estimator == "structured") & t.defined]
+    sd = t[(t.estimator == "standard") & t.defined]
+    ratio = (st.upper - st.lower).mean() / (sd.upper - sd.lower).mean()
+    assert summ.loc["structured", "width_vs_standard"] == pytest.approx(ratio)
 
 
 def test_pos_label_codes_the_outcome_and_the_decisions():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +78,37 @@ class DisaggregatedResult:
     diagnostics: dict = field(default_factory=dict)
     grouped: GroupedData | None = field(default=None, repr=False)
     eb_interval: str = "prasad_rao"
+
+    def summary(self) -> pd.DataFrame:
+        """One row per metric and estimator: groups with an estimate, groups with an
+        interval, the mean interval width, and that width relative to the standard
+        estimator's on the same groups (how much an estimator narrows the intervals)."""
+        t = self.table.assign(width=self.table["upper"] - self.table["lower"])
+        std = t[t["estimator"] == "standard"].set_index(["metric", "group"])["width"]
+        rows = []
+        for metric, est in itertools.product(pd.unique(t["metric"]), pd.unique(t["estimator"])):
+            part = t[(t["metric"] == metric) & (t["estimator"] == est)]
+            if part.empty:
+                continue
+            has = part["width"].notna()
+            base = std.reindex(pd.MultiIndex.from_arrays([part["metric"], part["group"]]))
+            both = has.to_numpy() & base.notna().to_numpy()
+            rows.append(
+                {
+                    "metric": metric,
+                    "estimator": est,
+                    "groups": len(part),
+                    "with_estimate": int(part["estimate"].notna().sum()),
+                    "with_interval": int(has.sum()),
+                    "mean_width": float(part["width"].mean()) if has.any() else np.nan,
+                    "width_vs_standard": (
+                        float(part["width"].to_numpy()[both].mean() / base.to_numpy()[both].mean())
+                        if both.any() and base.to_numpy()[both].mean() > 0
+                        else np.nan
+                    ),
+                }
+            )
+        return pd.DataFrame(rows)
 
     def estimates(self, metric: str) -> pd.DataFrame:
         """Wide table of one metric: a column per estimator."""
