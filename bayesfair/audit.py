@@ -73,6 +73,10 @@ class AuditResult:
             ]
         return out
 
+    def summary(self) -> pd.DataFrame:
+        """The audit's headline table: :meth:`fairness_table`."""
+        return self.fairness_table()
+
     def report(self, report: Report | None = None) -> Report:
         """Add this audit's sections to ``report`` (a new one by default) and return it."""
         rep = report or Report(f"bayesfair audit: {self.name}")

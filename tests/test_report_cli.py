@@ -331,3 +331,21 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
         add_bayesian_section(Report("t"), fits, mech[:1])
     with pytest.raises(ValueError, match="`mechanism` must name the same models"):
         add_bayesian_section(Report("t"), {"a": fits[0]}, {"b": mech[0]})
+
+
+def test_audit_summary_is_the_fairness_table_with_the_truth():
+    from bayesfair import empirical_fairness
+    from bayesfair.datasets import make_gaussian_threshold
+
+    ds = make_gaussian_threshold(n_rows=3000, random_state=0)
+    data = ds.audit_data()
+    result = run_audit(data, alpha=1.0, truth=ds.truth)
+    table = result.summary()
+    pd.testing.assert_frame_equal(table, result.fairness_table())
+    assert set(table["target"]) == {"outcome", "decision"}
+    eps = table[(table["metric"] == "epsilon-DF") & (table["target"] == "outcome")]
+    smoothed = empirical_fairness(data, target="outcome", alpha=1.0).epsilon
+    assert smoothed in eps["value"].to_numpy()
+    truth = eps["truth (outcome)"].dropna().unique()
+    assert list(truth) == [ds.truth["epsilon"]]
+    assert table.loc[table["target"] == "decision", "truth (outcome)"].isna().all()
