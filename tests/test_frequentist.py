@@ -377,6 +377,15 @@ def test_auc_test_matches_brute_force_delong():
     np.testing.assert_array_equal(one.null_distribution, two.null_distribution)
 
 
+def test_auc_test_names_the_group_without_both_outcomes():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": np.repeat(["A", "C"], 50), "p": rng.random(100)})
+    df["y"] = np.r_[rng.integers(0, 2, 50), np.ones(50, int)]
+    data = AuditData(df, "g", "y", score="p")
+    with pytest.raises(ValueError, match=r"group 'C' \(50 positives, 0 negatives\)"):
+        auc_permutation_test(data, n_resamples=99)
+
+
 @pytest.mark.slow
 def test_auc_delong_test_holds_its_level_with_different_positive_rates():
     """Equal AUC (same score model) but positive rates 10% vs 50%: 4,000 data sets."""

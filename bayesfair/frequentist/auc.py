@@ -130,7 +130,14 @@ def auc_permutation_test(
     auc_a, var_a = srt.auc_var(is_a[None, :])
     auc_b, var_b = srt.auc_var(~is_a[None, :])
     if np.isnan(auc_a[0]) or np.isnan(auc_b[0]):
-        raise ValueError("AUC is undefined in a group without both outcomes")
+        y = data.row_outcome[keep]
+        which = [
+            f"{g!r} ({int(y[c == i].sum())} positives, {int((c == i).sum() - y[c == i].sum())} "
+            "negatives)"
+            for g, i, c in ((groups[0], ia, code[keep]), (groups[1], ib, code[keep]))
+            if len(np.unique(y[c == i])) < 2
+        ]
+        raise ValueError(f"AUC is undefined in group {' and '.join(which)}: it needs both outcomes")
     diff = float(auc_a[0] - auc_b[0])
     z = float(_stat(auc_a, var_a, auc_b, var_b, True)[0])
 
