@@ -246,6 +246,8 @@ def test_bad_input_is_named():
     ]:
         with pytest.raises(ValueError, match=f"`{arg}` must be {expected}, got {bad!r}"):
             disaggregated_evaluation(df, ["race"], "y", "d", **{arg: bad})
+    with pytest.raises(ValueError, match="`estimators` must name at least one of"):
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=[])
     for bad in (1.5, 0, True, "0.9"):
         with pytest.raises(ValueError, match=r"`hb_target_accept` must be a number in \(0, 1\)"):
             disaggregated_evaluation(df, ["race"], "y", "d", hb_target_accept=bad)
@@ -549,6 +551,12 @@ def test_callable_metric_and_auc_run():
     assert ticks == [f"{g} (n={n})" for g, n in zip(est["group"], est["n"], strict=True)]
     with pytest.raises(ValueError, match="labels"):
         res.plot("auc", labels="names")
+    # nothing to draw is an error, not an empty chart; the default draws what there is
+    with pytest.raises(ValueError, match=r"metric 'fpr' is not in this result; it has \['auc'"):
+        res.plot("fpr")
+    with pytest.raises(ValueError, match=r"\['hierarchical'\] are not in this result"):
+        res.plot("auc", estimators=("standard", "hierarchical"))
+    assert [t.get_text() for t in res.plot("auc").get_legend().get_texts()] == ["standard"]
 
     def broken(y, d, s):
         return y  # an array, not a number

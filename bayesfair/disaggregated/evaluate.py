@@ -157,14 +157,15 @@ class DisaggregatedResult:
     def plot(
         self,
         metric: str,
-        estimators: Sequence[str] = ("standard", "hierarchical"),
+        estimators: Sequence[str] | None = None,
         ax=None,
         truth: Mapping[str, float] | None = None,
         labels: str = "size",
     ):
         """Figure 1 of Herlihy et al.: estimates and intervals by group, ordered by size.
 
-        ``truth`` (group label -> value) adds the true values, for simulations.
+        ``estimators`` default to standard and hierarchical (those of them the result
+        has).  ``truth`` (group label -> value) adds the true values, for simulations.
         ``labels`` marks each group on the axis by its size (``"size"``, as the
         paper's figure) or by its name and size (``"group"``), so that a reader can
         tell which groups the data cannot speak for."""
@@ -173,6 +174,15 @@ class DisaggregatedResult:
         if labels not in ("size", "group"):
             raise ValueError(f"`labels` must be 'size' or 'group', got {labels!r}")
         t = self.table[self.table["metric"] == metric]
+        if t.empty:
+            have = list(pd.unique(self.table["metric"]))
+            raise ValueError(f"metric {metric!r} is not in this result; it has {have}")
+        have = list(pd.unique(t["estimator"]))
+        if estimators is None:
+            estimators = [e for e in ("standard", "hierarchical") if e in have] or have
+        missing = [e for e in estimators if e not in have]
+        if missing:
+            raise ValueError(f"estimator(s) {missing} are not in this result; it has {have}")
         groups = t.drop_duplicates("group").sort_values("n", kind="stable")
         order = {g: i for i, g in enumerate(groups["group"])}
         if ax is None:
@@ -400,6 +410,8 @@ def disaggregated_evaluation(
         )
     rng = check_random_state(random_state)
     gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score, pos_label)
+    if not len(estimators):
+        raise ValueError(f"`estimators` must name at least one of {ESTIMATORS}")
     unknown = set(estimators) - set(ESTIMATORS)
     if unknown:
         raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
