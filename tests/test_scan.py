@@ -386,6 +386,13 @@ def test_cbs_scan_types_and_validation():
                 condition_value=1,
                 **by_value,
             )
+    # naming the protected attribute among the scan attributes: left out, and said so
+    for scan in (conditional_bias_scan, posterior_bias_scan):
+        with (
+            pytest.warns(UserWarning, match="protected attribute 'race' is left out"),
+            pytest.raises(ValueError, match="no scan attributes"),
+        ):
+            scan(f, scan_type="separation_recommendations", **{**by_value, "attributes": ["race"]})
     coded = f.assign(site=np.arange(len(f)) % 3 + 1)  # an integer column: a plain 2
     with pytest.raises(ValueError, match=r"pass protected=\('site', 2\)$"):
         conditional_bias_scan(
@@ -452,7 +459,7 @@ CBS_COMPAS = dict(
     outcome="two_year_recid",
     score="P",
     decision="high_risk",
-    attributes=["race", "sex", "age", "charge", "priors"],
+    attributes=["sex", "age", "charge", "priors"],
     penalty=1.0,
     n_restarts=150,
     random_state=0,

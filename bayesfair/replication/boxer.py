@@ -561,7 +561,7 @@ def table4(
                 decision="high_risk",
                 condition_value=cond,
                 direction=direction,
-                attributes=ATTRIBUTES,
+                attributes=[a for a in ATTRIBUTES if a != prot[0]],
                 penalty=penalty,
                 n_restarts=n_restarts,
                 n_permutations=n_permutations,

@@ -54,7 +54,7 @@ def scan_audit_data(
                     outcome="_y",
                     decision="_d",
                     condition_value=0,
-                    attributes=attrs,
+                    attributes=[a for a in attrs if a != attr],
                     penalty=penalty,
                     n_restarts=n_restarts,
                     n_permutations=n_permutations,

@@ -29,7 +29,15 @@ import pandas as pd
 
 from .._repr import compact_repr
 from .._validation import check_count, check_random_state
-from .cbs import CBSResult, _fit_weighted, _logit, _Pipeline, _proba, _protected_mask
+from .cbs import (
+    CBSResult,
+    _fit_weighted,
+    _logit,
+    _Pipeline,
+    _proba,
+    _protected_mask,
+    scan_attributes,
+)
 from .engine import ScanResult, _check_common, subgroup_mask
 
 __all__ = ["PosteriorScanResult", "posterior_bias_scan"]
@@ -220,14 +228,9 @@ def posterior_bias_scan(
     if not prior_scale > 0:
         raise ValueError(f"`prior_scale` must be positive, got {prior_scale!r}")
     A, label, attr = _protected_mask(data, protected)
-    attributes = list(attributes) if attributes is not None else None
     if attributes is None:
         raise ValueError("`attributes` must name the scan attributes")
-    if attr is not None and attr in attributes:
-        attributes.remove(attr)
-    ihat_attributes = list(attributes if ihat_attributes is None else ihat_attributes)
-    if attr is not None and attr in ihat_attributes:
-        ihat_attributes.remove(attr)
+    attributes, ihat_attributes = scan_attributes(data, attributes, ihat_attributes, attr, label)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     pipe = _Pipeline(
         data,

@@ -19,6 +19,7 @@ Pipeline (Section 3 and Appendix A):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -334,6 +335,30 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
     )
 
 
+def scan_attributes(data, attributes, ihat_attributes, attr: str | None, label: str):
+    """The scan and I-hat attributes as lists, without the protected attribute ``attr``
+    (within the protected class it takes one value; leaving it out is warned about when
+    the caller named it).  Raises if none is left or one is not a column."""
+    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
+    if attr is not None and attr in attributes:
+        attributes.remove(attr)
+        warnings.warn(
+            f"the protected attribute {attr!r} is left out of the scan attributes: within "
+            f"the protected class ({label}) it takes a single value",
+            UserWarning,
+            stacklevel=3,
+        )
+    if not attributes:
+        raise ValueError("no scan attributes: pass `attributes`")
+    missing = [a for a in attributes if a not in data.columns]
+    if missing:
+        raise ValueError(f"scan attributes not in the data: {missing}")
+    ihat_attributes = list(attributes if ihat_attributes is None else ihat_attributes)
+    if attr is not None and attr in ihat_attributes:
+        ihat_attributes.remove(attr)
+    return attributes, ihat_attributes
+
+
 class _Pipeline:
     """Everything that does not change when the protected labels are permuted."""
 
@@ -544,17 +569,7 @@ def conditional_bias_scan(
             for c in data.columns
             if c not in used and c != attr and not pd.api.types.is_numeric_dtype(data[c])
         ]
-    attributes = [attributes] if isinstance(attributes, str) else list(attributes)
-    if attr is not None and attr in attributes:
-        attributes.remove(attr)
-    if not attributes:
-        raise ValueError("no scan attributes: pass `attributes`")
-    missing = [a for a in attributes if a not in data.columns]
-    if missing:
-        raise ValueError(f"scan attributes not in the data: {missing}")
-    ihat_attributes = list(attributes if ihat_attributes is None else ihat_attributes)
-    if attr is not None and attr in ihat_attributes:
-        ihat_attributes.remove(attr)
+    attributes, ihat_attributes = scan_attributes(data, attributes, ihat_attributes, attr, label)
     from .engine import _check_common
 
     _check_common(penalty, n_restarts)
