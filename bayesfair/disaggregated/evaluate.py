@@ -90,22 +90,20 @@ class DisaggregatedResult:
             part = t[(t["metric"] == metric) & (t["estimator"] == est)]
             if part.empty:
                 continue
-            has = part["width"].notna()
+            w = part["width"].to_numpy(float)
             base = std.reindex(pd.MultiIndex.from_arrays([part["metric"], part["group"]]))
-            both = has.to_numpy() & base.notna().to_numpy()
+            b = base.to_numpy(float)
+            both = ~np.isnan(w) & ~np.isnan(b)  # groups where both have an interval
+            ratio = w[both].mean() / b[both].mean() if both.any() and b[both].mean() > 0 else np.nan
             rows.append(
                 {
                     "metric": metric,
                     "estimator": est,
                     "groups": len(part),
                     "with_estimate": int(part["estimate"].notna().sum()),
-                    "with_interval": int(has.sum()),
-                    "mean_width": float(part["width"].mean()) if has.any() else np.nan,
-                    "width_vs_standard": (
-                        float(part["width"].to_numpy()[both].mean() / base.to_numpy()[both].mean())
-                        if both.any() and base.to_numpy()[both].mean() > 0
-                        else np.nan
-                    ),
+                    "with_interval": int((~np.isnan(w)).sum()),
+                    "mean_width": float(np.nanmean(w)) if (~np.isnan(w)).any() else np.nan,
+                    "width_vs_standard": float(ratio),
                 }
             )
         return pd.DataFrame(rows)

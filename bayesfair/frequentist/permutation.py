@@ -583,16 +583,15 @@ def intersectional_permutation_test(
     if pairwise == "auto" and not run_pairs:
         notes.append(
             f"pairwise tests skipped: {len(klabels)} groups make {n_pairs} pairs, more than "
-            f"pairwise='auto' runs ({MAX_AUTO_PAIRS}); pass pairwise=True to run them"
+            f"the {MAX_AUTO_PAIRS} that pairwise='auto' runs; pass pairwise=True to run them"
         )
         warnings.warn(notes[-1], UserWarning, stacklevel=2)
     elif run_pairs and n_pairs > 0.05 * (n_resamples + 1):
+        floor = min(1.0, n_pairs / (n_resamples + 1))  # Holm: pairs x the smallest p-value
         notes.append(
             f"with {n_pairs} pairs and n_resamples={n_resamples}, no Holm-adjusted pairwise "
-            f"p-value can be below {min(1.0, n_pairs / (n_resamples + 1)):.3g} (the smallest "
-            "Monte Carlo "
-            f"p-value times {n_pairs}); n_resamples of at least {20 * n_pairs} let a pair "
-            "reach 0.05"
+            f"p-value can be below {floor:.3g} (the smallest Monte Carlo p-value times "
+            f"{n_pairs}); n_resamples of at least {20 * n_pairs} let a pair reach 0.05"
         )
         warnings.warn(notes[-1], UserWarning, stacklevel=2)
     pairs = pd.DataFrame(columns=["group_a", "group_b", "difference", "z", "pvalue", "pvalue_holm"])
