@@ -130,12 +130,15 @@ def auc_permutation_test(
     auc_a, var_a = srt.auc_var(is_a[None, :])
     auc_b, var_b = srt.auc_var(~is_a[None, :])
     if np.isnan(auc_a[0]) or np.isnan(auc_b[0]):
-        y = data.row_outcome[keep]
+        y, c = data.row_outcome[keep], code[keep]
+        counts = {
+            g: (int(y[c == i].sum()), int((y[c == i] == 0).sum()))
+            for g, i in zip(groups, (ia, ib), strict=True)
+        }
         which = [
-            f"{g!r} ({int(y[c == i].sum())} positives, {int((c == i).sum() - y[c == i].sum())} "
-            "negatives)"
-            for g, i, c in ((groups[0], ia, code[keep]), (groups[1], ib, code[keep]))
-            if len(np.unique(y[c == i])) < 2
+            f"{g!r} ({pos} positives, {neg} negatives)"
+            for g, (pos, neg) in counts.items()
+            if not (pos and neg)
         ]
         raise ValueError(f"AUC is undefined in group {' and '.join(which)}: it needs both outcomes")
     diff = float(auc_a[0] - auc_b[0])
