@@ -163,7 +163,8 @@ class DisaggregatedResult:
         """Figure 1 of Herlihy et al.: estimates and intervals by group, ordered by size.
 
         ``estimators`` default to standard and hierarchical (those of them the result
-        has; every estimator it has when it has neither).  ``truth`` (group label -> value) adds the true values, for simulations.
+        has; every estimator it has when it has neither).  ``truth`` (group label ->
+        value) adds the true values, for simulations.
         ``labels`` marks each group on the axis by its size (``"size"``, as the
         paper's figure) or by its name and size (``"group"``), so that a reader can
         tell which groups the data cannot speak for."""
