@@ -272,6 +272,9 @@ def test_discrimination_test_needs_two_rows_per_group():
         discrimination_test(loss, np.array(list("abbbbbbbbb")))
     with pytest.raises(ValueError, match=r"exactly two values, got 3: \['a', 'b', 'c'\]"):
         discrimination_test(np.ones(9), np.array(list("aaabbbccc")))
+    # a missing group label is refused, not turned into a group 'nan' or 'None'
+    with pytest.raises(ValueError, match="`group` has 1 missing value"):
+        discrimination_test(np.ones(9), np.array(["a"] * 4 + [None] + ["b"] * 4))
 
 
 def test_discrimination_test_named_losses_equal_the_arrays():
@@ -483,6 +486,8 @@ def test_metric_permutation_test_mean_and_callable():
     assert np.isfinite(med.studentized_statistic) and 0 < med.pvalue <= 1
     with pytest.raises(ValueError, match="exactly two"):
         metric_permutation_test(v, np.arange(600) % 3)
+    with pytest.raises(ValueError, match="`group` has 1 missing value"):
+        metric_permutation_test(v, np.where(np.arange(600) == 5, None, g))
     with pytest.raises(ValueError, match="'mean' or a callable"):
         metric_permutation_test(v, g, "median")
 

@@ -29,6 +29,10 @@ def test_compare_discrimination_hand_computed_and_validation():
     assert res.pvalue == max(res.p_minus, res.p_plus)
     with pytest.raises(ValueError, match="exactly two"):
         compare_discrimination(la, lb, np.arange(500) % 3)
+    with pytest.raises(ValueError, match="`group` has 1 missing value"):
+        compare_discrimination(la, lb, np.where(np.arange(500) == 7, np.nan, g))
+    with pytest.raises(ValueError, match="`loss_b` has 1 missing or infinite"):
+        compare_discrimination(la, np.where(np.arange(500) == 7, np.nan, lb), g)
 
 
 @pytest.mark.slow
@@ -76,6 +80,22 @@ def test_learning_curves_recover_group_noise():
         )
     with pytest.raises(ValueError, match="give `y_test` and `group_test`"):
         group_learning_curves(LinearRegression(), X, y, g, sizes=[50], X_test=X[:10])
+    # a row without a group is refused, not made into a group of its own
+    g_missing = g.astype(object)
+    g_missing[::50] = None
+    with pytest.raises(ValueError, match=r"`group` has \d+ missing value"):
+        group_learning_curves(LinearRegression(), X, y, g_missing, sizes=[50])
+    with pytest.raises(ValueError, match=r"`group_test` has 1 missing value"):
+        group_learning_curves(
+            LinearRegression(),
+            X,
+            y,
+            g,
+            sizes=[50],
+            X_test=X[:10],
+            y_test=y[:10],
+            group_test=g_missing[:10],
+        )
 
 
 def test_bias_variance_noise_add_up_for_squared_loss():

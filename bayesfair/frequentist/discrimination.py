@@ -9,6 +9,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from .._repr import compact_repr
+from .._validation import check_no_missing_groups
 from ..data import AuditData
 from .learning import ROW_LOSSES
 
@@ -136,6 +137,7 @@ def discrimination_test(
         raise ValueError("`loss` and `group` must be 1-d arrays of the same length")
     if np.isnan(loss).any():
         raise ValueError("`loss` has missing values")
+    check_no_missing_groups(pd.Series(group), "`group`")
     labels = list(pd.unique(group))
     if len(labels) != 2:
         shown = [str(v) for v in labels[:5]]

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
+from .._validation import check_no_missing_groups
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -75,6 +76,7 @@ def metric_permutation_test(
     True
     """
     g = np.asarray(group)
+    check_no_missing_groups(pd.Series(g), "`group`")
     labels = sorted(pd.unique(g), key=str) if groups is None else list(groups)
     if len(labels) != 2:
         raise ValueError(f"`group` must have exactly two values (or give `groups`), got {labels}")

@@ -13,6 +13,7 @@ from sklearn.base import clone
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
+from .._validation import check_no_missing_groups
 
 __all__ = [
     "DiscriminationComparison",
@@ -72,9 +73,18 @@ def compare_discrimination(loss_a, loss_b, group) -> DiscriminationComparison:
     g = np.asarray(group)
     if la.shape != lb.shape or la.shape != g.shape or la.ndim != 1:
         raise ValueError("`loss_a`, `loss_b` and `group` must be 1-d arrays of one length")
+    for name, loss in (("loss_a", la), ("loss_b", lb)):
+        if not np.isfinite(loss).all():
+            raise ValueError(
+                f"`{name}` has {int((~np.isfinite(loss)).sum())} missing or infinite values"
+            )
+    check_no_missing_groups(pd.Series(g), "`group`")
     labels = sorted(pd.unique(g), key=str)
     if len(labels) != 2:
-        raise ValueError(f"`group` must have exactly two values, got {len(labels)}")
+        raise ValueError(
+            f"`group` must have exactly two values, got {len(labels)}: "
+            f"{[str(v) for v in labels[:5]]}"
+        )
     d, var = [], {}
     for lab, sign in zip(labels, (1.0, -1.0), strict=True):
         m = g == lab
@@ -157,13 +167,15 @@ class LearningCurveResult:
 
 
 def _check_lengths(X, y, group, names: tuple[str, str, str]) -> None:
-    """``X`` has one row per entry of the 1-d ``y`` and ``group``."""
+    """``X`` has one row per entry of the 1-d ``y`` and ``group``; ``group`` has no missing
+    values."""
     lengths = {names[0]: X.shape[0] if X.ndim else 0, names[1]: len(y), names[2]: len(group)}
     if len(set(lengths.values())) != 1 or y.ndim != 1 or group.ndim != 1:
         raise ValueError(
             f"{', '.join(f'`{k}`' for k in names)} must have one row per sample (1-d `{names[1]}` "
             f"and `{names[2]}`); got {lengths}"
         )
+    check_no_missing_groups(pd.Series(group), f"`{names[2]}`")
 
 
 def _fit_pow3(n, y):
