@@ -146,6 +146,43 @@ def test_bias_amplification_draws_are_differences(synth):
         posterior_fairness(y, DirichletMultinomial().fit(other))
 
 
+def test_summary_reads_infinite_draws_as_infinite(synth):
+    """A model whose P(y=1|s) is exactly 1 in floating point (a saturated network) has
+    infinite epsilon draws.  They must move the median and the interval towards infinity,
+    not give NaN (linear interpolation between two infinite draws) or an HDI of the finite
+    draws alone, which holds less than 90% of the posterior."""
+    data = synth.audit_data()
+    labels = DirichletMultinomial(random_state=0).fit(data, target="outcome")
+    decisions = DirichletMultinomial(random_state=1).fit(data, target="decision")
+    shape = labels.p_draws_.shape
+    n = shape[0] * shape[1]
+    for model, share in ((labels, 0.05), (labels, 0.6), (decisions, 0.6)):
+        p = model.p_draws_.reshape(n, -1).copy()
+        p[: int(share * n), 0] = 1.0  # P(y=0|s_0) = 0 while positive elsewhere: epsilon = inf
+        model.p_draws_ = p.reshape(shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no numpy "invalid value" warnings either
+            pf = posterior_fairness(labels, decisions if model is decisions else None)
+        s = pf.summary().set_index("metric")
+        eps = pf.draws["epsilon"].reshape(-1)
+        assert s.loc["epsilon", "share_infinite"] == pytest.approx(share)
+        lo, hi = s.loc["epsilon", ["hdi_90%_low", "hdi_90%_high"]]
+        assert np.mean((eps >= lo) & (eps <= hi)) >= 0.9
+        assert not s.loc["epsilon", ["mean", "q25", "median", "q75"]].isna().any()
+        if share < 0.1:  # the interval can leave the infinite draws out
+            assert np.isfinite(hi) and np.isfinite(s.loc["epsilon", "median"])
+        else:
+            assert hi == np.inf and s.loc["epsilon", "median"] == np.inf
+            assert s.loc["epsilon", "mean"] == np.inf
+    # both models infinite in a draw: the amplification inf - inf is undefined, and counted
+    amp = pf.draws["df_amplification"].reshape(-1)
+    undefined = np.isnan(amp)
+    assert 0 < undefined.mean() < 1
+    row = s.loc["df_amplification"]
+    assert row["share_undefined"] == pytest.approx(undefined.mean())
+    assert row["median"] == pytest.approx(np.quantile(amp[~undefined], 0.5))
+
+
 def test_empty_intersections_are_left_out_of_epsilon():
     sizes = np.full(16, 300)
     sizes[5] = 0

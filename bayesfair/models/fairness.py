@@ -21,21 +21,66 @@ def _p_full(p1: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.where(present[..., :, None], p, np.nan)
 
 
+def _quantile(values: np.ndarray, q: float) -> float:
+    """``np.quantile`` that reads infinite draws as the infinite values they are: linear
+    interpolation between two infinite neighbours gives ``inf - inf = nan``, and the
+    nearest draw is then the answer."""
+    with np.errstate(invalid="ignore"):
+        v = float(np.quantile(values, q))
+    return float(np.quantile(values, q, method="nearest")) if np.isnan(v) else v
+
+
+def _interval(values: np.ndarray, prob: float) -> tuple[float, float]:
+    """An interval holding ``prob`` of the draws: the HDI when every draw is finite.
+
+    A model whose probabilities reach 0 or 1 in floating point gives infinite epsilon
+    draws.  When they are at most ``1 - prob`` of the draws, the interval is the HDI of
+    the finite draws that holds ``prob`` of *all* draws; when they are more, it must
+    reach infinity, from the ``1 - prob`` quantile (``[-inf, prob quantile]`` for
+    ``-inf`` draws, which an amplification can have)."""
+    finite = values[np.isfinite(values)]
+    pos, neg = np.mean(values == np.inf), np.mean(values == -np.inf)
+    if pos + neg <= 1 - prob:
+        mass = prob / (1 - pos - neg)
+        if len(finite) <= 2:
+            return np.nan, np.nan
+        if mass * len(finite) > len(finite) - 1:  # ArviZ needs at least one draw left out
+            return float(finite.min()), float(finite.max())
+        lo, hi = _arviz.hdi(finite, mass)
+        return float(lo), float(hi)
+    if neg == 0:
+        return _quantile(values, 1 - prob), np.inf
+    if pos == 0:
+        return -np.inf, _quantile(values, prob)
+    return -np.inf, np.inf
+
+
 def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[str, float]:
+    """O, X and the posterior of one metric.  Infinite draws count as such: they move the
+    mean to infinity and the quantiles and interval towards it.  An amplification draw
+    where both models' metric is infinite is undefined (``inf - inf``); those draws are
+    counted in ``share_undefined`` and left out of the rest."""
     flat = draws.reshape(-1)
-    finite = flat[np.isfinite(flat)]
+    defined = flat[~np.isnan(flat)]
     out = {"O (point estimate)": o, "X (posterior predictive)": x}
     if len(flat) > 1:
-        lo, hi = _arviz.hdi(finite, prob) if len(finite) > 2 else (np.nan, np.nan)
+        if len(defined):
+            with np.errstate(invalid="ignore"):
+                mean = float(defined.mean())
+            quartiles = [_quantile(defined, q) for q in (0.25, 0.5, 0.75)]
+            lo, hi = _interval(defined, prob)
+        else:
+            mean, quartiles, (lo, hi) = np.nan, [np.nan] * 3, (np.nan, np.nan)
         out.update(
             {
-                "mean": float(finite.mean()) if len(finite) else np.nan,
-                "q25": float(np.quantile(flat, 0.25)),
-                "median": float(np.quantile(flat, 0.5)),
-                "q75": float(np.quantile(flat, 0.75)),
-                f"hdi_{prob:.0%}_low": float(lo),
-                f"hdi_{prob:.0%}_high": float(hi),
-                "share_infinite": float(np.mean(~np.isfinite(flat))),
+                "mean": mean,
+                "q25": quartiles[0],
+                "median": quartiles[1],
+                "q75": quartiles[2],
+                f"hdi_{prob:.0%}_low": lo,
+                f"hdi_{prob:.0%}_high": hi,
+                "share_infinite": float(np.mean(np.isinf(flat))),
+                "share_undefined": float(np.mean(np.isnan(flat))),
             }
         )
     return out
@@ -75,7 +120,9 @@ class PosteriorFairness:
     excluded: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
-        """One row per metric: O, X, posterior mean, quartiles, HDI, share of infinite draws."""
+        """One row per metric: O, X, posterior mean, quartiles, HDI, and the shares of
+        infinite draws (a model probability of exactly 0 or 1 in floating point) and of
+        undefined ones (an amplification of two infinite metrics, ``inf - inf``)."""
         rows = []
         for name, d in self.draws.items():
             row = {"metric": name}
@@ -230,9 +277,10 @@ def posterior_fairness(
     if mechanism is not None:
         for metric in ("epsilon", "gamma"):
             amp = "df_amplification" if metric == "epsilon" else "sf_amplification"
-            draws[amp] = draws[f"{metric}_mechanism"] - draws[metric]
-            x[amp] = x[f"{metric}_mechanism"] - x[metric]
-            o[amp] = o[f"{metric}_mechanism"] - o[metric]
+            with np.errstate(invalid="ignore"):  # inf - inf: undefined, kept as NaN
+                draws[amp] = draws[f"{metric}_mechanism"] - draws[metric]
+                x[amp] = x[f"{metric}_mechanism"] - x[metric]
+                o[amp] = o[f"{metric}_mechanism"] - o[metric]
     names = tuple(type(m).__name__ for m in models.values())
     return PosteriorFairness(
         draws=draws,
