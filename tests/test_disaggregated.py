@@ -564,6 +564,10 @@ def test_callable_metric_and_auc_run():
     with pytest.raises(TypeError) as info:
         disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[broken])
     assert "raised by the metric 'broken' on" in "".join(info.value.__notes__)
+    # a callable of the wrong arity is told how it is called
+    with pytest.raises(TypeError) as info:
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[lambda rows: 0.0])
+    assert "called as f(y_true, y_pred, y_score)" in "".join(info.value.__notes__)
 
 
 def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():

@@ -190,7 +190,8 @@ class GroupedData:
                 group = self.group_names()[self.group[r[0]]] if len(r) else "?"
                 err.add_note(
                     f"raised by the metric {metric_name(metric)!r} on {len(r)} rows of group "
-                    f"'{group}' (it must return a number, or None where undefined)"
+                    f"'{group}' (it is called as f(y_true, y_pred, y_score) with one group's "
+                    "arrays, and must return a number, or None where undefined)"
                 )
                 raise
         raise ValueError(
