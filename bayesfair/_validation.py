@@ -127,7 +127,8 @@ def check_binary(
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = _plain(pd.unique(arr[~ok])[:5])
-        raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {bad}")
+        hint = "; pass pos_label= to say which value means 1" if takes_pos_label else ""
+        raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {bad}{hint}")
     return arr.astype(np.uint8)
 
 

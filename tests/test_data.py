@@ -159,7 +159,7 @@ BAD_INPUTS = [
         _with(y=[0, 1, 2, 0]),
         dict(protected="g", outcome="y"),
         ValueError,
-        "only 0 and 1",
+        "only 0 and 1, found [2]; pass pos_label= to say which value means 1",
     ),
     (
         "string-outcome",
