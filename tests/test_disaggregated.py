@@ -154,6 +154,16 @@ def test_lasso_matches_scikit_learn():
         assert b0 == pytest.approx(ref.intercept_, abs=1e-6)
     b0, th = lasso_cd(X, y, w, lambda_max(X, y, w) * 1.0001, np.zeros(12))
     assert np.all(th == 0)
+    # the sweeps visit only a column's nonzeros, with the intercept profiled out: indicators
+    # beside dense columns far from mean 0 and a constant column, from a warm start that
+    # gives the constant column a coefficient, still solve scikit-learn's problem
+    Xm = np.column_stack([np.eye(4)[rng.integers(0, 4, 32)], 50 + X[:, :3], np.full(32, 2.0)])
+    theta0 = rng.normal(size=Xm.shape[1])
+    for lam in (0.005, 0.05):
+        ref = Lasso(alpha=lam, tol=1e-12, max_iter=100_000).fit(Xm, y, sample_weight=w)
+        b0, th = lasso_cd(Xm, y, w, lam, theta0)
+        np.testing.assert_allclose(b0 + Xm @ th, ref.predict(Xm), atol=1e-6)
+        assert th[-1] == 0
 
 
 def _lasso_kkt_gap(X, y, w, lam, b0, th):

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._lasso import lambda_max, lasso_cd, partial_ridge
+from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData
 
 __all__ = ["goodness_of_fit", "group_features", "structured_regression"]
@@ -216,7 +216,8 @@ def structured_regression(
         lam2 = 1.0 / n[ok].sum()
     else:
         lam2 = float(ridge)
-    c0, c = partial_ridge(F[ok], s[ok], w, selected, lam2)
+    ridge_fit = PartialRidge(F[ok], w)
+    c0, c = ridge_fit.fit(s[ok], selected, lam2)
     lpr = c0 + F @ c
     # residuals standardised by the pooled standard errors sigma_a = sigma / sqrt(n_a), then
     # centred and rescaled to unit variance: the pooled variance model fixes the noise level,
@@ -232,7 +233,7 @@ def structured_regression(
         ystar = est[ok] + rng.choice(resid, size=len(resid)) * se
         _b0b, theta_b = lasso_cd(F[ok], ystar, w, lam, theta_b)
         selb = np.abs(theta_b) > 1e-12
-        c0b, cb = partial_ridge(F[ok], ystar, w, selb, lam2)
+        c0b, cb = ridge_fit.fit(ystar, selb, lam2)
         boot[b] = c0b + F @ cb
     intervals = {}
     for level in levels:
