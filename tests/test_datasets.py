@@ -169,6 +169,20 @@ def test_checksum_mismatch_on_download_keeps_nothing(http_root, tmp_path):
     assert list(home.iterdir()) == []
 
 
+def test_failed_download_says_where_the_file_was_looked_for(http_root, tmp_path, monkeypatch):
+    _, url = http_root  # serves an empty folder: HTTP 404
+    monkeypatch.setenv("BAYESFAIR_CACHE", str(tmp_path / "cache"))
+    home = tmp_path / "home"
+    for mirror, reason in ((url, "HTTP Error 404"), ("http://127.0.0.1:9", "refused")):
+        with pytest.raises(ConnectionError) as info:
+            fetch_file("adult.data", home, mirror=mirror)
+        msg = str(info.value)
+        assert f"'adult.data' is not in ['{home}', '{tmp_path / 'cache'}']" in msg
+        assert f"downloading it from {mirror}/adult.data failed" in msg and reason in msg
+        assert "BAYESFAIR_DATA" in msg
+    assert list(home.iterdir()) == []  # nothing half-written kept
+
+
 def test_checksum_mismatch_in_data_home(tmp_path):
     (tmp_path / "adult.data").write_text("not the adult data\n")
     with pytest.raises(ValueError, match="not a known version"):

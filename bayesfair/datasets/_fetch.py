@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,8 @@ def fetch_file(
     ------
     FileNotFoundError
         When the file is absent and ``download_if_missing`` is False.
+    ConnectionError
+        When the file is absent and its download fails (no network, an HTTP error).
     ValueError
         When a found or downloaded file fails its checksum.
     """
@@ -158,5 +161,15 @@ def fetch_file(
     target_dir = home if home is not None and _writable_dir(home) else cache
     url = remote.url if mirror is None else mirror.rstrip("/") + "/" + name
     target = target_dir / name
-    _download(url, target, remote, name, timeout)
+    try:
+        _download(url, target, remote, name, timeout)
+    except (urllib.error.URLError, TimeoutError) as err:  # offline, refused, HTTP error
+        # an HTTPError prints its status ("HTTP Error 404: ..."), a URLError its cause
+        reason = err if isinstance(err, urllib.error.HTTPError) else getattr(err, "reason", err)
+        raise ConnectionError(
+            f"{name!r} is not in {[str(p) for p in places]} and downloading it from {url} "
+            f"failed ({reason}); put the file in one of those folders, set BAYESFAIR_DATA "
+            "or data_home= to the folder that holds it, or pass mirror= (a base URL that "
+            "serves it)"
+        ) from err
     return target
