@@ -1133,9 +1133,10 @@ def test_hierarchical_new_level_draws_match_the_model_with_the_value():
 def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
     """27 groups of 2,000 rows with main effects of log-odds scale 0.5: sampled
     non-centred, an attribute's scale mixes slowly (sigma z is fixed, sigma is not) and
-    the warning suggests ``hb_main_effects="centred"``; centred, the scales' bulk ESS is
-    more than 5 times larger.  The model is the same (``-k closed_form_density``
-    checks the densities): the group estimates agree within Monte Carlo error."""
+    the warning suggests ``hb_main_effects="centred"``; centred, and partially centred by
+    the default "auto", the scales' bulk ESS is more than 5 times larger.  The model is
+    the same (``-k closed_form_density`` checks the densities): the group estimates agree
+    within Monte Carlo error."""
     levels = list(itertools.product("xyz", "xyz", "xyz"))
     kw = dict(estimators=["hierarchical"], hb_draws=500, hb_tune=500, hb_chains=2)
     advised = 0
@@ -1149,7 +1150,7 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
         df["y"] = rng.integers(0, 2, len(df))
         df["d"] = (rng.random(len(df)) < 1 / (1 + np.exp(-eta))).astype(int)
         ess, fits = {}, {}
-        for how in ("non-centred", "centred"):
+        for how in ("non-centred", "centred", "auto"):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", SamplerWarning)
                 res = disaggregated_evaluation(
@@ -1175,9 +1176,13 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
             else:
                 assert "hb_main_effects" not in said and diag.r_hat.max() <= 1.02
         print(f"seed {seed}: main-effect scales' bulk ESS", ess)
-        assert ess["centred"] >= 400 and ess["centred"] >= 5 * ess["non-centred"]
-        a, b = (fits[h].set_index("group")["hierarchical"] for h in ("non-centred", "centred"))
-        np.testing.assert_allclose(a, b.loc[a.index], atol=0.003)
+        assert ess["centred"] >= 400
+        for how in ("centred", "auto"):
+            assert ess[how] >= 5 * ess["non-centred"]
+        a = fits["non-centred"].set_index("group")["hierarchical"]
+        for how in ("centred", "auto"):
+            b = fits[how].set_index("group")["hierarchical"]
+            np.testing.assert_allclose(a, b.loc[a.index], atol=0.003)
     print("fits whose warning suggested centring:", advised)
     assert advised >= 2  # the worst R-hat was a main effect's in every seed tried
 
@@ -1229,8 +1234,50 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
 
 def test_hb_main_effects_is_checked():
     df = _frame(300)
-    with pytest.raises(ValueError, match="`hb_main_effects` must be 'non-centred' or 'centred'"):
-        disaggregated_evaluation(df, ["race"], "y", "d", hb_main_effects="auto")
+    with pytest.raises(
+        ValueError, match="`hb_main_effects` must be 'auto', 'non-centred' or 'centred'"
+    ):
+        disaggregated_evaluation(df, ["race"], "y", "d", hb_main_effects="centered")
+
+
+def test_auto_centring_weights_follow_information_and_spread():
+    """hb_main_effects="auto": the partial-centring weight I s^2 / (1 + I s^2) of each
+    attribute and metric, with s^2 a lower confidence bound of the values' spread, is near
+    1 for well-measured, well-separated effects, 0 where the values do not differ beyond
+    their noise, smaller with fewer rows, and smaller for a two-valued attribute (one
+    contrast) than for a three-valued one with the same spread and rows."""
+    from bayesfair.disaggregated.hierarchical import _partial_centring, _Problem
+
+    labels = pd.DataFrame(
+        list(itertools.product("xyz", "xyz", "fm")), columns=["three", "flat", "two"]
+    )
+    codes = {c: labels[c].map({v: i for i, v in enumerate(sorted(set(labels[c])))}) for c in labels}
+    eta = -0.5 + np.array([-0.6, 0.0, 0.6])[codes["three"]] + np.array([-0.6, 0.6])[codes["two"]]
+    p = 1 / (1 + np.exp(-np.asarray(eta, float)))
+    weights = []
+    for rows in (20_000, 200):
+        m = np.full((1, len(labels)), float(rows))
+        k = np.round(m * p)
+        prob = _Problem(labels, ["rate"], k, m, None, None, True)
+        weights.append(
+            {c: float(w[0]) for c, w in _partial_centring(prob, k, m, None, None).items()}
+        )
+    big, small = weights
+    assert big["three"] > 0.95 and big["flat"] == 0.0
+    assert big["two"] < big["three"] and small["two"] < small["three"]
+    assert all(small[c] <= big[c] for c in big) and small["three"] < 0.9
+    # "auto" makes these the weights of the fit; the other modes are 0 and 1
+    auto = _Problem(labels, ["rate"], k, m, None, None, True, "auto").centring
+    assert {c: float(w[0]) for c, w in auto.items()} == small
+    assert all(
+        w[0] == 1.0
+        for w in _Problem(labels, ["r"], k, m, None, None, True, "centred").centring.values()
+    )
+    # Fay-Herriot: the same from standard estimates and their standard errors
+    s_est, se = p[None, :], np.full((1, len(labels)), 0.01)
+    fh = _Problem(labels, ["auc"], None, None, s_est, se, True)
+    w_fh = _partial_centring(fh, None, None, s_est, se)
+    assert w_fh["three"][0] > 0.9 and w_fh["flat"][0] == 0.0
 
 
 def test_hierarchical_identity_basis_is_not_stored_and_gives_the_same_density():

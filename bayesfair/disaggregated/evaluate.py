@@ -250,7 +250,7 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     attribute = {f"{p}_{c}": c for c in labels.columns for p in ("sigma", "z")}.get(worst)
     if (
         attribute is not None
-        and main_effects == "non-centred"
+        and main_effects != "centred"
         and _pinned_down(labels[attribute], sizes)
     ):
         return advice + (
@@ -297,7 +297,7 @@ def disaggregated_evaluation(
     hb_tune: int = 1000,
     hb_chains: int = 4,
     hb_target_accept: float = 0.95,
-    hb_main_effects: str = "non-centred",
+    hb_main_effects: str = "auto",
     hb_point_estimate: str = "mean",
     pos_label: object | None = None,
     random_state: int | None = None,
@@ -355,14 +355,16 @@ def disaggregated_evaluation(
         least 0.99).  Divergent transitions, which the results' ``diagnostics`` and a
         ``SamplerWarning`` report, usually go when it is raised towards 0.99, at the cost
         of smaller steps.
-    hb_main_effects : {"non-centred", "centred"}
+    hb_main_effects : {"auto", "non-centred", "centred"}
         Coordinates in which NUTS samples the attributes' main effects (the model is the
         same).  Non-centred suits the usual audit, where small groups say little;
-        centred suits large data where every value of attributes with three or more
-        values has many rows, where non-centred main-effect scales mix slowly (an
-        R-hat above 1.01 on a ``sigma_<attribute>``; the ``SamplerWarning`` then
-        suggests it, for an attribute whose values all have 1,000 rows or more).  On
-        the simulated Adult audit it diverged where non-centred did not.  See
+        centred suits large data where every value of an attribute has many rows, where
+        non-centred main-effect scales mix slowly (an R-hat above 1.01 on a
+        ``sigma_<attribute>``), but it diverges where a scale rests on few or poorly
+        measured contrasts (on the simulated Adult audit).  ``"auto"`` (default) weighs
+        the two per attribute and metric from how much the data say about the effects
+        and how far apart they are: on 243 groups of 50,000 rows it mixed as centred
+        did, on the Adult audit as non-centred did.  See
         :func:`~bayesfair.disaggregated.hierarchical.fit_hierarchical`.
     hb_point_estimate : {"mean", "median"}
         Posterior summary reported as the hierarchical estimate (as ArviZ's
@@ -403,9 +405,9 @@ def disaggregated_evaluation(
     check_count(hb_draws, "hb_draws")
     check_count(hb_tune, "hb_tune", minimum=0)
     check_count(hb_chains, "hb_chains")
-    if hb_main_effects not in ("non-centred", "centred"):
+    if hb_main_effects not in ("auto", "non-centred", "centred"):
         raise ValueError(
-            f"`hb_main_effects` must be 'non-centred' or 'centred', got {hb_main_effects!r}"
+            f"`hb_main_effects` must be 'auto', 'non-centred' or 'centred', got {hb_main_effects!r}"
         )
     rng = check_random_state(random_state)
     gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score, pos_label)
@@ -549,7 +551,7 @@ def disaggregated_evaluation(
                 tune=hb_tune,
                 chains=hb_chains,
                 target_accept=hb_target_accept,
-                centre_main_effects=hb_main_effects == "centred",
+                main_effects=hb_main_effects,
                 random_seed=seed,
             )
             idatas["binomial"] = idata
@@ -568,7 +570,7 @@ def disaggregated_evaluation(
                 tune=hb_tune,
                 chains=hb_chains,
                 target_accept=hb_target_accept,
-                centre_main_effects=hb_main_effects == "centred",
+                main_effects=hb_main_effects,
                 random_seed=seed + 1,
             )
             idatas["fay_herriot"] = idata

@@ -52,7 +52,7 @@ class _Problem:
     """What both the PyMC model and the closed-form density of one fit are built from."""
 
     def __init__(
-        self, labels, metric_names, k, m, s, se, interactions, centre_main_effects=False
+        self, labels, metric_names, k, m, s, se, interactions, main_effects="non-centred"
     ) -> None:
         self.binomial = k is not None
         self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
@@ -85,8 +85,11 @@ class _Problem:
                 self.scale[i] = spread if spread > 0 else 1.0
         # centring weight of each attribute's main effects per measure (0: non-centred,
         # 1: centred; see fit_hierarchical); interactions and group effects: non-centred
-        w = 1.0 if centre_main_effects else 0.0
-        self.centring = {c: np.full(self.M, w) for c in self.attributes}
+        if main_effects == "auto":
+            self.centring = _partial_centring(self, k, m, s, se)
+        else:
+            w = 1.0 if main_effects == "centred" else 0.0
+            self.centring = {c: np.full(self.M, w) for c in self.attributes}
 
     def pymc_model(self):
         import pymc as pm
@@ -180,9 +183,55 @@ class _Problem:
         )
 
 
+def _partial_centring(prob: _Problem, k, m, s, se, level: float = 0.05) -> dict:
+    """Centring weights of the main effects per attribute and measure for
+    ``main_effects="auto"`` (see ``fit_hierarchical``).
+
+    For an effect u ~ Normal(0, sigma^2) observed with information I (precision),
+    Papaspiliopoulos, Roberts and Skold (2007, "A general framework for the
+    parametrization of hierarchical models") show that the partially non-centred
+    coordinates with weight w = I sigma^2 / (1 + I sigma^2) make u and sigma
+    independent a posteriori: w -> 0 (non-centred) where the data say little, w -> 1
+    (centred) where they pin u down.  Here I is the smallest information among the
+    attribute's values (the pooled counts' m p (1 - p) on the log-odds scale; for
+    Fay-Herriot the summed precisions 1 / se^2), and sigma^2 is not the estimate of the
+    values' spread (the method-of-moments variance of their pooled estimates, less
+    their noise) but its lower ``level`` confidence bound (chi-square with L - 1
+    degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
+    is small for the data's precision, and a spread resting on one or two contrasts can
+    be much smaller than its estimate: the bound keeps a two-valued attribute, whose
+    scale rests on one contrast, close to non-centred."""
+    from scipy.stats import chi2
+
+    out = {}
+    for c in prob.attributes:
+        codes, n_values = prob.codes[c], len(prob.levels[c])
+        w = np.zeros(prob.M)
+        for i in range(prob.M):
+            if prob.binomial:
+                kk, mm = np.nan_to_num(k[i]), np.nan_to_num(m[i])
+                pos, tot = np.bincount(codes, kk, n_values), np.bincount(codes, mm, n_values)
+                p = (pos + 0.5) / (tot + 1.0)
+                info, u = tot * p * (1 - p), np.log(p / (1 - p))
+            else:
+                ok = np.isfinite(s[i]) & np.isfinite(se[i]) & (se[i] > 0)
+                info = np.bincount(codes[ok], 1 / se[i][ok] ** 2, n_values)
+                u = np.bincount(codes[ok], s[i][ok] / se[i][ok] ** 2, n_values)
+                u = u / np.maximum(info, 1e-300)
+            seen = info > 0
+            dof = int(seen.sum()) - 1
+            if dof < 1:
+                continue
+            spread = max(0.0, np.var(u[seen], ddof=1) - np.mean(1 / info[seen]))
+            low = spread * chi2.ppf(level, dof) / dof
+            w[i] = info[seen].min() * low / (1 + info[seen].min() * low)
+        out[c] = w
+    return out
+
+
 def _effects(pm, name, sd, sc, w, dims):
     """An attribute's main effects ``sigma z`` sampled with centring weights ``w`` per
-    measure (see ``centre_main_effects`` of ``fit_hierarchical``): ``u ~
+    measure (see ``main_effects`` of ``fit_hierarchical``): ``u ~
     ZeroSumNormal(rho^w)``, effects ``scale
     rho^(1 - w) u`` with ``rho = sigma / scale``; ``z`` is recorded either way.  With
     w = 0 this is the plain non-centred ``ZeroSumNormal`` z, under that name."""
@@ -208,7 +257,7 @@ def fit_hierarchical(
     tune: int = 1000,
     chains: int = 4,
     target_accept: float = 0.95,
-    centre_main_effects: bool = False,
+    main_effects: str = "non-centred",
     random_seed: int = 0,
 ):
     """Fit the model for several metrics at once.
@@ -220,24 +269,30 @@ def fit_hierarchical(
     closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
     per model); otherwise on the PyMC model with PyMC's sampler.
 
-    ``centre_main_effects`` samples the attributes' main effects centred (effects ~
-    ZeroSumNormal(sigma)) instead of non-centred (sigma z, z ~ ZeroSumNormal(1)): the
-    same model in other coordinates.  Non-centred suits effects the data say little
-    about.  Where every value of an attribute has many rows, its effects are pinned
-    and non-centred coordinates fix only sigma z, a curved ridge along which sigma
-    mixes slowly.  On 4 data sets of 243 groups (5 three-valued attributes, 50,000
-    rows, 3 count metrics, 4 x 1,000 draws), non-centred gave R-hat 1.10-1.13 and bulk
-    ESS 28-43 on 3 of them (the fourth 1.01 and 812), centred R-hat 1.01 and ESS
-    485-812 on all 4; divergences went from 0-21 to 2-47, all in the upper tails of
-    interaction scales (non-centred either way), which ``target_accept=0.99`` reduced
-    (21 to 5 on one data set, at twice the time).  It is not the default because on
-    the simulated Adult audit (32 groups, 5,000 rows, two- and four-valued
-    attributes, some values with few rows; 4 draws x 4 x 1,000) centred main effects
-    diverged: 141, 50, 116 and 65 divergent transitions in the binomial model and 12,
-    54, 21 and 968 (a stuck chain) in the Fay-Herriot one, against 0, 0, 0, 0 and 0,
-    1, 0, 0 non-centred.  There an attribute's sigma rests on one to three contrasts,
-    some of them poorly measured, and its posterior reaches down to where centred
-    coordinates form a funnel.
+    ``main_effects`` gives the coordinates in which the attributes' main effects are
+    sampled; the model is the same in all of them.  ``"non-centred"``: sigma z, z ~
+    ZeroSumNormal(1), which suits effects the data say little about.  ``"centred"``:
+    effects ~ ZeroSumNormal(sigma).  Where every value of an attribute has many rows,
+    its effects are pinned and non-centred coordinates fix only sigma z, a curved
+    ridge along which sigma mixes slowly; where a scale rests on few or poorly measured
+    contrasts, its posterior reaches down to where centred coordinates form a funnel.
+    ``"auto"`` partially centres each attribute's block per measure with the weight
+    of Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), between the
+    two.  Measured at 4 x 1,000 draws (R-hat max / bulk ESS min / divergences):
+
+    * 243 groups (5 three-valued attributes, 50,000 rows, 3 count metrics; the
+      benchmark's data, seeds 0-3): non-centred 1.10-1.13 / 27-43 / 0-4, centred
+      1.01 / 485-812 / 2-47, auto 1.01 / 644-749 / 2-6.
+    * the simulated Adult audit (32 groups, 5,000 rows, two- and four-valued
+      attributes, some values with few rows; 4 evaluation draws; binomial and
+      Fay-Herriot models): non-centred 1.01-1.02 / 320-404 / 0 and 0, centred
+      1.01-1.04 / 99-608 / 71-232 and 11-36, auto 1.01-1.02 / 344-501 / 0 and 0.
+    * 729 groups (6 three-valued attributes, 100,000 rows): non-centred 1.04 / 110
+      / 14, auto 1.01 / 407 / 18.  COMPAS' race x sex x age and the 32-group
+      benchmark: about the same in both.
+
+    On the 243-group data, ``target_accept=0.99`` took auto's divergences from 6 and
+    4 to 1 and 0 (seeds 2 and 3) at 1.7 times the time.
     """
     nuts = dict(
         draws=draws, tune=tune, chains=chains, target_accept=target_accept, random_seed=random_seed
@@ -253,10 +308,10 @@ def fit_hierarchical(
             s=s,
             se=se,
             interactions=interactions,
-            centre_main_effects=centre_main_effects,
+            main_effects=main_effects,
             **nuts,
         )
-    prob = _Problem(labels, metric_names, k, m, s, se, interactions, centre_main_effects)
+    prob = _Problem(labels, metric_names, k, m, s, se, interactions, main_effects)
     return _sample(prob, **nuts)
 
 
@@ -311,7 +366,7 @@ def _groups_with_seen_levels(labels: pd.DataFrame, k, m, s, se) -> np.ndarray:
 
 
 def _fit_with_unseen_levels(
-    labels, metric_names, seen, *, k, m, s, se, interactions, centre_main_effects, **kw
+    labels, metric_names, seen, *, k, m, s, se, interactions, main_effects, **kw
 ):
     """Fit on the groups whose attribute values all occur in the data, and draw the others
     as groups with new levels.
@@ -340,7 +395,7 @@ def _fit_with_unseen_levels(
         return None if a is None else np.asarray(a, float)[:, idx]
 
     fitted = _Problem(
-        sub, metric_names, take(k), take(m), take(s), take(se), interactions, centre_main_effects
+        sub, metric_names, take(k), take(m), take(s), take(se), interactions, main_effects
     )
     idata, th_fit = _sample(fitted, **kw)
     idata.posterior = idata.posterior.assign_coords(group=idx)
