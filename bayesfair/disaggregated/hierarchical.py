@@ -187,14 +187,18 @@ def _partial_centring(prob: _Problem, k, m, s, se, level: float = 0.05) -> dict:
     """Centring weights of the main effects per attribute and measure for
     ``main_effects="auto"`` (see ``fit_hierarchical``).
 
-    For an effect u ~ Normal(0, sigma^2) observed with information I (precision),
+    For an effect u ~ Normal(mu, sigma^2) observed with information I (precision),
     Papaspiliopoulos, Roberts and Skold (2007, "A general framework for the
     parametrization of hierarchical models") show that the partially non-centred
-    coordinates with weight w = I sigma^2 / (1 + I sigma^2) make u and sigma
-    independent a posteriori: w -> 0 (non-centred) where the data say little, w -> 1
-    (centred) where they pin u down.  Here I is the smallest information among the
-    attribute's values (the pooled counts' m p (1 - p) on the log-odds scale; for
-    Fay-Herriot the summed precisions 1 / se^2), and sigma^2 is not the estimate of the
+    coordinates with weight w = I sigma^2 / (1 + I sigma^2) make the effect and its
+    location mu independent a posteriori: w -> 0 (non-centred) where the data say
+    little, w -> 1 (centred) where they pin u down.  The same weight interpolates here
+    between the two coordinates of the scale (``_effects``: the effects are scale
+    rho^(1 - w) u with u ~ ZeroSumNormal(rho^w)), a heuristic that the measurements in
+    ``fit_hierarchical`` support, not an optimality result.  I is the smallest
+    information among the attribute's values (the pooled counts' m p (1 - p) on the
+    log-odds scale; for Fay-Herriot the summed precisions 1 / se^2), and sigma^2 is not
+    the estimate of the
     values' spread (the method-of-moments variance of their pooled estimates, less
     their noise) but its lower ``level`` confidence bound (chi-square with L - 1
     degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
