@@ -1133,8 +1133,8 @@ def test_hierarchical_new_level_draws_match_the_model_with_the_value():
 def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
     """27 groups of 2,000 rows with main effects of log-odds scale 0.5: sampled
     non-centred, an attribute's scale mixes slowly (sigma z is fixed, sigma is not) and
-    the warning suggests ``hb_main_effects="centred"``; centred, and partially centred by
-    the default "auto", the scales' bulk ESS is more than 5 times larger.  The model is
+    the warning suggests ``hb_main_effects="centred"``; centred, and partially centred
+    ("auto"), the scales' bulk ESS is more than 5 times larger.  The model is
     the same (``-k closed_form_density`` checks the densities): the group estimates agree
     within Monte Carlo error."""
     levels = list(itertools.product("xyz", "xyz", "xyz"))
