@@ -1134,7 +1134,7 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
     """27 groups of 2,000 rows with main effects of log-odds scale 0.5: sampled
     non-centred, an attribute's scale mixes slowly (sigma z is fixed, sigma is not) and
     the warning suggests ``hb_main_effects="centred"``; centred, and partially centred
-    ("auto"), the scales' bulk ESS is more than 5 times larger.  The model is
+    (the default "auto"), the scales' bulk ESS is more than 5 times larger.  The model is
     the same (``-k closed_form_density`` checks the densities): the group estimates agree
     within Monte Carlo error."""
     levels = list(itertools.product("xyz", "xyz", "xyz"))
@@ -1241,11 +1241,12 @@ def test_hb_main_effects_is_checked():
 
 
 def test_auto_centring_weights_follow_information_and_spread():
-    """hb_main_effects="auto": the partial-centring weight I s^2 / (1 + I s^2) of each
-    attribute and metric, with s^2 a lower confidence bound of the values' spread, is near
-    1 for well-measured, well-separated effects, 0 where the values do not differ beyond
-    their noise, smaller with fewer rows, and smaller for a two-valued attribute (one
-    contrast) than for a three-valued one with the same spread and rows."""
+    """hb_main_effects="auto": an attribute with three or more values, each with 1,000
+    rows or more, gets the partial-centring weight I s^2 / (1 + I s^2) per metric (s^2 a
+    lower confidence bound of its values' spread): near 1 for well-measured,
+    well-separated effects, 0 where the values do not differ beyond their noise, smaller
+    with fewer rows.  A two-valued attribute, or one with a value under 1,000 rows, stays
+    non-centred (0)."""
     from bayesfair.disaggregated.hierarchical import _partial_centring, _Problem
 
     labels = pd.DataFrame(
@@ -1254,30 +1255,32 @@ def test_auto_centring_weights_follow_information_and_spread():
     codes = {c: labels[c].map({v: i for i, v in enumerate(sorted(set(labels[c])))}) for c in labels}
     eta = -0.5 + np.array([-0.6, 0.0, 0.6])[codes["three"]] + np.array([-0.6, 0.6])[codes["two"]]
     p = 1 / (1 + np.exp(-np.asarray(eta, float)))
-    weights = []
-    for rows in (20_000, 200):
-        m = np.full((1, len(labels)), float(rows))
+    weights = {}
+    for rows in (20_000, 400, 100):  # rows per group; each value has 6 groups
+        sizes = np.full(len(labels), rows)
+        m = sizes[None, :].astype(float)
         k = np.round(m * p)
         prob = _Problem(labels, ["rate"], k, m, None, None, True)
-        weights.append(
-            {c: float(w[0]) for c, w in _partial_centring(prob, k, m, None, None).items()}
-        )
-    big, small = weights
-    assert big["three"] > 0.95 and big["flat"] == 0.0
-    assert big["two"] < big["three"] and small["two"] < small["three"]
-    assert all(small[c] <= big[c] for c in big) and small["three"] < 0.9
+        w = _partial_centring(prob, k, m, None, None, sizes)
+        weights[rows] = {c: float(v[0]) for c, v in w.items()}
+    big, mid, few = weights[20_000], weights[400], weights[100]
+    assert big["three"] > 0.95 and 0.3 < mid["three"] < big["three"]
+    assert big["flat"] == mid["flat"] == 0.0  # no spread beyond noise
+    assert big["two"] == mid["two"] == 0.0  # one contrast: non-centred
+    assert few == {"three": 0.0, "flat": 0.0, "two": 0.0}  # 600 rows per value
     # "auto" makes these the weights of the fit; the other modes are 0 and 1
-    auto = _Problem(labels, ["rate"], k, m, None, None, True, "auto").centring
-    assert {c: float(w[0]) for c, w in auto.items()} == small
-    assert all(
-        w[0] == 1.0
-        for w in _Problem(labels, ["r"], k, m, None, None, True, "centred").centring.values()
-    )
+    sizes = np.full(len(labels), 400)
+    m = sizes[None, :].astype(float)
+    k = np.round(m * p)
+    auto = _Problem(labels, ["rate"], k, m, None, None, True, "auto", sizes).centring
+    assert {c: float(w[0]) for c, w in auto.items()} == mid
+    centred = _Problem(labels, ["r"], k, m, None, None, True, "centred").centring
+    assert all(w[0] == 1.0 for w in centred.values())
     # Fay-Herriot: the same from standard estimates and their standard errors
     s_est, se = p[None, :], np.full((1, len(labels)), 0.01)
     fh = _Problem(labels, ["auc"], None, None, s_est, se, True)
-    w_fh = _partial_centring(fh, None, None, s_est, se)
-    assert w_fh["three"][0] > 0.9 and w_fh["flat"][0] == 0.0
+    w_fh = _partial_centring(fh, None, None, s_est, se, np.full(len(labels), 20_000))
+    assert w_fh["three"][0] > 0.9 and w_fh["flat"][0] == 0.0 and w_fh["two"][0] == 0.0
 
 
 def test_hierarchical_identity_basis_is_not_stored_and_gives_the_same_density():

@@ -48,11 +48,29 @@ def _design(labels: pd.DataFrame):
     return codes, levels, attributes, list(combinations(attributes, 2))
 
 
+def _pinned_down(values: pd.Series, sizes: np.ndarray, rows: int = 1000) -> bool:
+    """Whether an attribute is one whose main effects centred coordinates suit: three or
+    more values, each with at least ``rows`` rows.  With two values its scale rests on
+    one contrast, and on the simulated Adult audit (sex, and race and age bands with
+    small values) centred main effects diverged where non-centred ones did not."""
+    per_value = pd.Series(np.asarray(sizes, float)).groupby(values.to_numpy()).sum()
+    return len(per_value) >= 3 and bool((per_value >= rows).all())
+
+
 class _Problem:
     """What both the PyMC model and the closed-form density of one fit are built from."""
 
     def __init__(
-        self, labels, metric_names, k, m, s, se, interactions, main_effects="non-centred"
+        self,
+        labels,
+        metric_names,
+        k,
+        m,
+        s,
+        se,
+        interactions,
+        main_effects="non-centred",
+        sizes=None,
     ) -> None:
         self.binomial = k is not None
         self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
@@ -86,7 +104,7 @@ class _Problem:
         # centring weight of each attribute's main effects per measure (0: non-centred,
         # 1: centred; see fit_hierarchical); interactions and group effects: non-centred
         if main_effects == "auto":
-            self.centring = _partial_centring(self, k, m, s, se)
+            self.centring = _partial_centring(self, k, m, s, se, sizes)
         else:
             w = 1.0 if main_effects == "centred" else 0.0
             self.centring = {c: np.full(self.M, w) for c in self.attributes}
@@ -183,7 +201,7 @@ class _Problem:
         )
 
 
-def _partial_centring(prob: _Problem, k, m, s, se, level: float = 0.05) -> dict:
+def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -> dict:
     """Centring weights of the main effects per attribute and measure for
     ``main_effects="auto"`` (see ``fit_hierarchical``).
 
@@ -203,14 +221,21 @@ def _partial_centring(prob: _Problem, k, m, s, se, level: float = 0.05) -> dict:
     their noise) but its lower ``level`` confidence bound (chi-square with L - 1
     degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
     is small for the data's precision, and a spread resting on one or two contrasts can
-    be much smaller than its estimate: the bound keeps a two-valued attribute, whose
-    scale rests on one contrast, close to non-centred."""
+    be much smaller than its estimate.  Only an attribute that ``_pinned_down`` accepts
+    (three or more values, each with 1,000 rows or more of ``sizes``, the rows per
+    group) gets a weight; the others stay non-centred.  Without that rule, the partial
+    weights that the simulated Adult audit's attributes got (its sex has two values,
+    its race and age bands small ones) gave 11 divergent transitions in 40 fits where
+    non-centred gave none."""
     from scipy.stats import chi2
 
     out = {}
     for c in prob.attributes:
         codes, n_values = prob.codes[c], len(prob.levels[c])
         w = np.zeros(prob.M)
+        out[c] = w
+        if sizes is None or not _pinned_down(prob.labels[c], sizes):
+            continue
         for i in range(prob.M):
             if prob.binomial:
                 kk, mm = np.nan_to_num(k[i]), np.nan_to_num(m[i])
@@ -229,7 +254,6 @@ def _partial_centring(prob: _Problem, k, m, s, se, level: float = 0.05) -> dict:
             spread = max(0.0, np.var(u[seen], ddof=1) - np.mean(1 / info[seen]))
             low = spread * chi2.ppf(level, dof) / dof
             w[i] = info[seen].min() * low / (1 + info[seen].min() * low)
-        out[c] = w
     return out
 
 
@@ -262,6 +286,7 @@ def fit_hierarchical(
     chains: int = 4,
     target_accept: float = 0.95,
     main_effects: str = "non-centred",
+    sizes: np.ndarray | None = None,
     random_seed: int = 0,
 ):
     """Fit the model for several metrics at once.
@@ -280,9 +305,10 @@ def fit_hierarchical(
     its effects are pinned and non-centred coordinates fix only sigma z, a curved
     ridge along which sigma mixes slowly; where a scale rests on few or poorly measured
     contrasts, its posterior reaches down to where centred coordinates form a funnel.
-    ``"auto"`` partially centres each attribute's block per measure with the weight
-    of Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), between the
-    two.  Measured at 4 x 1,000 draws (R-hat max / bulk ESS min / divergences):
+    ``"auto"`` partially centres the block of each attribute whose values all have
+    many rows (``sizes``: rows per group) per measure, with the weight of
+    Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), and leaves the
+    others non-centred.  Measured at 4 x 1,000 draws (R-hat max / bulk ESS min / divergences):
 
     * 243 groups (5 three-valued attributes, 50,000 rows, 3 count metrics; the
       benchmark's data, seeds 0-3): non-centred 1.10-1.13 / 27-43 / 0-4, centred
@@ -290,15 +316,14 @@ def fit_hierarchical(
     * the simulated Adult audit (32 groups, 5,000 rows, two- and four-valued
       attributes, some values with few rows; 4 evaluation draws; binomial and
       Fay-Herriot models): non-centred 1.01-1.02 / 320-404 / 0 and 0, centred
-      1.01-1.04 / 99-608 / 71-232 and 11-36, auto 1.01-1.02 / 344-501 / 0 and 0.
-      Over notebook 04's 20 draws (40 fits), though, auto had 11 divergent
-      transitions in 6 fits where non-centred had none, which is why non-centred
-      stays the default.  A 1% bound removed them (1 in all) but left the 243-group
-      data at bulk ESS 236-611 and, on
-      ``tests/test_disaggregated.py -k pin_them_down``, barely above non-centred.
+      1.01-1.04 / 99-608 / 71-232 and 11-36.  No attribute has three or more values
+      of 1,000 rows each, so auto is non-centred there (the same draws).  Partial
+      weights for all attributes had given 1.01-1.02 / 344-501 / 0 and 0 on these 4
+      draws but 11 divergent transitions in 6 of the 40 fits of notebook 04's 20 draws,
+      where non-centred had none.
     * 729 groups (6 three-valued attributes, 100,000 rows): non-centred 1.04 / 110
       / 14, auto 1.01 / 407 / 18.  COMPAS' race x sex x age and the 32-group
-      benchmark: about the same in both.
+      benchmark have an attribute value under 1,000 rows: auto is non-centred there.
     """
     nuts = dict(
         draws=draws, tune=tune, chains=chains, target_accept=target_accept, random_seed=random_seed
@@ -315,9 +340,10 @@ def fit_hierarchical(
             se=se,
             interactions=interactions,
             main_effects=main_effects,
+            sizes=sizes,
             **nuts,
         )
-    prob = _Problem(labels, metric_names, k, m, s, se, interactions, main_effects)
+    prob = _Problem(labels, metric_names, k, m, s, se, interactions, main_effects, sizes)
     return _sample(prob, **nuts)
 
 
@@ -372,7 +398,7 @@ def _groups_with_seen_levels(labels: pd.DataFrame, k, m, s, se) -> np.ndarray:
 
 
 def _fit_with_unseen_levels(
-    labels, metric_names, seen, *, k, m, s, se, interactions, main_effects, **kw
+    labels, metric_names, seen, *, k, m, s, se, interactions, main_effects, sizes, **kw
 ):
     """Fit on the groups whose attribute values all occur in the data, and draw the others
     as groups with new levels.
@@ -401,7 +427,15 @@ def _fit_with_unseen_levels(
         return None if a is None else np.asarray(a, float)[:, idx]
 
     fitted = _Problem(
-        sub, metric_names, take(k), take(m), take(s), take(se), interactions, main_effects
+        sub,
+        metric_names,
+        take(k),
+        take(m),
+        take(s),
+        take(se),
+        interactions,
+        main_effects,
+        None if sizes is None else np.asarray(sizes)[idx],
     )
     idata, th_fit = _sample(fitted, **kw)
     idata.posterior = idata.posterior.assign_coords(group=idx)

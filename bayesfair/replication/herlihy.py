@@ -116,7 +116,7 @@ def simulate(
     eb_interval: str = "prasad_rao",
     hb_point_estimate: str = "mean",
     hb_target_accept: float = 0.95,
-    hb_main_effects: str = "non-centred",
+    hb_main_effects: str = "auto",
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
 
