@@ -310,6 +310,25 @@ def test_rate_charts_leave_no_blank_band_on_many_intersections():
         assert ax.get_yticklabels()[0].get_text().startswith("a, a, a, a, a")
 
 
+def test_group_charts_build_the_labels_once(monkeypatch):
+    """``AuditData.group_labels`` rebuilds the labels on every access; the per-intersection
+    chart read it once per intersection, which made the report of 4,096 intersections
+    take 52 s instead of 9 s.  The number of rebuilds must not grow with the groups."""
+    from bayesfair.report import plot_group_rates
+
+    calls = []
+    grouping = AuditData.grouping
+    monkeypatch.setattr(
+        AuditData, "grouping", lambda self, by=None: calls.append(by) or grouping(self, by)
+    )
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({f"s{i}": rng.choice(list("abcd"), 3000) for i in range(3)})  # 64 groups
+    df["y"] = rng.integers(0, 2, 3000)
+    data = AuditData(df, protected=["s0", "s1", "s2"], outcome="y")
+    plot_group_rates(data)
+    assert len(calls) <= 2, len(calls)
+
+
 def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     from bayesfair.datasets import make_gaussian_threshold
     from bayesfair.models import DirichletMultinomial, NaiveBayes

@@ -38,9 +38,11 @@ def negative_cross_entropy(
             raise ValueError(f"`estimate` must be 'predictive' or 'point', got {estimate!r}")
         p1 = model.predict_proba() if estimate == "predictive" else model.p_point_
         labels = model.design_.labels
-        if labels != test.group_labels:
-            missing = [lab for lab in labels if lab not in test.group_labels][:5]
-            extra = [lab for lab in test.group_labels if lab not in labels][:5]
+        test_labels = test.group_labels  # a property that rebuilds the labels: read once
+        if labels != test_labels:
+            test_set, model_set = set(test_labels), set(labels)
+            missing = [lab for lab in labels if lab not in test_set][:5]
+            extra = [lab for lab in test_labels if lab not in model_set][:5]
             raise ValueError(
                 f"the test data's intersections differ from the model's ({len(labels)} in the "
                 f"model, {test.n_intersections} in the test data; only in the model: {missing}, "

@@ -34,7 +34,8 @@ def plot_group_rates(data: AuditData, *, prob: float = 0.9) -> Figure:
     targets = ["outcome"] + (["decision"] if data.row_decision is not None else [])
     n = data.group_sizes()
     order = np.argsort(-n, kind="stable")
-    labels = [f"{data.group_labels[i]}  (n={n[i]:,})" for i in order]
+    names = data.group_labels  # a property that rebuilds the labels: read it once
+    labels = [f"{names[i]}  (n={n[i]:,})" for i in order]
     height = max(2.5, 0.28 * len(order) + 1.2)
     fig = Figure(figsize=(8.5, height))
     ax = fig.add_subplot(1, 1, 1)
