@@ -546,7 +546,7 @@ def disaggregated_evaluation(
                 chains=hb_chains,
                 target_accept=hb_target_accept,
                 main_effects=hb_main_effects,
-                sizes=gd.sizes(),
+                sizes=n,
                 random_seed=seed,
             )
             idatas["binomial"] = idata
@@ -566,7 +566,7 @@ def disaggregated_evaluation(
                 chains=hb_chains,
                 target_accept=hb_target_accept,
                 main_effects=hb_main_effects,
-                sizes=gd.sizes(),
+                sizes=n,
                 random_seed=seed + 1,
             )
             idatas["fay_herriot"] = idata
@@ -619,7 +619,7 @@ def disaggregated_evaluation(
                 idata,
                 diag,
                 gd.labels,
-                gd.sizes(),
+                n,
                 target_accept=hb_target_accept,
                 main_effects=hb_main_effects,
                 draws=hb_draws,

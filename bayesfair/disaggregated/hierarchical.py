@@ -216,10 +216,9 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
     ``fit_hierarchical`` support, not an optimality result.  I is the smallest
     information among the attribute's values (the pooled counts' m p (1 - p) on the
     log-odds scale; for Fay-Herriot the summed precisions 1 / se^2), and sigma^2 is not
-    the estimate of the
-    values' spread (the method-of-moments variance of their pooled estimates, less
-    their noise) but its lower ``level`` confidence bound (chi-square with L - 1
-    degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
+    the estimate of the values' spread (the method-of-moments variance of their pooled
+    estimates, less their noise) but its lower ``level`` confidence bound (chi-square
+    with L - 1 degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
     is small for the data's precision, and a spread resting on one or two contrasts can
     be much smaller than its estimate.  Only an attribute that ``_pinned_down`` accepts
     (three or more values, each with 1,000 rows or more of ``sizes``, the rows per
@@ -252,8 +251,8 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
             if dof < 1:
                 continue
             spread = max(0.0, np.var(u[seen], ddof=1) - np.mean(1 / info[seen]))
-            low = spread * chi2.ppf(level, dof) / dof
-            w[i] = info[seen].min() * low / (1 + info[seen].min() * low)
+            ratio = info[seen].min() * spread * chi2.ppf(level, dof) / dof  # I sigma^2
+            w[i] = ratio / (1 + ratio)
     return out
 
 
