@@ -4,12 +4,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bayesfair-installed
 
-.PHONY: demo test test-fast bench lint clean
+.PHONY: demo test test-fast bench lint docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,fast,dask]"
+	$(PY) -m pip install --quiet -e ".[test,fast,dask,docs]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,9 +25,13 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/run.py
 
+docs: $(STAMP)
+	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "documentation: docs/_build/html/index.html"
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check bayesfair tests benchmarks
 	$(VENV)/bin/ruff format --check bayesfair tests benchmarks
 
 clean:
-	rm -rf $(VENV) report.html .pytest_cache build *.egg-info
+	rm -rf $(VENV) report.html .pytest_cache build *.egg-info docs/_build docs/generated

@@ -31,6 +31,24 @@ def aggregate_counts(
     decision must be 0/1.  Intersections with no rows do not appear (a groupby cannot
     see them); rows with a missing protected value are refused.
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame or dask.dataframe.DataFrame
+        One row per individual.
+    protected : str or list of str
+        Protected columns; their intersections are the table's rows.
+    outcome : str
+        Column of the 0/1 label.
+    decision : str, optional
+        Column of the 0/1 decision; adds the confusion-matrix cells.
+    score : str, optional
+        Column of a score; adds its sum per intersection (``score_sum``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per intersection that has rows (computed in memory for dask input).
+
     Examples
     --------
     >>> import pandas as pd

@@ -24,12 +24,16 @@ __all__ = ["AuditResult", "run_audit"]
 
 
 @dataclass
-class AuditResult:
+class AuditResult:  # numpydoc ignore=PR01
     """Everything the empirical audit computed; ``report()`` renders it.
 
     Attributes
     ----------
     data : AuditData
+    name : str
+        Title of the audit.
+    alpha : float
+        The smoothed EDF's Dirichlet concentration.
     estimates : dict
         ``{(target, method): FairnessEstimate}`` for target ``"outcome"`` and,
         with a decision, ``"decision"``; methods ``"EDF"`` and ``"smoothed"``.
@@ -58,7 +62,14 @@ class AuditResult:
     notes: list[str] = field(default_factory=list)
 
     def fairness_table(self) -> pd.DataFrame:
-        """epsilon-DF and gamma-SF for every target and method, with where they are attained."""
+        """epsilon-DF and gamma-SF for every target and method, with where they are attained.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per target, method and metric (:meth:`FairnessEstimate.summary`
+            rows), with the known truth of synthetic data where given.
+        """
         rows = []
         for est in self.estimates.values():
             s = est.summary()
@@ -74,11 +85,27 @@ class AuditResult:
         return out
 
     def summary(self) -> pd.DataFrame:
-        """The audit's headline table: :meth:`fairness_table`."""
+        """The audit's headline table: :meth:`fairness_table`.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         return self.fairness_table()
 
     def report(self, report: Report | None = None) -> Report:
-        """Add this audit's sections to ``report`` (a new one by default) and return it."""
+        """Add this audit's sections to ``report`` (a new one by default) and return it.
+
+        Parameters
+        ----------
+        report : Report, optional
+            A report to extend (for example with Bayesian or scan sections).
+
+        Returns
+        -------
+        Report
+            Call ``.save(path)`` for a self-contained HTML file.
+        """
         rep = report or Report(f"bayesfair audit: {self.name}")
         d = self.data
         sec = rep.section("Data and intersections")
@@ -142,6 +169,21 @@ def run_audit(
 ) -> AuditResult:
     """Run the empirical audit of ``data``: EDF and smoothed EDF of the labels and decisions,
     bias amplification, per-intersection rates and AUC.
+
+    Parameters
+    ----------
+    data : AuditData
+        The audited data; rates need a decision (or score and threshold), AUC a score.
+    alpha : float, default 1.0
+        Dirichlet concentration of the smoothed EDF.
+    name : str, optional
+        Title of the report.
+    truth : mapping, optional
+        Known ``epsilon`` and ``gamma`` of synthetic data, shown beside the estimates.
+
+    Returns
+    -------
+    AuditResult
 
     Examples
     --------

@@ -320,7 +320,19 @@ class AuditData:
 
     # ------------------------------------------------------------------ public API
     def grouping(self, by: str | Sequence[str] | None = None) -> pd.DataFrame:
-        """The groups of ``by`` (default: all protected columns) in table order."""
+        """The groups of ``by`` (default: all protected columns) in table order.
+
+        Parameters
+        ----------
+        by : str or list of str, optional
+            A subset of the protected columns.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per group of the Cartesian product (categorical columns) and its
+            label in ``intersection``.
+        """
         cols = self._check_by(by)
         index = pd.MultiIndex.from_product([self.levels[c] for c in cols], names=cols)
         groups = index.to_frame(index=False)
@@ -335,6 +347,17 @@ class AuditData:
         ``by=None`` gives the full intersectional table; ``by="race"`` the
         marginal table of one attribute.  Counts are sums over the other
         attributes, so the table costs nothing extra to compute.
+
+        Parameters
+        ----------
+        by : str or list of str, optional
+            A subset of the protected columns.
+
+        Returns
+        -------
+        pandas.DataFrame
+            :meth:`grouping` with the counts (``n``, ``positives``, the confusion cells
+            with a decision, ``mean_score`` with a score); empty groups are kept.
         """
         cols = self._check_by(by)
         table = self.grouping(cols)
@@ -364,8 +387,17 @@ class AuditData:
     def counts(self, target: str = "outcome", by: str | Sequence[str] | None = None) -> np.ndarray:
         """Counts ``N[s, y]`` shaped ``(n_groups, 2)``: column 0 is y = 0, column 1 y = 1.
 
-        ``target`` is ``"outcome"`` (the true labels) or ``"decision"`` (the
-        audited mechanism's decisions).
+        Parameters
+        ----------
+        target : {"outcome", "decision"}
+            The true labels or the audited mechanism's decisions.
+        by : str or list of str, optional
+            A subset of the protected columns (default: all).
+
+        Returns
+        -------
+        numpy.ndarray
+            Integer counts in the order of :meth:`grouping`.
         """
         self._check_target(target)
         cols = self._check_by(by)
@@ -385,6 +417,20 @@ class AuditData:
 
         With ``alpha = 0`` the rows of empty groups are NaN (the probability is
         undefined); with ``alpha > 0`` they equal the prior mean ``1/2``.
+
+        Parameters
+        ----------
+        target : {"outcome", "decision"}
+            The true labels or the audited mechanism's decisions.
+        alpha : float, default 0
+            Dirichlet concentration added to each count (Foulds et al., eq. 4).
+        by : str or list of str, optional
+            A subset of the protected columns (default: all).
+
+        Returns
+        -------
+        numpy.ndarray
+            Rows sum to 1 (NaN rows for empty groups when ``alpha = 0``).
         """
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
             raise TypeError(f"`alpha` must be a non-negative number, got {alpha!r}")
@@ -398,7 +444,18 @@ class AuditData:
         return p
 
     def group_sizes(self, by: str | Sequence[str] | None = None) -> np.ndarray:
-        """Number of rows of every group, in table order."""
+        """Number of rows of every group, in table order.
+
+        Parameters
+        ----------
+        by : str or list of str, optional
+            A subset of the protected columns (default: all).
+
+        Returns
+        -------
+        numpy.ndarray
+            Shaped ``(n_groups,)``, in the order of :meth:`grouping`.
+        """
         return self._reduce(self._counts["n"], self._check_by(by))
 
     def __repr__(self) -> str:

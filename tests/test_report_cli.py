@@ -236,6 +236,11 @@ def test_posterior_probability_beside_pvalues():
     grid = np.linspace(0, 1, 20001)
     exact = np.trapezoid(stats.beta.pdf(grid, 30.5, 70.5) * stats.beta.cdf(grid, 10.5, 90.5), grid)
     assert p == pytest.approx(exact, abs=0.003)
+    # a label that is no group was once compared as an empty group (0.82 on other data)
+    with pytest.raises(ValueError, match="'c' is not a group"):
+        posterior_probability_higher(data, "fnr", ["g"], "c")
+    with pytest.raises(ValueError, match="unknown metric"):
+        posterior_probability_higher(data, "fnx", ["g"], "a")
 
 
 def test_per_group_table_gives_each_estimator_its_interval():

@@ -14,8 +14,9 @@ __all__ = ["Dataset"]
 
 
 @dataclass
-class Dataset:
-    """A data frame with its suggested column roles.
+class Dataset:  # numpydoc ignore=PR01
+    """A data frame with its suggested column roles (the fields, under Attributes, are also
+    the constructor's arguments).
 
     Attributes
     ----------
@@ -40,7 +41,25 @@ class Dataset:
     truth: Mapping[str, Any] = field(default_factory=dict)
 
     def audit_data(self, **overrides: Any) -> AuditData:
-        """An :class:`~bayesfair.AuditData` with these roles; keyword arguments override them."""
+        """An :class:`~bayesfair.AuditData` with these roles; keyword arguments override them.
+
+        Parameters
+        ----------
+        **overrides
+            Arguments of :class:`~bayesfair.AuditData` (``threshold=0.5`` alone
+            replaces the decision column by the thresholded score).
+
+        Returns
+        -------
+        AuditData
+
+        Examples
+        --------
+        >>> from bayesfair.datasets import make_gaussian_threshold
+        >>> ds = make_gaussian_threshold(n_rows=1000, random_state=0)
+        >>> ds.audit_data(protected=["sex"]).n_intersections
+        2
+        """
         kwargs: dict[str, Any] = {
             "protected": list(self.protected),
             "outcome": self.outcome,

@@ -53,7 +53,19 @@ REMOTE_FILES: dict[str, RemoteFile] = {
 
 def get_cache_dir() -> Path:
     """The user cache for downloads: ``$BAYESFAIR_CACHE``, else ``$XDG_CACHE_HOME/bayesfair``,
-    else ``~/.cache/bayesfair``."""
+    else ``~/.cache/bayesfair``.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (it need not exist yet).
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import get_cache_dir
+    >>> get_cache_dir().name
+    'bayesfair'
+    """
     if os.environ.get("BAYESFAIR_CACHE"):
         return Path(os.environ["BAYESFAIR_CACHE"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -61,7 +73,23 @@ def get_cache_dir() -> Path:
 
 
 def get_data_home(data_home: str | os.PathLike | None = None) -> Path | None:
-    """The data home: the argument, else ``$BAYESFAIR_DATA``, else None (use the cache)."""
+    """The data home: the argument, else ``$BAYESFAIR_DATA``, else None (use the cache).
+
+    Parameters
+    ----------
+    data_home : path, optional
+        A folder holding the reference files.
+
+    Returns
+    -------
+    pathlib.Path or None
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import get_data_home
+    >>> get_data_home("~/data").name
+    'data'
+    """
     if data_home is not None:
         return Path(data_home).expanduser()
     env = os.environ.get("BAYESFAIR_DATA")
@@ -132,6 +160,27 @@ def fetch_file(
     public source, or from ``mirror`` (a base URL serving files by name), into
     the data home when that folder is writable, else into the cache.
 
+    Parameters
+    ----------
+    name : str
+        A key of :data:`REMOTE_FILES` (the file's name, e.g.
+        ``"compas-scores-two-years.csv"``).
+    data_home : path, optional
+        Folder to look in first (default ``$BAYESFAIR_DATA``).
+    download_if_missing : bool, default True
+        Download the file when it is found nowhere.
+    mirror : str, optional
+        Base URL serving the file by name, instead of its public source.
+    verify : bool, default True
+        Check the file's sha256 against the pinned checksum.
+    timeout : float, default 60
+        Seconds before a download gives up.
+
+    Returns
+    -------
+    pathlib.Path
+        Where the verified file is.
+
     Raises
     ------
     FileNotFoundError
@@ -140,6 +189,12 @@ def fetch_file(
         When the file is absent and its download fails (no network, an HTTP error).
     ValueError
         When a found or downloaded file fails its checksum.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import fetch_file
+    >>> fetch_file("adult.data").name  # doctest: +SKIP
+    'adult.data'
     """
     if name not in REMOTE_FILES:
         raise ValueError(f"unknown data file {name!r}; known: {sorted(REMOTE_FILES)}")

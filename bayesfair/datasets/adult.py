@@ -90,6 +90,11 @@ def load_adult(
     data_home, download_if_missing, mirror
         As in :func:`bayesfair.datasets.load_compas`.
 
+    Returns
+    -------
+    Dataset
+        ``.frame`` and the roles (``.audit_data()`` builds the AuditData).
+
     Examples
     --------
     >>> from bayesfair.datasets import load_adult

@@ -137,6 +137,11 @@ def load_compas(
     mirror : str, optional
         Base URL serving the file by name, instead of its public source.
 
+    Returns
+    -------
+    Dataset
+        ``.frame`` and the roles (``.audit_data()`` builds the AuditData).
+
     Examples
     --------
     >>> from bayesfair.datasets import load_compas

@@ -177,6 +177,32 @@ def make_gaussian_threshold_like(
     ``w_s = P_data(y=1|s) + offset`` (clipped to (0, 1); the offset alone for
     empty groups), so the synthetic P(y=1|s) keeps some association with the
     empirical rates.  See :func:`make_gaussian_threshold`.
+
+    Parameters
+    ----------
+    data : AuditData
+        The real data whose attributes and group sizes are copied.
+    offset : float, default 0.05
+        Added to the empirical rates to form the group weights.
+    target : {"outcome", "decision"}
+        Whose empirical rates give the weights.
+    threshold : float, default 2.5
+        Threshold of the Gaussian model (as in :func:`make_gaussian_threshold`).
+    random_state : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    Dataset
+        As :func:`make_gaussian_threshold`, with the true ``epsilon`` and ``gamma``
+        in ``truth``.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold, make_gaussian_threshold_like
+    >>> real = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> like = make_gaussian_threshold_like(real, random_state=1)
+    >>> len(like) == real.n_rows
+    True
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
@@ -238,6 +264,20 @@ def make_cbs_semisynthetic(
         ``n_rows`` rows drawn independently from COMPAS-like marginals of race,
         sex, age, charge and priors.
     protected : (attribute, value), optional
+        The protected class (default: a random attribute value).
+    n_bias : int, default 2
+        Number of attributes that define ``S_bias``.
+    p_bias : float, default 0.5
+        Probability that each value of those attributes is in ``S_bias``.
+    mu_sep, mu_suf, delta : float, default 0
+        The injected separation bias, sufficiency bias and base-rate shift (log-odds).
+    weight_sd : float, default 0.2
+        Standard deviation of the per-value weights of the true log-odds.
+    sigma_true, sigma_predict : float
+        Standard deviations of the noise of the true and the predicted log-odds.
+    n_rows : int, default 6172
+        Rows of the default covariate frame (ignored with ``covariates``).
+    random_state : int or numpy.random.Generator, optional
 
     Returns
     -------
@@ -247,6 +287,14 @@ def make_cbs_semisynthetic(
         attributes.  ``truth``: ``protected_class``, ``subgroup`` ({attribute:
         values}, every value for attributes not in S_bias), ``in_subgroup``
         (rows of S_bias in the protected class), ``weights``.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_cbs_semisynthetic
+    >>> ds = make_cbs_semisynthetic(protected=("race", "African-American"), mu_sep=1.0,
+    ...                             n_rows=2000, random_state=0)
+    >>> ds.truth["protected_class"]
+    ('race', 'African-American')
     """
     rng = check_random_state(random_state)
     if covariates is None:

@@ -42,7 +42,7 @@ def _truncate_interval(interval, metric):
 
 
 @dataclass
-class DisaggregatedResult:
+class DisaggregatedResult:  # numpydoc ignore=PR01
     """Per-group estimates of every metric by every estimator.
 
     Attributes
@@ -56,6 +56,8 @@ class DisaggregatedResult:
     sigma2 : dict
         Pooled variance parameter sigma^2 of each metric (sigma_a^2 = sigma^2 / n_a); 0 when
         every group's estimate is 0 or 1, NaN when no group has a bootstrap variance.
+    level : float
+        Confidence level of ``lower`` and ``upper`` in ``table``.
     structured : dict
         Per metric: chosen lambda, selected features, coefficients.
     idata : dict
@@ -63,6 +65,8 @@ class DisaggregatedResult:
     diagnostics : dict
         Per hierarchical model: divergences, largest R-hat, smallest bulk ESS (problems
         also raise a ``SamplerWarning``).
+    grouped : GroupedData
+        The coded rows (used by :meth:`goodness_of_fit`).
     eb_interval : str
         Which empirical-Bayes interval the table holds ("prasad_rao" or "posterior").
     """
@@ -82,7 +86,12 @@ class DisaggregatedResult:
     def summary(self) -> pd.DataFrame:
         """One row per metric and estimator: groups with an estimate, groups with an
         interval, the mean interval width, and that width relative to the standard
-        estimator's on the same groups (how much an estimator narrows the intervals)."""
+        estimator's on the same groups (how much an estimator narrows the intervals).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         t = self.table.assign(width=self.table["upper"] - self.table["lower"])
         std = t[t["estimator"] == "standard"].set_index(["metric", "group"])["width"]
         rows = []
@@ -109,7 +118,18 @@ class DisaggregatedResult:
         return pd.DataFrame(rows)
 
     def estimates(self, metric: str) -> pd.DataFrame:
-        """Wide table of one metric: a column per estimator."""
+        """Wide table of one metric: a column per estimator.
+
+        Parameters
+        ----------
+        metric : str
+            A metric of the result (the name of a callable metric for user metrics).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per group (``group``, ``n``), one column per estimator.
+        """
         t = self.table[self.table["metric"] == metric]
         wide = t.pivot(index=["group", "n"], columns="estimator", values="estimate")
         order = pd.MultiIndex.from_frame(t[["group", "n"]].drop_duplicates())
@@ -123,7 +143,21 @@ class DisaggregatedResult:
         explanatory: Mapping[str, Callable] | None = None,
     ) -> pd.DataFrame:
         """The paper's Table 1 layout: expl vs intercept, sens vs intercept, expl+sens vs
-        expl, expl+sens+Y.sens vs expl+sens (no group identities: they fit perfectly)."""
+        expl, expl+sens+Y.sens vs expl+sens (no group identities: they fit perfectly).
+
+        Parameters
+        ----------
+        metric : str
+            A metric of the result.
+        explanatory : mapping of str to callable, optional
+            Explanatory features ``{name: f(frame) -> one value per row}`` (group means),
+            beside the outcome rate.
+
+        Returns
+        -------
+        pandas.DataFrame
+            As :func:`~bayesfair.disaggregated.goodness_of_fit`, with a ``metric`` column.
+        """
         gd = self.grouped
         t = self.table[(self.table["metric"] == metric) & (self.table["estimator"] == "standard")]
         s = t["estimate"].to_numpy(float)
@@ -167,7 +201,24 @@ class DisaggregatedResult:
         value) adds the true values, for simulations.
         ``labels`` marks each group on the axis by its size (``"size"``, as the
         paper's figure) or by its name and size (``"group"``), so that a reader can
-        tell which groups the data cannot speak for."""
+        tell which groups the data cannot speak for.
+
+        Parameters
+        ----------
+        metric : str
+            A metric of the result.
+        estimators : sequence of str, optional
+            Estimators to show side by side.
+        ax : matplotlib.axes.Axes, optional
+            Draw into it; default a new figure.
+        truth : mapping, optional
+            Group label -> true value.
+        labels : {"size", "group"}
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
         import matplotlib.pyplot as plt
 
         if labels not in ("size", "group"):

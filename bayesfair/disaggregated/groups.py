@@ -46,8 +46,34 @@ def _auc(y: np.ndarray, s: np.ndarray) -> float:
 
 
 @dataclass
-class GroupedData:
-    """Rows with their group code; the intersection labels and levels of every attribute."""
+class GroupedData:  # numpydoc ignore=PR01
+    """Rows with their group code; the intersection labels and levels of every attribute.
+
+    Build it with :meth:`from_frame`; the lower-level estimators
+    (:func:`~bayesfair.disaggregated.structured_regression`, ...) take it.
+
+    Attributes
+    ----------
+    group : numpy.ndarray
+        Group code of every row (the row of ``labels``).
+    y : numpy.ndarray
+        0/1 labels.
+    yhat, score : numpy.ndarray or None
+        0/1 decisions and scores, where given.
+    labels : pandas.DataFrame
+        One row per group (the Cartesian product of the attributes' values).
+    frame : pandas.DataFrame
+        The input rows (for user functions of the features).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from bayesfair.disaggregated import GroupedData
+    >>> df = pd.DataFrame({"a": ["x", "x", "y", "y"], "y": [1, 0, 1, 1], "d": [1, 1, 0, 1]})
+    >>> gd = GroupedData.from_frame(df, ["a"], "y", "d")
+    >>> gd.estimate("fpr").tolist(), gd.sizes().tolist()
+    ([1.0, nan], [2, 2])
+    """
 
     group: np.ndarray
     y: np.ndarray
@@ -68,7 +94,26 @@ class GroupedData:
     ) -> GroupedData:
         """Validate and code the data.  ``y_true`` (and ``y_pred`` when it is coded the
         same way, not as bool or 0/1) may use any two values, with ``pos_label`` the one
-        that means 1."""
+        that means 1.
+
+        Parameters
+        ----------
+        data : pandas.DataFrame
+        sensitive_features : str or list of str
+            Columns whose intersections are the groups.
+        y_true : str
+            Column of the labels.
+        y_pred : str, optional
+            Column of the 0/1 decisions (needed by confusion-matrix metrics).
+        y_score : str, optional
+            Column of numeric scores (needed by AUC).
+        pos_label : optional
+            The value of ``y_true`` that means 1.
+
+        Returns
+        -------
+        GroupedData
+        """
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
         sens = (
@@ -125,22 +170,53 @@ class GroupedData:
 
     @property
     def n_groups(self) -> int:
+        """Number of groups (empty ones included)."""
         return len(self.labels)
 
     @property
     def attributes(self) -> list[str]:
+        """The sensitive features, in order."""
         return list(self.labels.columns)
 
     def sizes(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows per group.
+
+        Parameters
+        ----------
+        rows : numpy.ndarray, optional
+            A row selection (boolean mask or indices); default all rows.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shaped ``(n_groups,)``.
+        """
         g = self.group if rows is None else self.group[rows]
         return np.bincount(g, minlength=self.n_groups)
 
     def group_names(self) -> list[str]:
+        """Labels of the groups, ``"value, value, ..."``.
+
+        Returns
+        -------
+        list of str
+        """
         return [", ".join(map(str, r)) for r in self.labels.itertuples(index=False)]
 
     # ------------------------------------------------------------------ metrics
     def cells(self, rows: np.ndarray | None = None) -> np.ndarray:
-        """(groups, 4) counts of tp, fp, fn, tn."""
+        """(groups, 4) counts of tp, fp, fn, tn.
+
+        Parameters
+        ----------
+        rows : numpy.ndarray, optional
+            A row selection (boolean mask or indices); default all rows.
+
+        Returns
+        -------
+        numpy.ndarray
+            Float counts shaped ``(n_groups, 4)``.
+        """
         if self.yhat is None:
             raise ValueError("confusion-matrix metrics need `y_pred` (0/1 decisions)")
         g, y, d = self.group, self.y, self.yhat
@@ -151,13 +227,41 @@ class GroupedData:
 
     @staticmethod
     def count_ratio(cells: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """Numerator and denominator counts of a count metric.
+
+        Parameters
+        ----------
+        cells : numpy.ndarray, shape (..., 4)
+            Counts of tp, fp, fn, tn (:meth:`cells`).
+        metric : str
+            A key of ``COUNT_METRICS`` (``"fpr"``, ``"selection_rate"``, ...).
+
+        Returns
+        -------
+        k, m : numpy.ndarray
+            Numerator and denominator, shaped like ``cells[..., 0]``.
+        """
         num, den = COUNT_METRICS[metric]
         k = sum(cells[..., _CELLS.index(c)] for c in num)
         m = sum(cells[..., _CELLS.index(c)] for c in den)
         return k, m
 
     def estimate(self, metric, rows: np.ndarray | None = None) -> np.ndarray:
-        """Standard estimate of every group (NaN where undefined)."""
+        """Standard estimate of every group (NaN where undefined).
+
+        Parameters
+        ----------
+        metric : str or callable
+            A count metric, ``"auc"``, or ``f(y_true, y_pred, y_score)`` called with
+            one group's arrays.
+        rows : numpy.ndarray, optional
+            A row selection (boolean mask); default all rows.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shaped ``(n_groups,)``.
+        """
         if isinstance(metric, str) and metric in COUNT_METRICS:
             k, m = self.count_ratio(self.cells(rows), metric)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -199,7 +303,21 @@ class GroupedData:
         )
 
     def bootstrap_variance(self, metric, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-        """Per-group bootstrap variance of the standard estimate (over defined resamples)."""
+        """Per-group bootstrap variance of the standard estimate (over defined resamples).
+
+        Parameters
+        ----------
+        metric : str or callable
+            As in :meth:`estimate`.
+        n_boot : int
+            Bootstrap replicates per group.
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        numpy.ndarray
+            NaN for groups with fewer than two rows or two defined replicates.
+        """
         n = self.sizes()
         out = np.full(self.n_groups, np.nan)
         if isinstance(metric, str) and metric in COUNT_METRICS:
@@ -225,7 +343,29 @@ class GroupedData:
 
 
 def pooled_sigma2(n: np.ndarray, boot_var: np.ndarray) -> float:
-    """Eq. 6: sigma^2 = sum_a n_a [n_a var_a] / sum_a n_a over groups with a bootstrap variance."""
+    """Pooled variance parameter (Herlihy et al. eq. 6).
+
+    ``sigma^2 = sum_a n_a [n_a var_a] / sum_a n_a`` over the groups with a bootstrap
+    variance, so that a group's variance is modelled as ``sigma^2 / n_a``.
+
+    Parameters
+    ----------
+    n : numpy.ndarray
+        Group sizes (the metric's denominators).
+    boot_var : numpy.ndarray
+        Bootstrap variances of the standard estimates (NaN where unavailable).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.disaggregated import pooled_sigma2
+    >>> pooled_sigma2(np.array([100, 25]), np.array([0.0016, 0.0064]))  # both 0.16 / n
+    0.16
+    """
     ok = np.isfinite(boot_var) & (n > 0)
     if not ok.any():
         raise ValueError("no group has a bootstrap variance (every group too small)")

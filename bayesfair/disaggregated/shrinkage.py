@@ -20,7 +20,30 @@ __all__ = [
 
 
 def standard_intervals(s, n, sigma2, level: float = 0.95):
-    """Eq. 7: s_a +- z sigma / sqrt(n_a)."""
+    """Standard intervals (Herlihy et al. eq. 7): ``s_a +- z sigma / sqrt(n_a)``.
+
+    Parameters
+    ----------
+    s : array_like
+        Standard estimates per group (NaN where undefined).
+    n : array_like
+        Group sizes (the metric's denominators).
+    sigma2 : float
+        Pooled variance parameter: sigma_a^2 = sigma2 / n_a (eq. 6,
+        :func:`pooled_sigma2`).
+    level : float, default 0.95
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import standard_intervals
+    >>> lo, hi = standard_intervals([0.2, 0.5], [100, 25], 0.16)
+    >>> [round(float(x), 4) for x in hi - lo]  # 2 z sqrt(0.16 / n)
+    [0.1568, 0.3136]
+    """
     z = stats.norm.ppf(0.5 + level / 2)
     se = np.sqrt(sigma2 / np.maximum(n, 1))
     return s - z * se, s + z * se
@@ -34,14 +57,39 @@ def _defined(s, n):
 
 
 def james_stein(s, n, sigma2):
-    """Bock's James-Stein estimator with |A| - 3 in the numerator (Herlihy et al., Section 5):
+    """Bock's James-Stein estimator with ``|A| - 3`` in the numerator (Herlihy et al.,
+    Section 5)::
 
-    mu_a = mu0 + (1 - (|A| - 3) / sum_a (s_a - mu0)^2 / sigma_a^2)_+ (s_a - mu0),
-    mu0 = sum_a n_a s_a / n, over the groups with a defined estimate.
+        mu_a = mu0 + (1 - (|A| - 3) / sum_a (s_a - mu0)^2 / sigma_a^2)_+ (s_a - mu0),
+        mu0 = sum_a n_a s_a / n, over the groups with a defined estimate.
 
-    The factor is also capped at 1: with three or fewer defined groups |A| - 3 <= 0
+    The factor is also capped at 1: with three or fewer defined groups ``|A| - 3 <= 0``
     and the formula would push estimates away from mu0 (James-Stein with an
     estimated centre needs at least four means to shrink), so they stay standard.
+
+    Parameters
+    ----------
+    s : array_like
+        Standard estimates per group (NaN where undefined).
+    n : array_like
+        Group sizes (the metric's denominators).
+    sigma2 : float
+        Pooled variance parameter: sigma_a^2 = sigma2 / n_a (eq. 6,
+        :func:`pooled_sigma2`).
+
+    Returns
+    -------
+    numpy.ndarray
+        The shrunk estimates (NaN where ``s`` is undefined).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.disaggregated import james_stein
+    >>> s, n = np.array([0.1, 0.3, 0.2, 0.25, 0.15]), np.array([20, 20, 200, 40, 40])
+    >>> est = james_stein(s, n, 0.16)
+    >>> bool(np.all(np.abs(est - 0.2) <= np.abs(s - 0.2)))  # every estimate moves toward mu0
+    True
     """
     s = np.asarray(s, float)
     n = np.asarray(n, float)
@@ -77,11 +125,11 @@ def dersimonian_laird_variance(tau2: float, w: np.ndarray) -> float:
 
 
 def empirical_bayes(s, n, sigma2, level: float = 0.95, interval: str = "posterior"):
-    """Empirical Bayes (Herlihy et al., Appendix B, eqs. 9, 13, 14).
+    """Empirical Bayes (Herlihy et al., Appendix B, eqs. 9, 13, 14)::
 
-    tau^2 = ((sum_a n_a (s_a - mu0)^2 - (|A| - 1) sigma^2) / (n - sum_a n_a^2 / n))_+,
-    mu = sum_a s_a / (tau^2 + sigma_a^2) / sum_a 1 / (tau^2 + sigma_a^2),
-    mu_a = mu + (1 - sigma_a^2 / (tau^2 + sigma_a^2)) (s_a - mu).
+        tau^2 = ((sum_a n_a (s_a - mu0)^2 - (|A| - 1) sigma^2) / (n - sum_a n_a^2 / n))_+,
+        mu = sum_a s_a / (tau^2 + sigma_a^2) / sum_a 1 / (tau^2 + sigma_a^2),
+        mu_a = mu + (1 - sigma_a^2 / (tau^2 + sigma_a^2)) (s_a - mu).
 
     ``interval="posterior"`` (the paper's) is mu_a +- z sqrt(g1), g1 = tau^2 sigma_a^2 /
     (tau^2 + sigma_a^2): it plugs in the estimates of mu and tau^2 as if they were known,
@@ -92,7 +140,25 @@ def empirical_bayes(s, n, sigma2, level: float = 0.95, interval: str = "posterio
     g3 = sigma_a^4 / (tau^2 + sigma_a^2)^3 Var(tau^2) for the estimate of tau^2, with
     :func:`dersimonian_laird_variance`.
 
-    Returns (estimate, lower, upper, tau2).
+    Parameters
+    ----------
+    s : array_like
+        Standard estimates per group (NaN where undefined).
+    n : array_like
+        Group sizes (the metric's denominators).
+    sigma2 : float
+        Pooled variance parameter: sigma_a^2 = sigma2 / n_a (eq. 6,
+        :func:`pooled_sigma2`).
+    level : float, default 0.95
+    interval : {"posterior", "prasad_rao"}
+        See above.  (:func:`~bayesfair.disaggregated.disaggregated_evaluation`
+        uses ``"prasad_rao"`` by default.)
+
+    Returns
+    -------
+    estimate, lower, upper : numpy.ndarray
+    tau2 : float
+        The estimated spread of the true values.
 
     Examples
     --------

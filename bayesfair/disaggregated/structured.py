@@ -43,6 +43,36 @@ def group_features(
     P[Y = 1] in the group; ``outcome_interactions`` the products of that rate with the
     attribute indicators (the paper's Y . sens).  Groups without rows get the
     overall mean of an explanatory feature.
+
+    Parameters
+    ----------
+    gd : GroupedData
+    identity : bool, default True
+        One indicator per group.
+    attributes : bool, default True
+        One indicator per attribute value.
+    interactions : bool, default False
+        Indicators of every pair of values of two attributes.
+    explanatory : mapping of str to callable, optional
+        ``{name: f(frame) -> one value per row}``; the feature is the group mean.
+    outcome_rates, outcome_interactions : bool, default False
+        See above.
+    rows : numpy.ndarray, optional
+        Boolean row selection for the group means (cross-validation folds).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group (index: group names), one column per feature.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from bayesfair.disaggregated import GroupedData, group_features
+    >>> df = pd.DataFrame({"a": ["x", "y"] * 4, "b": ["u"] * 4 + ["v"] * 4, "y": [1, 0] * 4})
+    >>> gd = GroupedData.from_frame(df, ["a", "b"], "y")
+    >>> list(group_features(gd, identity=False).columns)
+    ['a=x', 'a=y', 'b=u', 'b=v']
     """
     lab = gd.labels
     cols: dict[str, np.ndarray] = {}
@@ -164,12 +194,13 @@ def structured_regression(
     ridge: str | float = "groups",
     rng: np.random.Generator,
 ) -> dict:
-    """Lasso estimates of every group's metric and rBLPR intervals.
+    """Lasso estimates of every group's metric and rBLPR intervals (Herlihy et al. eq. 5;
+    Liu, Xu and Li 2020).
 
-    Returns a dict with ``estimate`` (groups,), ``intervals`` {level: (lo, hi)},
-    ``lam``, ``cv_loss``, ``lambdas``, ``selected`` (feature names) and ``coef``.
-    ``lam`` fixes the penalty (0 gives back the standard estimates for defined groups,
-    a very large value the weighted mean); otherwise it is chosen by cross-validation.
+    The lasso weights group a by ``n_a / sigma2``.  ``lam`` fixes its penalty (0 gives
+    back the standard estimates for defined groups, a very large value the weighted
+    mean); otherwise ``n_folds``-fold cross-validation over rows, stratified by group,
+    chooses it.
     ``interval`` is ``"percentile"`` (rBLPR as Liu, Xu and Li publish it: percentiles
     of the bootstrap lasso + partial ridge estimates, whose bootstrap world has the
     lasso fit as its truth) or ``"basic"`` (the bootstrap deviations reflected
@@ -192,6 +223,54 @@ def structured_regression(
       1) of its deviation, so intervals are close to the standard width and cover
       conservatively (0.97-0.98 on the Adult simulation).
     * a number: lam2 itself.
+
+    Parameters
+    ----------
+    gd : GroupedData
+    metric : str or callable
+        The metric (cross-validation recomputes it on the folds' rows).
+    s : numpy.ndarray
+        Standard estimates per group (NaN where undefined).
+    sigma2 : float
+        Pooled variance parameter (:func:`pooled_sigma2`).
+    features : pandas.DataFrame, optional
+        One row per group (:func:`group_features`); default identities and attribute
+        values.
+    levels : sequence of float, default (0.95,)
+        Confidence levels of the intervals.
+    n_bootstrap : int, default 500
+        Residual-bootstrap replicates.
+    n_folds : int, default 10
+    lam : float, optional
+        A fixed penalty; default chosen by cross-validation.
+    n_lambdas : int, default 30
+        Size of the penalty grid (:func:`lambda_ratios`).
+    interval : {"percentile", "basic"}
+    ridge : {"groups", "rows"} or float
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    dict
+        ``estimate`` (groups,), ``lpr`` (the lasso + partial ridge estimate),
+        ``intervals`` {level: (lo, hi)}, ``lam``, ``cv_loss``, ``lambdas``,
+        ``selected`` (feature names) and ``coef`` (a Series on the features' scale).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.disaggregated import (GroupedData, pooled_sigma2,
+    ...                                      structured_regression)
+    >>> ds = make_gaussian_threshold(n_rows=3000, random_state=0)
+    >>> gd = GroupedData.from_frame(ds.frame, list(ds.protected), ds.outcome, ds.decision)
+    >>> rng = np.random.default_rng(0)
+    >>> s, n = gd.estimate("fpr"), gd.cells()[:, [1, 3]].sum(1)
+    >>> sigma2 = pooled_sigma2(n, gd.bootstrap_variance("fpr", 200, rng))
+    >>> fit = structured_regression(gd, "fpr", s, sigma2, n_bootstrap=100, rng=rng)
+    >>> lo, hi = fit["intervals"][0.95]
+    >>> bool(np.all(lo <= hi))
+    True
     """
     check_rblpr_options(interval, ridge)
     F_df = group_features(gd) if features is None else features
@@ -269,6 +348,40 @@ def goodness_of_fit(
     ``models`` maps a name to a feature frame (the intercept is always included;
     ``"intercept"`` may map to an empty frame); each comparison (bigger, smaller)
     gives the p-value of the bigger model's extra features (Herlihy et al., Table 1).
+
+    Parameters
+    ----------
+    gd : GroupedData
+    s : numpy.ndarray
+        Standard estimates per group (NaN where undefined; left out).
+    sigma2 : float
+        Pooled variance parameter: group a has weight ``n_a / sigma2``.
+    models : mapping of str to pandas.DataFrame
+        Feature frames (:func:`group_features`) by name.
+    comparisons : sequence of (str, str)
+        Pairs (bigger, smaller) of names in ``models``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per comparison: ``model``, ``versus``, ``F``, ``df`` and ``pvalue``
+        (NaN where the models do not nest with degrees of freedom to spare).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from bayesfair.disaggregated import GroupedData, goodness_of_fit, group_features
+    >>> rng = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"a": rng.choice(list("xyz"), 4000), "b": rng.choice(list("pqrs"), 4000)})
+    >>> df["d"] = (rng.random(4000) < np.where(df["a"] == "x", 0.6, 0.3)).astype(int)
+    >>> df["y"] = rng.integers(0, 2, 4000)
+    >>> gd = GroupedData.from_frame(df, ["a", "b"], "y", "d")
+    >>> s = gd.estimate("selection_rate")
+    >>> models = {"attributes": group_features(gd, identity=False),
+    ...           "intercept": pd.DataFrame(index=gd.group_names())}
+    >>> res = goodness_of_fit(gd, s, 0.25, models, [("attributes", "intercept")])
+    >>> res["df"].iloc[0], bool(res["pvalue"].iloc[0] < 0.001)  # attributes explain the rates
+    ((5, 6), True)
     """
     n = gd.sizes().astype(float)
     ok = np.isfinite(s) & (n > 0)
@@ -291,7 +404,7 @@ def goodness_of_fit(
     for big, small in comparisons:
         rss1, p1 = rss_df(models[big])
         rss0, p0 = rss_df(models[small])
-        df_num, df_den = p1 - p0, ok.sum() - p1
+        df_num, df_den = int(p1 - p0), int(ok.sum() - p1)
         if df_num <= 0 or df_den <= 0:
             F, p = np.nan, np.nan
         else:

@@ -101,8 +101,28 @@ def auc_permutation_test(
 
     Group labels are permuted freely over the two groups' rows.  DeLong
     studentization keeps the test valid when the groups' positive rates differ
-    (the unstudentized difference is not).  Other arguments as in
-    :func:`~bayesfair.frequentist.permutation_test`.
+    (the unstudentized difference is not).
+
+    Parameters
+    ----------
+    data : AuditData
+        With a score.
+    by : str or list of str, optional
+        Protected columns defining the groups (default: all, i.e. intersections).
+    groups : pair, optional
+        The two groups to compare (as in :func:`~bayesfair.frequentist.permutation_test`);
+        required when ``by`` defines more than two groups.
+    n_resamples : int, default 999
+    studentize : bool, default True
+        Divide the difference by DeLong's standard error.
+    alternative : {"two-sided", "greater", "less"}
+    random_state : int, optional
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+
+    Returns
+    -------
+    PermutationTestResult
 
     Examples
     --------

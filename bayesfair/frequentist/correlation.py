@@ -46,6 +46,26 @@ def correlation_permutation_test(
     tau^2 = mu22 / (mu20 mu02) makes the permutation test asymptotically valid for zero
     correlation (DiCiccio et al., Section 4.1).
 
+    Parameters
+    ----------
+    x : array_like
+        A numeric attribute, one value per row.
+    error : array_like
+        The model's error (or any variable), one value per row.
+    n_resamples : int, default 999
+    studentize : bool, default True
+    alternative : {"two-sided", "greater", "less"}
+    random_state : int, optional
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+    batch : int, default 64
+        Permutations evaluated together (vectorised).
+
+    Returns
+    -------
+    PermutationTestResult
+        ``statistic`` is the correlation.
+
     Examples
     --------
     >>> import numpy as np

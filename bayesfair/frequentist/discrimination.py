@@ -24,7 +24,7 @@ def _wilson(k: float, n: float, z: float) -> tuple[float, float]:
 
 
 @dataclass
-class DiscriminationTestResult:
+class DiscriminationTestResult:  # numpydoc ignore=PR01
     """``Gamma = |gamma_a - gamma_b|`` for the mean loss ``gamma`` of each group.
 
     Attributes
@@ -38,6 +38,16 @@ class DiscriminationTestResult:
     interval : tuple
         Confidence interval of gamma_a - gamma_b: Newcombe's hybrid score
         interval for a binary loss (good in small samples), else Wald.
+    groups : tuple of str
+        Groups a and b.
+    n : dict
+        Rows per group.
+    difference : float
+        gamma_a - gamma_b.
+    level : float
+        Confidence level of ``interval``.
+    method : str
+        ``"Newcombe hybrid score"`` or ``"Wald"``.
     """
 
     __repr__ = compact_repr
@@ -54,6 +64,12 @@ class DiscriminationTestResult:
     method: str
 
     def summary(self) -> pd.DataFrame:
+        """A one-row table: mean losses, Gamma, z, p-value and the interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         a, b = self.groups
         return pd.DataFrame(
             [
@@ -113,7 +129,13 @@ def discrimination_test(
         Per-row group labels with exactly two values (default with ``data``:
         its single protected column, which must have two values).
     data : AuditData, optional
-    level : float
+        Where a named loss is computed from.
+    level : float, default 0.95
+        Confidence level of the interval.
+
+    Returns
+    -------
+    DiscriminationTestResult
 
     Examples
     --------

@@ -62,9 +62,27 @@ def metric_permutation_test(
         sample (``n_bootstrap`` resamples per group).
     group : array
         Two labels, one per row.
+    metric : "mean" or callable, default "mean"
+        See ``values``.
+    groups : pair, optional
+        Which label is A and which B (default: sorted order).
+    n_resamples : int, default 999
     studentize : bool
         False gives the plain difference (clearly labelled: valid only for the
         hypothesis that the groups' distributions are identical).
+    n_bootstrap : int, default 50
+        Bootstrap resamples per group for the standard error of a callable metric.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: metric(A) > metric(B).
+    random_state : int, optional
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+    batch : int, default 64
+        Permutations evaluated together (vectorised) for ``metric="mean"``.
+
+    Returns
+    -------
+    PermutationTestResult
 
     Examples
     --------

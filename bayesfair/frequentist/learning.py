@@ -26,13 +26,24 @@ __all__ = [
 
 # ------------------------------------------------------------------ two predictors
 @dataclass
-class DiscriminationComparison:
+class DiscriminationComparison:  # numpydoc ignore=PR01
     """Test of H0: Gamma(Y_hat) = Gamma(Y_hat') on one sample.
 
-    Z_alpha = alpha (gamma_0 - gamma_1)(Y_hat) - (gamma_0 - gamma_1)(Y_hat') is Normal for
-    alpha in {-1, +1}, and |Gamma - Gamma'| = min over alpha of |Z_alpha|, so H0 is
-    rejected only when both Z_{-1} and Z_{+1} are unlikely: ``pvalue`` is the larger of
-    the two two-sided p-values.
+    ``Z_alpha = alpha (gamma_0 - gamma_1)(Y_hat) - (gamma_0 - gamma_1)(Y_hat')`` is Normal
+    for alpha in {-1, +1}, and ``|Gamma - Gamma'|`` = min over alpha of ``|Z_alpha|``, so
+    H0 is rejected only when both ``Z_{-1}`` and ``Z_{+1}`` are unlikely: ``pvalue`` is
+    the larger of the two two-sided p-values.
+
+    Attributes
+    ----------
+    gamma, gamma_other : float
+        Discrimination levels of the first and the second predictor.
+    z_minus, z_plus : float
+        The standardised ``Z_{-1}`` and ``Z_{+1}``.
+    p_minus, p_plus : float
+        Their two-sided p-values.
+    pvalue : float
+        The larger of the two.
     """
 
     __repr__ = compact_repr
@@ -46,6 +57,12 @@ class DiscriminationComparison:
     pvalue: float
 
     def summary(self) -> pd.DataFrame:
+        """The fields as a one-row table.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         return pd.DataFrame([self.__dict__])
 
 
@@ -58,6 +75,10 @@ def compare_discrimination(loss_a, loss_b, group) -> DiscriminationComparison:
         Per-row losses of the two predictors (same rows, so their covariance counts).
     group : array
         Two group labels.
+
+    Returns
+    -------
+    DiscriminationComparison
 
     Examples
     --------
@@ -119,7 +140,7 @@ def _pow3(n, delta, alpha, beta):
 
 
 @dataclass
-class LearningCurveResult:
+class LearningCurveResult:  # numpydoc ignore=PR01
     """Per-group learning curves and their inverse power-law fits.
 
     Attributes
@@ -129,6 +150,10 @@ class LearningCurveResult:
     fits : pandas.DataFrame
         Per group: delta (the asymptote, the loss with infinite data), alpha, beta of
         delta + alpha n^-beta, and a bootstrap interval of delta over repeats.
+    level : float
+        Confidence level of delta's interval.
+    boot_deltas : dict
+        Per group, delta refitted to each bootstrap resample of the repeats.
     """
 
     __repr__ = compact_repr
@@ -140,13 +165,38 @@ class LearningCurveResult:
 
     def summary(self) -> pd.DataFrame:
         """Per group: the fitted asymptote delta (the loss with unlimited data), alpha and
-        beta of delta + alpha n^-beta, and delta's bootstrap interval (``fits``)."""
+        beta of delta + alpha n^-beta, and delta's bootstrap interval (``fits``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         return self.fits
 
     def mean_curves(self) -> pd.DataFrame:
+        """Mean loss over repeats at each training size.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index: training size; one column per group.
+        """
         return self.curves.groupby(["group", "n"])["loss"].mean().unstack("group")
 
     def plot(self, ax=None, extrapolate_to: float | None = None):
+        """Mean curves (points), their Pow3 fits (lines) and asymptotes (dotted).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Draw into it; default a new figure.
+        extrapolate_to : float, optional
+            Training size the fitted curves extend to (default 4 times the largest).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
         import matplotlib.pyplot as plt
 
         if ax is None:
@@ -267,6 +317,34 @@ def group_learning_curves(
     (squared error) or ``"log"`` (cross-entropy, probabilities clipped to [1e-15,
     1 - 1e-15]) on the positive-class column of ``estimator.predict_proba`` for a 0/1
     outcome, or a callable ``loss(y_true, y_pred) -> per-row losses`` on ``predict``.
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator
+        Cloned and refitted for every size and repeat.
+    X, y : array_like
+        Features and outcome, one row per individual.
+    group : array_like
+        Group label of every row.
+    sizes : sequence of int
+        Training set sizes.
+    n_repeats : int, default 20
+        Training sets drawn at every size.
+    test_size : float, default 0.2
+        Share of the rows held out as the test set (without ``X_test``).
+    loss : str or callable, default "squared"
+        See above.
+    X_test, y_test, group_test : array_like, optional
+        A separate test set.
+    level : float, default 0.95
+        Confidence level of the asymptote's interval.
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+    random_state : int, optional
+
+    Returns
+    -------
+    LearningCurveResult
 
     Examples
     --------
@@ -401,8 +479,46 @@ def bias_variance_decomposition(
       entering the loss with sign +1 on unbiased points and -1 on biased ones (Domingos).
 
     Without ``y_optimal`` the noise cannot be separated: it is reported as NaN and the
-    "bias" column holds bias + noise (squared loss: (y - y_m)^2).  Returns one row per
-    group with the mean loss, noise, bias, variance and the net variance.
+    "bias" column holds bias + noise (squared loss: (y - y_m)^2).
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator
+        Cloned and refitted on every bootstrap sample.
+    X_train, y_train : array_like
+        The training data.
+    X_test, y_test : array_like
+        The test data.
+    group_test : array_like
+        Group label of every test row.
+    loss : {"squared", "zero_one"}
+    train_size : int, optional
+        Rows of every bootstrap sample (default: the training set's).
+    n_repeats : int, default 50
+    y_optimal : array_like, optional
+        The optimal prediction at every test row (see above).
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+    random_state : int, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per group: the mean loss, noise, bias, variance and net variance.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from bayesfair.frequentist import bias_variance_decomposition
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 1)); g = np.where(X[:, 0] > 0, "a", "b")
+    >>> f = 2 * X[:, 0]; y = f + rng.normal(size=400)
+    >>> out = bias_variance_decomposition(LinearRegression(), X[:200], y[:200], X[200:],
+    ...                                   y[200:], g[200:], y_optimal=f[200:], n_repeats=20,
+    ...                                   random_state=0)
+    >>> sorted(out["group"])
+    ['a', 'b']
     """
     rng = np.random.default_rng(random_state)
     X_train, y_train = np.asarray(X_train), np.asarray(y_train)

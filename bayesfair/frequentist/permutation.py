@@ -99,7 +99,7 @@ def _clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]
 
 
 @dataclass
-class PermutationTestResult:
+class PermutationTestResult:  # numpydoc ignore=PR01
     """A permutation test of ``metric(A) == metric(B)``.
 
     Attributes
@@ -116,6 +116,16 @@ class PermutationTestResult:
         the Monte Carlo sample.
     null_distribution : numpy.ndarray
         The permuted test statistics.
+    metric : str
+    groups : tuple of str
+        The two groups, A and B.
+    estimates : pandas.DataFrame
+        Per group: the metric's value, its denominator and the rows.
+    studentize : bool
+    permute, alternative : str
+    n_resamples : int
+    notes : list of str
+        Caveats (for example an unstudentized test).
     """
 
     __repr__ = compact_repr
@@ -135,7 +145,12 @@ class PermutationTestResult:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
-        """A one-row table: groups, rates, difference, statistic, p-value and its interval."""
+        """A one-row table: groups, rates, difference, statistic, p-value and its interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         a, b = self.groups
         ra, rb = self.estimates["value"].tolist()
         return pd.DataFrame(
@@ -162,7 +177,12 @@ class PermutationTestResult:
         )
 
     def plot(self) -> Figure:
-        """The permutation distribution with the observed statistic."""
+        """The permutation distribution with the observed statistic.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
         fig = Figure(figsize=(6, 3.2))
         ax = fig.add_subplot(1, 1, 1)
         null = self.null_distribution[np.isfinite(self.null_distribution)]
@@ -334,6 +354,11 @@ def permutation_test(
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
 
+    Returns
+    -------
+    PermutationTestResult
+        ``.pvalue``, ``.statistic``, ``.summary()``, ``.plot()``.
+
     Examples
     --------
     >>> from bayesfair.datasets import make_gaussian_threshold
@@ -378,7 +403,31 @@ def permutation_test_counts(
 ) -> PermutationTestResult:
     """:func:`permutation_test` from the confusion-matrix cells ``(tp, fp, fn, tn)`` of two
     groups: the permutation distribution depends on nothing else, so millions of rows cost
-    nothing more than their counts."""
+    nothing more than their counts.
+
+    Parameters
+    ----------
+    cells_a, cells_b : sequence of int
+        ``(tp, fp, fn, tn)`` of groups A and B.
+    metric : str
+        A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS`.
+    groups : pair of str, default ("A", "B")
+        Names of the groups in the result.
+    n_resamples, studentize, permute, alternative, random_state, n_jobs
+        As in :func:`permutation_test`.
+
+    Returns
+    -------
+    PermutationTestResult
+
+    Examples
+    --------
+    >>> from bayesfair.frequentist import permutation_test_counts
+    >>> res = permutation_test_counts([40, 10, 60, 890], [20, 10, 80, 890], "fnr",
+    ...                               n_resamples=1999, random_state=0)
+    >>> round(res.statistic, 2), bool(res.pvalue < 0.01)  # FNR 0.6 vs 0.8
+    (-0.2, True)
+    """
     _check_common(metric, alternative, permute)
     a = np.asarray(cells_a, dtype=np.int64)
     b = np.asarray(cells_b, dtype=np.int64)
@@ -429,7 +478,7 @@ def permutation_test_counts(
 
 
 @dataclass
-class IntersectionalPermutationResult:
+class IntersectionalPermutationResult:  # numpydoc ignore=PR01
     """Max-type studentized permutation test over all groups, with pairwise Holm tests.
 
     Attributes
@@ -446,6 +495,10 @@ class IntersectionalPermutationResult:
         when the pairwise tests were not run).
     notes : list of str
         What was skipped and what limits the pairwise p-values (also warned).
+    metric : str
+    null_distribution : numpy.ndarray
+        The permuted maxima.
+    n_resamples : int
     """
 
     __repr__ = compact_repr
@@ -460,6 +513,12 @@ class IntersectionalPermutationResult:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
+        """The per-group table (``groups``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         return self.groups
 
 
@@ -534,6 +593,27 @@ def intersectional_permutation_test(
     number of pairs grows as the square of the number of groups, and so does the
     resolution needed: no Holm-adjusted p-value can be below ``pairs / (n_resamples
     + 1)``, which is warned about when it exceeds 0.05.
+
+    Parameters
+    ----------
+    data : AuditData
+        With a decision.
+    metric : str
+        A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS`.
+    by : str or list of str, optional
+        Protected columns defining the groups (default: all, i.e. intersections).
+    n_resamples : int, default 9999
+    permute : {"free", "within_outcome"}
+        As in :func:`permutation_test`.
+    pairwise : bool or "auto"
+        See above.
+    random_state : int, optional
+    n_jobs : int, optional
+        Workers for joblib; results do not depend on it.
+
+    Returns
+    -------
+    IntersectionalPermutationResult
 
     Examples
     --------
@@ -617,7 +697,27 @@ def minimum_detectable_difference(
 ) -> float:
     """Smallest difference of a rate between two groups that a two-sided level-``alpha``
     studentized test detects with probability ``power`` (normal approximation; ``n_a``,
-    ``n_b`` are the rate's denominators, e.g. the groups' positives for FNR)."""
+    ``n_b`` are the rate's denominators, e.g. the groups' positives for FNR).
+
+    Parameters
+    ----------
+    rate : float
+        The common rate under the null.
+    n_a, n_b : int
+        The rate's denominators in the two groups.
+    alpha : float, default 0.05
+    power : float, default 0.8
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from bayesfair.frequentist import minimum_detectable_difference
+    >>> round(minimum_detectable_difference(0.3, 100, 400), 3)
+    0.144
+    """
     z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
     return float(z * np.sqrt(rate * (1 - rate) * (1 / n_a + 1 / n_b)))
 
@@ -626,7 +726,29 @@ def required_sample_size(
     rate: float, difference: float, *, ratio: float = 1.0, alpha: float = 0.05, power: float = 0.8
 ) -> tuple[int, int]:
     """Denominators ``(n_a, n_b = ratio * n_a)`` needed to detect ``difference`` (see
-    :func:`minimum_detectable_difference`)."""
+    :func:`minimum_detectable_difference`).
+
+    Parameters
+    ----------
+    rate : float
+        The common rate under the null.
+    difference : float
+        The difference to detect (positive).
+    ratio : float, default 1
+        ``n_b / n_a``.
+    alpha : float, default 0.05
+    power : float, default 0.8
+
+    Returns
+    -------
+    n_a, n_b : int
+
+    Examples
+    --------
+    >>> from bayesfair.frequentist import required_sample_size
+    >>> required_sample_size(0.3, 0.1, ratio=2.0)
+    (248, 495)
+    """
     if difference <= 0:
         raise ValueError("`difference` must be positive")
     z = norm.ppf(1 - alpha / 2) + norm.ppf(power)

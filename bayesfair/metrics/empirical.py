@@ -16,7 +16,7 @@ __all__ = ["FairnessEstimate", "bias_amplification", "empirical_fairness"]
 
 
 @dataclass(frozen=True)
-class FairnessEstimate:
+class FairnessEstimate:  # numpydoc ignore=PR01
     """Point estimates of epsilon-DF and gamma-SF with the groups that attain them.
 
     Attributes
@@ -34,6 +34,8 @@ class FairnessEstimate:
         Intersections left out of epsilon because they have no rows.
     method, target : str
     alpha : float
+    notes : list of str
+        What the estimate had to leave out or warn about.
     """
 
     __repr__ = compact_repr
@@ -50,7 +52,13 @@ class FairnessEstimate:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
-        """One-row-per-metric table: value, where it is attained, and the settings."""
+        """One-row-per-metric table: value, where it is attained, and the settings.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Rows epsilon-DF and gamma-SF.
+        """
         hi, lo, y = self.epsilon_pair
         return pd.DataFrame(
             {
@@ -92,6 +100,11 @@ def empirical_fairness(
         P(s) > 0, so by default they are left out (and listed in ``excluded``,
         with a warning); ``True`` needs ``alpha > 0``.  They never affect gamma,
         which weights by P(s) = 0.
+
+    Returns
+    -------
+    FairnessEstimate
+        ``epsilon``, ``gamma``, where they are attained, and ``.summary()``.
 
     Examples
     --------
@@ -151,6 +164,29 @@ def bias_amplification(mechanism: FairnessEstimate, data: FairnessEstimate) -> p
 
     Both estimates must use the same method and smoothing, or the difference
     mixes estimators.
+
+    Parameters
+    ----------
+    mechanism : FairnessEstimate
+        Of the audited decisions (``target="decision"``).
+    data : FairnessEstimate
+        Of the true labels (``target="outcome"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows epsilon-DF and gamma-SF; columns ``data``, ``mechanism`` and
+        ``amplification`` (positive: the mechanism is less fair than the data).
+
+    Examples
+    --------
+    >>> from bayesfair import bias_amplification, empirical_fairness
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=3000, random_state=0).audit_data()
+    >>> amp = bias_amplification(empirical_fairness(data, target="decision"),
+    ...                          empirical_fairness(data, target="outcome"))
+    >>> list(amp["metric"])
+    ['epsilon-DF', 'gamma-SF']
     """
     if (mechanism.method, mechanism.alpha) != (data.method, data.alpha):
         raise ValueError(

@@ -53,7 +53,24 @@ def _as_p(p: object) -> np.ndarray:
 
 
 def outcome_probabilities(p1: object) -> np.ndarray:
-    """Stack positive rates ``p1`` (..., n) into ``p`` (..., n, 2) = [1 - p1, p1]."""
+    """Stack positive rates ``p1`` (..., n) into ``p`` (..., n, 2) = [1 - p1, p1].
+
+    Parameters
+    ----------
+    p1 : array_like, shape (..., n_intersections)
+        P(y = 1 | s).
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_intersections, 2)
+        The input of :func:`epsilon_df`.
+
+    Examples
+    --------
+    >>> from bayesfair.metrics import outcome_probabilities
+    >>> outcome_probabilities([0.25, 0.5]).tolist()
+    [[0.75, 0.25], [0.5, 0.5]]
+    """
     p1 = np.asarray(p1, dtype=np.float64)
     return np.stack([1.0 - p1, p1], axis=-1)
 
@@ -108,9 +125,23 @@ def epsilon_df(p: object) -> np.ndarray:
 def epsilon_df_argmax(p: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where epsilon-DF is attained: ``(i, j, y)`` with ``P(y|s_i) / P(y|s_j) = exp(eps)``.
 
-    Returns three integer arrays shaped like :func:`epsilon_df`'s result:
-    the intersection with the larger probability, the one with the smaller,
-    and the outcome.
+    Parameters
+    ----------
+    p : array_like, shape (..., n_intersections, n_outcomes)
+        P(y | s), as for :func:`epsilon_df`.
+
+    Returns
+    -------
+    i, j, y : numpy.ndarray
+        Integer arrays shaped like :func:`epsilon_df`'s result: the intersection
+        with the larger probability, the one with the smaller, and the outcome.
+
+    Examples
+    --------
+    >>> from bayesfair.metrics import epsilon_df_argmax
+    >>> i, j, y = epsilon_df_argmax([[0.5, 0.5], [0.75, 0.25], [0.6, 0.4]])
+    >>> int(i), int(j), int(y)  # P(y=1|s_0) / P(y=1|s_1) = 2 is the largest ratio
+    (0, 1, 1)
     """
     p = _as_p(p)
     hi, lo = _extremes(p)
@@ -182,15 +213,71 @@ def gamma_sf(p1: object, p_s: object) -> np.ndarray:
 
 
 def gamma_sf_argmax(p1: object, p_s: object) -> np.ndarray:
-    """Index of the intersection that attains gamma-SF, shaped like :func:`gamma_sf`."""
+    """Index of the intersection that attains gamma-SF, shaped like :func:`gamma_sf`.
+
+    Parameters
+    ----------
+    p1 : array_like, shape (..., n_intersections)
+        P(y = 1 | s).
+    p_s : array_like, broadcastable to ``p1``
+        P(s), or counts.
+
+    Returns
+    -------
+    numpy.ndarray
+        Integer indices of the intersections.
+
+    Examples
+    --------
+    >>> from bayesfair.metrics import gamma_sf_argmax
+    >>> int(gamma_sf_argmax([0.2, 0.6, 0.4], [0.25, 0.25, 0.5]))  # ties resolve to the first
+    0
+    """
     return _sf_terms(p1, p_s).argmax(axis=-1)
 
 
 def df_bias_amplification(p_mechanism: object, p_data: object) -> np.ndarray:
-    """DF bias amplification ``epsilon(mechanism) - epsilon(data)`` (Definition 2.2)."""
+    """DF bias amplification ``epsilon(mechanism) - epsilon(data)`` (Definition 2.2).
+
+    Parameters
+    ----------
+    p_mechanism, p_data : array_like, shape (..., n_intersections, n_outcomes)
+        P(y | s) of the mechanism's decisions and of the data's labels (for example
+        posterior draws of each); the leading dimensions broadcast.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+        Positive where the mechanism is less fair than the data.
+
+    Examples
+    --------
+    >>> from bayesfair.metrics import df_bias_amplification
+    >>> round(float(df_bias_amplification([[0.5, 0.5], [0.75, 0.25]],
+    ...                                   [[0.5, 0.5], [0.5, 0.5]])), 4)
+    0.6931
+    """
     return epsilon_df(p_mechanism) - epsilon_df(p_data)
 
 
 def sf_bias_amplification(p1_mechanism: object, p1_data: object, p_s: object) -> np.ndarray:
-    """SF bias amplification ``gamma(mechanism) - gamma(data)`` with shared P(s)."""
+    """SF bias amplification ``gamma(mechanism) - gamma(data)`` with shared P(s).
+
+    Parameters
+    ----------
+    p1_mechanism, p1_data : array_like, shape (..., n_intersections)
+        P(y = 1 | s) of the mechanism's decisions and of the data's labels.
+    p_s : array_like
+        P(s), or counts, shared by both.
+
+    Returns
+    -------
+    numpy.ndarray, shape (...)
+
+    Examples
+    --------
+    >>> from bayesfair.metrics import sf_bias_amplification
+    >>> float(sf_bias_amplification([0.2, 0.6], [0.4, 0.4], [0.5, 0.5]))
+    0.1
+    """
     return gamma_sf(p1_mechanism, p_s) - gamma_sf(p1_data, p_s)

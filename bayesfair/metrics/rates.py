@@ -104,6 +104,13 @@ def group_auc(data: AuditData, *, by: str | Sequence[str] | None = None) -> pd.D
     statistic with mid-ranks for ties), so it costs ``O(n log n)`` whatever the
     number of groups.
 
+    Parameters
+    ----------
+    data : AuditData
+        With a score.
+    by : str or list of str, optional
+        Protected columns defining the groups (default: all, i.e. intersections).
+
     Returns
     -------
     pandas.DataFrame

@@ -12,7 +12,7 @@ __all__ = ["Design", "design_from"]
 
 
 @dataclass(frozen=True)
-class Design:
+class Design:  # numpydoc ignore=PR01
     """Counts and codes of a table, in the table's intersection order.
 
     Attributes
@@ -37,21 +37,35 @@ class Design:
 
     @property
     def n_groups(self) -> int:
+        """Number of intersections (empty ones included)."""
         return len(self.n)
 
     @property
     def attributes(self) -> list[str]:
+        """The protected attributes, in order."""
         return list(self.levels)
 
     def coords(self) -> dict[str, list]:
-        """PyMC/ArviZ coords: ``intersection`` and one dim per attribute (``<attr>_value``)."""
+        """PyMC/ArviZ coords: ``intersection`` and one dim per attribute (``<attr>_value``).
+
+        Returns
+        -------
+        dict
+            Dimension name -> list of labels.
+        """
         out: dict[str, list] = {"intersection": self.labels}
         for a, lv in self.levels.items():
             out[f"{a}_value"] = [str(v) for v in lv]
         return out
 
     def one_hot(self) -> np.ndarray:
-        """Indicator matrix (n_intersections, total number of attribute values)."""
+        """Indicator matrix (n_intersections, total number of attribute values).
+
+        Returns
+        -------
+        numpy.ndarray
+            One column per attribute value, attributes in order.
+        """
         blocks = []
         for d, lv in enumerate(self.levels.values()):
             blocks.append(np.eye(len(lv))[self.codes[d]])
@@ -59,7 +73,26 @@ class Design:
 
 
 def design_from(data: AuditData, target: str = "outcome") -> Design:
-    """The :class:`Design` of an :class:`~bayesfair.AuditData` for ``target``."""
+    """The :class:`Design` of an :class:`~bayesfair.AuditData` for ``target``.
+
+    Parameters
+    ----------
+    data : AuditData
+    target : {"outcome", "decision"}
+        Count the true labels or the audited mechanism's decisions.
+
+    Returns
+    -------
+    Design
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import design_from
+    >>> d = design_from(make_gaussian_threshold(n_rows=500, random_state=0).audit_data())
+    >>> d.n_groups, int(d.n.sum())
+    (16, 500)
+    """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     c = data.counts(target)

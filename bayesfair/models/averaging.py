@@ -18,6 +18,16 @@ METHODS = ("bma", "stacking", "pseudo-bma", "bb-pseudo-bma")
 class ModelAverage(FairnessModel):
     """A weighted mixture of fitted models; usable wherever a fitted model is.
 
+    Parameters
+    ----------
+    models : list of FairnessModel
+        Two or more models fitted on the same table.
+    method : {"bma", "stacking", "pseudo-bma", "bb-pseudo-bma"}
+        See :func:`model_average`.
+    draws : int, default 4000
+        Draws of the mixture posterior.
+    random_state : int, optional
+
     Attributes
     ----------
     weights_ : pandas.Series
@@ -27,6 +37,16 @@ class ModelAverage(FairnessModel):
         proportion to its weight).
     comparison_ : pandas.DataFrame or None
         ArviZ's LOO comparison table (stacking and pseudo-BMA).
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import DirichletMultinomial, ModelAverage, NaiveBayes
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> fits = [DirichletMultinomial(random_state=0).fit(data),
+    ...         NaiveBayes(random_state=0).fit(data)]
+    >>> ModelAverage(fits, "bma").fit().p_draws_.shape
+    (1, 4000, 16)
     """
 
     name = "Ensemble"
@@ -44,6 +64,12 @@ class ModelAverage(FairnessModel):
         self.averaging = method
 
     def get_params(self):
+        """The constructor's arguments and their current values.
+
+        Returns
+        -------
+        dict
+        """
         return {
             "models": self.models,
             "method": self.averaging,
@@ -52,7 +78,19 @@ class ModelAverage(FairnessModel):
         }
 
     def fit(self, data=None, target: str = "outcome") -> ModelAverage:
-        """Compute the weights and the mixture (the models must be fitted already)."""
+        """Compute the weights and the mixture (the models must be fitted already).
+
+        Parameters
+        ----------
+        data : None
+            Unused: the models carry their data.
+        target : str
+            Unused.
+
+        Returns
+        -------
+        self
+        """
         if self.averaging not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.averaging!r}")
         if len(self.models) < 2:
@@ -115,7 +153,12 @@ class ModelAverage(FairnessModel):
         return self
 
     def predict_proba(self) -> np.ndarray:
-        """The mixture's posterior predictive: the weighted mean of the models'."""
+        """The mixture's posterior predictive: the weighted mean of the models'.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_intersections,)
+        """
         self._check_fitted()
         return self._predictive
 
@@ -142,5 +185,29 @@ def model_average(models: Sequence[FairnessModel], method: str = "bma", **kwargs
     Note that LOO here leaves out one *intersection* at a time (the models see
     the aggregated table), which asks how well a model predicts an unseen
     group, not an unseen row.
+
+    Parameters
+    ----------
+    models : list of FairnessModel
+        Two or more models fitted on the same table and target.
+    method : {"bma", "stacking", "pseudo-bma", "bb-pseudo-bma"}, default "bma"
+    **kwargs
+        ``draws`` and ``random_state`` of :class:`ModelAverage`.
+
+    Returns
+    -------
+    ModelAverage
+        Fitted; ``weights_`` holds the weights.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import DirichletMultinomial, NaiveBayes, model_average
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> fits = [DirichletMultinomial(random_state=0).fit(data),
+    ...         NaiveBayes(random_state=0).fit(data)]
+    >>> avg = model_average(fits, "bma")
+    >>> round(float(avg.weights_.sum()), 6)
+    1.0
     """
     return ModelAverage(models, method, **kwargs).fit()

@@ -201,6 +201,30 @@ class FairnessModel:
         Divergences, largest R-hat, smallest ESS (NUTS); the final ADVI loss and its
         fall over the last tenth of the iterations (ADVI).
     warnings_ : list of str
+
+    Examples
+    --------
+    A model of your own needs only :meth:`build_model`; fitting, the three estimates of
+    :func:`~bayesfair.models.posterior_fairness`, model averaging and the report come
+    with the base class.  Here every intersection shares one rate (complete pooling):
+
+    >>> import pymc as pm
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import FairnessModel
+    >>> class Pooled(FairnessModel):
+    ...     name = "pooled"
+    ...     def build_model(self, design):
+    ...         with pm.Model(coords=design.coords()) as model:
+    ...             n = pm.Data("n", design.n, dims="intersection")
+    ...             k = pm.Data("k", design.k, dims="intersection")
+    ...             rate = pm.Beta("rate", 1.0, 1.0)
+    ...             p = pm.Deterministic("p", rate * pm.math.ones_like(n), dims="intersection")
+    ...             pm.Binomial("y", n=n, p=p, observed=k, dims="intersection")
+    ...         return model
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> fit = Pooled(method="map").fit(data)
+    >>> float(fit.p_point_.min()) == float(fit.p_point_.max())
+    True
     """
 
     name = "model"
@@ -232,6 +256,12 @@ class FairnessModel:
 
     # ------------------------------------------------------------------ configuration
     def get_params(self) -> dict[str, Any]:
+        """The constructor's arguments and their current values (as scikit-learn's).
+
+        Returns
+        -------
+        dict
+        """
         import inspect
 
         names = [
@@ -273,7 +303,17 @@ class FairnessModel:
     # ------------------------------------------------------------------ to implement
     def build_model(self, design: Design):
         """Return a ``pymc.Model`` with ``pm.Data`` ``n`` and ``k``, Deterministic ``p``
-        (dims ``intersection``) and observed Binomial ``y``."""
+        (dims ``intersection``) and observed Binomial ``y``.
+
+        Parameters
+        ----------
+        design : Design
+            The counts (:func:`~bayesfair.models.design_from`).
+
+        Returns
+        -------
+        pymc.Model
+        """
         raise NotImplementedError
 
     def _closed_form_model(self, design: Design):
@@ -283,7 +323,18 @@ class FairnessModel:
 
     def cache_key(self, design: Design) -> tuple:
         """What determines the compiled model apart from the data values (the attribute
-        levels fix both the shapes and the coords that the sampler writes into ``idata_``)."""
+        levels fix both the shapes and the coords that the sampler writes into ``idata_``).
+
+        Parameters
+        ----------
+        design : Design
+            The counts.
+
+        Returns
+        -------
+        tuple
+            Hashable; fits with equal keys share one compiled sampler.
+        """
         levels = tuple((a, tuple(map(str, v))) for a, v in design.levels.items())
         return (type(self).__name__, levels, tuple(sorted(self._hyper().items())))
 
@@ -293,7 +344,20 @@ class FairnessModel:
 
     # ------------------------------------------------------------------ fitting
     def fit(self, data: AuditData | Design, target: str = "outcome") -> FairnessModel:
-        """Fit the model to the table of ``data`` (``target``: outcome or decision)."""
+        """Fit the model to the table of ``data``.
+
+        Parameters
+        ----------
+        data : AuditData or Design
+            The audited data (only its per-intersection counts are used).
+        target : {"outcome", "decision"}
+            Model the true labels or the audited mechanism's decisions.
+
+        Returns
+        -------
+        self
+            Fitted: ``idata_``, ``p_draws_``, ``p_point_``, ``diagnostics_``.
+        """
         self._validate()
         design = data if isinstance(data, Design) else design_from(data, target)
         self.design_ = design
@@ -445,13 +509,25 @@ class FairnessModel:
             raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(data) first")
 
     def predict_proba(self) -> np.ndarray:
-        """Posterior predictive P(y = 1 | s) per intersection (the paper's "X" plug-in)."""
+        """Posterior predictive P(y = 1 | s) per intersection (the paper's "X" plug-in).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_intersections,)
+        """
         self._check_fitted()
         return self.p_draws_.mean(axis=(0, 1))
 
     def summary(self) -> pd.DataFrame:
         """Per-intersection posterior of P(y=1|s) next to the counts, with fit diagnostics
-        in ``.attrs``."""
+        in ``.attrs``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per intersection: counts, empirical rate, point estimate,
+            posterior mean and HDI.
+        """
         self._check_fitted()
         p = self.p_draws_.reshape(-1, self.design_.n_groups)
         lo, hi = _arviz.hdi(p) if p.shape[0] > 1 else (p[0], p[0])

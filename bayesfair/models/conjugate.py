@@ -81,7 +81,12 @@ class DirichletMultinomial(_Conjugate):
         self._finish(design, {"p": p}, {})
 
     def predict_proba(self) -> np.ndarray:
-        """Exact posterior predictive ``(N_1 + alpha) / (N + 2 alpha)`` (eq. 4)."""
+        """Exact posterior predictive ``(N_1 + alpha) / (N + 2 alpha)`` (eq. 4).
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_intersections,)
+        """
         self._check_fitted()
         return self._predictive
 
@@ -112,6 +117,19 @@ class NaiveBayes(_Conjugate):
     Parameters
     ----------
     a_y, a_s : float, default 1
+        Pseudo-counts of the Beta prior on P(y) and of the Dirichlet priors on
+        P(s_d | y).
+    draws, chains : int
+        Exact posterior draws, arranged as ``chains`` x ``draws``.
+    random_state : int, optional
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import NaiveBayes
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> NaiveBayes(random_state=0).fit(data).predict_proba().shape
+    (16,)
     """
 
     name = "NB"

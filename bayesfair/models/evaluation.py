@@ -30,8 +30,28 @@ def negative_cross_entropy(
         A fitted model, or P(y = 1 | s) per intersection.
     test : AuditData
         Held-out data with the same protected attributes and levels.
+    target : {"outcome", "decision"}
+        Which of the test data's columns give the empirical ``P_test(y|s)``.
     estimate : {"predictive", "point"}
         The posterior predictive ("FB") or the point estimate ("PE").
+
+    Returns
+    -------
+    float
+        Negative; closer to 0 is better.
+
+    Examples
+    --------
+    >>> from bayesfair import AuditData
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import DirichletMultinomial, negative_cross_entropy
+    >>> ds = make_gaussian_threshold(n_rows=8000, random_state=0)
+    >>> roles = dict(protected=list(ds.protected), outcome=ds.outcome)
+    >>> train = AuditData(ds.frame[:4000], **roles)
+    >>> test = AuditData(ds.frame[4000:], **roles, levels=train.levels)
+    >>> fit = DirichletMultinomial(random_state=0).fit(train)
+    >>> negative_cross_entropy(fit, test) < 0
+    True
     """
     if isinstance(model, FairnessModel):
         if estimate not in ("predictive", "point"):

@@ -87,7 +87,7 @@ def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[
 
 
 @dataclass
-class PosteriorFairness:
+class PosteriorFairness:  # numpydoc ignore=PR01
     """The paper's three estimates of each metric, with where they are attained.
 
     Attributes
@@ -104,8 +104,12 @@ class PosteriorFairness:
         given).
     gamma_groups : pandas.DataFrame
         Posterior probability of each intersection attaining gamma.
+    model_names : tuple of str
+        The data model's name and, with a mechanism, the mechanism model's.
     prob : float
         Credible mass of the reported intervals.
+    excluded : list of str
+        Intersections left out of epsilon (no rows).
     """
 
     __repr__ = compact_repr
@@ -122,7 +126,12 @@ class PosteriorFairness:
     def summary(self) -> pd.DataFrame:
         """One row per metric: O, X, posterior mean, quartiles, HDI, and the shares of
         infinite draws (a model probability of exactly 0 or 1 in floating point) and of
-        undefined ones (an amplification of two infinite metrics, ``inf - inf``)."""
+        undefined ones (an amplification of two infinite metrics, ``inf - inf``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         rows = []
         for name, d in self.draws.items():
             row = {"metric": name}
@@ -131,7 +140,12 @@ class PosteriorFairness:
         return pd.DataFrame(rows)
 
     def plot(self) -> Figure:
-        """Box plots of the posterior of every metric with the O and X markers (paper Fig. 4)."""
+        """Box plots of the posterior of every metric with the O and X markers (paper Fig. 4).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+        """
         names = list(self.draws)
         fig = Figure(figsize=(2.2 * len(names) + 1, 3.6))
         axes = fig.subplots(1, len(names), squeeze=False)[0]
@@ -207,6 +221,13 @@ def posterior_fairness(
         0.79-0.91 of replicates with the empirical P(s) and 0.88-0.93 with the
         posterior one on race 4 x sex 2 at 500 and 2,000 rows, three truths each
         (``pytest -s tests/test_models.py -k p_s_covers`` runs three of the six).
+    random_state : int, optional
+        Seeds the pairing of draws and the draws of P(s).
+
+    Returns
+    -------
+    PosteriorFairness
+        ``.summary()``, ``.plot()``, ``.draws``, ``.pairs``.
 
     Examples
     --------

@@ -56,7 +56,16 @@ class LogisticRegression(FairnessModel):
         gives each attribute's effects a ``ZeroSumNormal(sigma)`` prior: the
         same linear predictor class, identified, and it samples cleanly.
     **kwargs
-        Inference settings of :class:`~bayesfair.models.FairnessModel`.
+        Inference settings of :class:`~bayesfair.models.FairnessModel` (``method``,
+        ``draws``, ``random_state``, ...).
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import LogisticRegression
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> LogisticRegression(method="map", random_state=0).fit(data).p_point_.shape
+    (16,)
     """
 
     name = "LR"
@@ -91,6 +100,17 @@ class LogisticRegression(FairnessModel):
         return eta
 
     def build_model(self, design: Design):
+        """The PyMC model (see :meth:`FairnessModel.build_model`).
+
+        Parameters
+        ----------
+        design : Design
+            The counts.
+
+        Returns
+        -------
+        pymc.Model
+        """
         model = _model_with_counts(design)
         _observe(model, self._linear(model, design, self.sigma))
         return model
@@ -128,6 +148,9 @@ class HierarchicalLogisticRegression(LogisticRegression):
         tightly than the prior scale of the deviations (``n p (1-p) > 100 lam^2``,
         e.g. millions of rows in few groups) and otherwise does not.
     target_accept : float, default 0.98
+    **kwargs
+        Inference settings of :class:`~bayesfair.models.FairnessModel` (``method``,
+        ``draws``, ``chains``, ``random_state``, ...).
 
     Notes
     -----
@@ -157,6 +180,15 @@ class HierarchicalLogisticRegression(LogisticRegression):
     tests/test_models.py -k hlr_point_estimate``); Foulds et al. report no HLR
     point estimate.  Read HLR through its posterior and its posterior
     predictive ("X").
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import HierarchicalLogisticRegression
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> fit = HierarchicalLogisticRegression(random_state=0).fit(data)  # NUTS, 4 x 1,000
+    >>> fit.p_draws_.shape, fit.diagnostics_["divergences"]
+    ((4, 1000, 16), 0.0)
     """
 
     name = "HLR"
@@ -180,6 +212,12 @@ class HierarchicalLogisticRegression(LogisticRegression):
         self.parameterization = parameterization
 
     def get_params(self) -> dict[str, Any]:
+        """The constructor's arguments and their current values (``sigma1``, not ``sigma``).
+
+        Returns
+        -------
+        dict
+        """
         params = super().get_params()
         params.pop("sigma", None)
         return params
@@ -187,7 +225,23 @@ class HierarchicalLogisticRegression(LogisticRegression):
     @classmethod
     def paper(cls, **kwargs: Any) -> HierarchicalLogisticRegression:
         """The authors' public code: beta, c ~ Normal(0, 1) on one-hot indicators,
-        sigma2 ~ Exponential(10), ADVI for 200,000 iterations with PyMC's default optimiser."""
+        sigma2 ~ Exponential(10), ADVI for 200,000 iterations with PyMC's default optimiser.
+
+        Parameters
+        ----------
+        **kwargs
+            Settings that replace the paper's (for example ``advi_iterations=20_000``).
+
+        Returns
+        -------
+        HierarchicalLogisticRegression
+
+        Examples
+        --------
+        >>> from bayesfair.models import HierarchicalLogisticRegression
+        >>> HierarchicalLogisticRegression.paper().get_params()["advi_iterations"]
+        200000
+        """
         settings: dict[str, Any] = dict(
             mu=0.0,
             sigma1=1.0,
@@ -212,7 +266,18 @@ class HierarchicalLogisticRegression(LogisticRegression):
             raise ValueError(f"`lam` must be positive, got {self.lam}")
 
     def resolved_parameterization(self, design: Design) -> str:
-        """The parameterisation ``"auto"`` picks for ``design`` (see the class docstring)."""
+        """The parameterisation ``"auto"`` picks for ``design`` (see the class docstring).
+
+        Parameters
+        ----------
+        design : Design
+            The counts (:func:`~bayesfair.models.design_from`).
+
+        Returns
+        -------
+        str
+            ``"marginal"``, ``"centered"`` or ``"noncentered"``.
+        """
         if self.parameterization != "auto":
             return self.parameterization
         if len(design.attributes) == 1 and design.n_groups <= MarginalLayout.MAX_GROUPS:
@@ -221,6 +286,17 @@ class HierarchicalLogisticRegression(LogisticRegression):
         return "centered" if info.min() > 100 * self.lam**2 else "noncentered"
 
     def cache_key(self, design: Design) -> tuple:
+        """As :meth:`FairnessModel.cache_key`, with the parameterisation ``design`` gets.
+
+        Parameters
+        ----------
+        design : Design
+            The counts.
+
+        Returns
+        -------
+        tuple
+        """
         return (*super().cache_key(design), self.resolved_parameterization(design))
 
     def _marginal_layout(self, design: Design) -> MarginalLayout:
@@ -246,6 +322,17 @@ class HierarchicalLogisticRegression(LogisticRegression):
         )
 
     def build_model(self, design: Design):
+        """The PyMC model (see :meth:`FairnessModel.build_model`).
+
+        Parameters
+        ----------
+        design : Design
+            The counts.
+
+        Returns
+        -------
+        pymc.Model
+        """
         import pymc as pm
 
         if self.resolved_parameterization(design) == "marginal":
@@ -309,7 +396,21 @@ class NeuralNetwork(FairnessModel):
     Parameters
     ----------
     hidden : tuple of int, default (10, 10, 10)
+        Widths of the hidden ReLU layers.
     sigma : float, default 1
+        Prior scale of every weight and bias.
+    **kwargs
+        Inference settings of :class:`~bayesfair.models.FairnessModel` (``method``,
+        ``advi_iterations``, ``random_state``, ...).
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import NeuralNetwork
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> fit = NeuralNetwork(hidden=(4,), method="map", random_state=0).fit(data)
+    >>> bool(((fit.p_point_ > 0) & (fit.p_point_ < 1)).all())
+    True
     """
 
     name = "DNN"
@@ -331,6 +432,17 @@ class NeuralNetwork(FairnessModel):
             raise ValueError(f"`hidden` must be positive layer widths, got {self.hidden!r}")
 
     def build_model(self, design: Design):
+        """The PyMC model (see :meth:`FairnessModel.build_model`).
+
+        Parameters
+        ----------
+        design : Design
+            The counts.
+
+        Returns
+        -------
+        pymc.Model
+        """
         import pymc as pm
         import pytensor.tensor as pt
 

@@ -537,9 +537,29 @@ def table4(
 ) -> pd.DataFrame:
     """Run every CBS variant for every protected class on COMPAS; the paper's row beside ours.
 
-    Returns one row per (scan type, protected class) with our subgroup, sizes,
-    observed rates, score (and permutation p-value when ``n_permutations``)
-    next to the paper's values (NaN where the paper reports no positive score).
+    Parameters
+    ----------
+    frame : pandas.DataFrame, optional
+        COMPAS in the CBS coding (default: :func:`~bayesfair.datasets.load_compas`).
+    data_home : path, optional
+        Where ``compas-scores-two-years.csv`` is.
+    scan_types : sequence of str
+        CBS variants (default all four, with the paper's condition and direction).
+    protected_classes : sequence, optional
+        ``(attribute, value)`` pairs (default :data:`PROTECTED_CLASSES`).
+    n_restarts : int, default 150
+    penalty : float, default 1
+    n_permutations : int, default 0
+        Permutations for p-values (0: none).
+    n_jobs : int, optional
+    random_state : int, default 0
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scan type, protected class) with our subgroup, sizes,
+        observed rates, score (and permutation p-value when ``n_permutations``)
+        next to the paper's values (NaN where the paper reports no positive score).
     """
     if frame is None:
         frame = load_compas("cbs", data_home=data_home).frame
@@ -614,6 +634,33 @@ def detection_study(
     sufficiency scans for lower outcomes given the prediction (both injections
     produce both).  Jaccard is computed over
     the protected class's rows.
+
+    Parameters
+    ----------
+    scan_type : str
+        A CBS variant.
+    strengths : sequence of float
+        Injected ``mu_sep`` or ``mu_suf`` values.
+    n_datasets : int, default 20
+        Data sets per strength.
+    bias : {"sep", "suf"}
+    n_rows : int, default 6172
+    n_restarts : int, default 10
+    penalty : float, default 1
+    random_state : int, default 0
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per strength and data set with the Jaccard similarity.
+
+    Examples
+    --------
+    >>> from bayesfair.replication.boxer import detection_study
+    >>> res = detection_study("separation_recommendations", [0.0, 2.0], n_datasets=2,
+    ...                       n_rows=2000, random_state=0)
+    >>> len(res)
+    4
     """
     if bias not in ("sep", "suf"):
         raise ValueError(f"`bias` must be 'sep' or 'suf', got {bias!r}")
@@ -669,7 +716,35 @@ def null_level_study(
     n_jobs: int | None = 1,
     random_state: int = 0,
 ) -> dict:
-    """Rejection rate of the CBS permutation test on semi-synthetic data with no injected bias."""
+    """Rejection rate of the CBS permutation test on semi-synthetic data with no injected bias.
+
+    Parameters
+    ----------
+    n_datasets : int, default 100
+        Null data sets (protected class: race = African-American).
+    n_permutations : int, default 99
+    scan_type : str
+        A CBS variant, scanned with the paper's condition and direction.
+    n_rows : int, default 2000
+    n_restarts : int, default 5
+    alpha : float, default 0.05
+        Level of the test.
+    n_jobs : int, optional
+    random_state : int, default 0
+        Seeds the data sets.
+
+    Returns
+    -------
+    dict
+        ``rate`` (share of p-values at most ``alpha``), ``n_datasets``, ``pvalues``.
+
+    Examples
+    --------
+    >>> from bayesfair.replication.boxer import null_level_study
+    >>> out = null_level_study(3, n_permutations=19, n_rows=1000)
+    >>> 0 <= out["rate"] <= 1, len(out["pvalues"])
+    (True, 3)
+    """
     cond, direction = CASE_STUDY[scan_type]
     pvals = []
     for k in range(n_datasets):

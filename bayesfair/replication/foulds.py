@@ -96,6 +96,26 @@ def default_models(
     paper's EDF-FB, its point estimate EDF-PE); LR and HLR use NUTS (sum-to-zero
     effects); the DNN uses ADVI, the paper's method, because its posterior is
     multimodal.
+
+    Parameters
+    ----------
+    draws, chains : int
+        NUTS settings of LR and HLR (and the draws of the conjugate models).
+    dnn : bool, default True
+        Include the neural network.
+    dnn_iterations : int, default 30000
+        ADVI iterations of the neural network.
+
+    Returns
+    -------
+    dict
+        Model name -> function of a seed returning an unfitted model.
+
+    Examples
+    --------
+    >>> from bayesfair.replication.foulds import default_models
+    >>> sorted(default_models(dnn=False))
+    ['EDF', 'HLR', 'LR', 'NB']
     """
     models: dict[str, ModelFactory] = {
         "EDF": lambda s: DirichletMultinomial(
@@ -154,7 +174,7 @@ def table2_splits(
     """The four training/test settings of Table 2: ``{setting: (train, test, target)}``.
 
     Adult: the official split.  M(x) is a logistic regression on all features
-    trained on a random half of the training set; the P(y'|s) models see the
+    trained on a random half of the training set; the ``P(y'|s)`` models see the
     other half relabelled by M(x) and are scored on the relabelled test set.
     The sparse settings keep the instance counts the paper states (6,512
     rows for actual labels, 3,256 for M(x) labels).
@@ -162,6 +182,19 @@ def table2_splits(
     1,804 test rows (``random_state``); M(x) is the COMPAS decision itself, so
     its models use the whole training set; the sparse settings use 10% of it
     (541 rows).
+
+    Parameters
+    ----------
+    dataset : {"adult", "compas"}
+    data_home : path, optional
+        Where the reference files are.
+    random_state : int, default 0
+        Seeds the split and the subsamples.
+
+    Returns
+    -------
+    dict
+        ``{setting: (train AuditData, test AuditData, target)}``.
     """
     rng = np.random.default_rng(random_state)
     if dataset == "adult":
@@ -212,8 +245,24 @@ def table2(
 ) -> pd.DataFrame:
     """Reproduce Table 2 for one data set: negative cross-entropy, PE and FB, four settings.
 
-    Returns a long table with columns ``model``, ``setting``, ``estimate``
-    (PE or FB), ``ours``, ``paper`` and ``difference``.
+    Parameters
+    ----------
+    dataset : {"adult", "compas"}
+    models : dict, optional
+        Model name -> function of a seed returning an unfitted model (default
+        :func:`default_models`).
+    data_home : path, optional
+        Where the reference files are.
+    random_state : int, default 0
+        Seeds the splits (:func:`table2_splits`) and the fits.
+    ensemble : {"bma", "stacking", ...} or None
+        Also score the model average of the fitted models.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Long table with columns ``model``, ``setting``, ``estimate`` (PE or FB),
+        ``ours``, ``paper`` and ``difference``.
     """
     models = models or default_models()
     rows = []
@@ -288,9 +337,28 @@ def table3(
       ``mean_r |estimate_r - truth|``, which also charges the estimator's
       variance across samples.
 
-    Returns one row per model with both sets of columns and the paper's values
-    (``paper_eps_PE`` ...); ``attrs`` hold ``truth``, ``rows_small`` and the
-    per-replicate estimates (``estimates``, a long DataFrame).
+    Parameters
+    ----------
+    dataset : {"adult", "compas"}
+    models : dict, optional
+        Model name -> function of a seed returning an unfitted model (default
+        :func:`default_models`).
+    data_home : path, optional
+        Where the reference files are.
+    fraction : float, default 0.01
+        Size of the subsamples relative to the data.
+    replicates : int, default 10
+        Bootstrap replicates (of the full data and of the subsamples).
+    random_state : int, default 0
+    ensemble : {"bma", "stacking", ...} or None
+        Also evaluate the model average of the fitted models.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model with both sets of columns and the paper's values
+        (``paper_eps_PE`` ...); ``attrs`` hold ``truth``, ``rows_small`` and the
+        per-replicate estimates (``estimates``, a long DataFrame).
     """
     models = models or default_models()
     splits = table2_splits(dataset, data_home=data_home, random_state=random_state)
@@ -362,8 +430,20 @@ def compas_case_study(
     """Figure 4: epsilon-DF and gamma-SF of COMPAS labels and decisions and the bias
     amplification, all 7,214 defendants (Foulds coding), with HLR-FB by default.
 
-    Returns the :class:`~bayesfair.models.PosteriorFairness` of the label model
-    against the decision model.
+    Parameters
+    ----------
+    model : FairnessModel, optional
+        An unfitted model whose settings both fits copy (default HLR with NUTS).
+    data_home : path, optional
+        Where ``compas-scores-two-years.csv`` is (see
+        :func:`~bayesfair.datasets.load_compas`).
+    random_state : int, default 0
+        Seed of the label model; the decision model's is one more.
+
+    Returns
+    -------
+    PosteriorFairness
+        Of the label model against the decision model.
     """
     data = load_compas("foulds", data_home=data_home).audit_data()
     make = (
@@ -396,9 +476,36 @@ def calibration_study(
     ``p_s`` (see :func:`~bayesfair.models.posterior_fairness`: the empirical
     P(s), or P(s) drawn from its posterior) from the same fits.
 
-    Returns one row per (model, metric, p_s): coverage, its binomial standard
-    error, mean interval width, and the replicates used (``p_s`` is "n/a" for
-    epsilon, which does not use P(s)).
+    Parameters
+    ----------
+    factories : dict
+        Model name -> function of a seed returning an unfitted model.
+    replicates : int, default 50
+    n_rows : int, default 7214
+        Rows of every replicate.
+    levels : dict, optional
+        ``{attribute: number of values}``; default race 4 x sex 2.
+    prob : float, default 0.9
+        Credible mass of the intervals.
+    p_s : str or sequence of str
+        ``"empirical"`` and/or ``"posterior"``.
+    random_state : int, default 0
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, metric, p_s): coverage, its binomial standard
+        error, mean interval width, and the replicates used (``p_s`` is "n/a" for
+        epsilon, which does not use P(s)).
+
+    Examples
+    --------
+    >>> from bayesfair.models import DirichletMultinomial
+    >>> from bayesfair.replication.foulds import calibration_study
+    >>> cov = calibration_study({"EDF": lambda s: DirichletMultinomial(random_state=s)},
+    ...                         replicates=5, n_rows=2000)
+    >>> sorted(set(cov["metric"]))
+    ['epsilon', 'gamma']
     """
     modes = (p_s,) if isinstance(p_s, str) else tuple(p_s)
     levels = levels or {"race": 4, "sex": 2}

@@ -56,7 +56,27 @@ EXPLANATORY = {
 
 
 def population(data_home: str | os.PathLike | None = None, random_state: int = 0):
-    """(ground-truth population frame, true metric table per group)."""
+    """The simulation's population: Adult (train + test) audited by a logistic model.
+
+    A logistic regression trained on a random 25% of the rows is the system under
+    audit; the other 75%, with its scores and decisions (the top 20% of scores),
+    are the ground-truth population of groups race x sex x age band.
+
+    Parameters
+    ----------
+    data_home : path, optional
+        Where the Adult files are.
+    random_state : int, default 0
+        Seeds the 25% training split.
+
+    Returns
+    -------
+    pop : pandas.DataFrame
+        The population rows (sensitive features, numeric features, ``y``,
+        ``score``, ``decision``).
+    truth : pandas.DataFrame
+        True value of every metric per group (index: group names), with ``N``.
+    """
     ds = load_adult("both", data_home=data_home)
     f = ds.frame.copy()
     f["age_band"] = pd.Categorical(
@@ -130,11 +150,43 @@ def simulate(
     ``hb_point_estimate`` ("mean" or "median"), ``hb_target_accept`` and
     ``hb_main_effects`` to the hierarchical model (see
     :func:`~bayesfair.disaggregated.disaggregated_evaluation`).
+    Each draw is a stratified evaluation set of ``n_eval`` rows of the population
+    (:func:`population`), evaluated by every estimator.
 
     The hierarchical models' NUTS diagnostics of every draw are in
     ``attrs["hb_diagnostics"]``: records of draw, model, divergences, largest R-hat
     and smallest ESS (``pd.DataFrame(sim.attrs["hb_diagnostics"])``).  Instead of a
     warning per draw, one ``SamplerWarning`` at the end counts the fits with problems.
+
+    Parameters
+    ----------
+    n_draws : int, default 20
+        Evaluation sets drawn.
+    n_eval : int, default 5000
+        Rows of every evaluation set.
+    metrics, estimators : sequence of str
+        As :func:`~bayesfair.disaggregated.disaggregated_evaluation` takes them.
+    levels : sequence of float
+        Confidence levels of the intervals.
+    data_home : path, optional
+        Where the Adult files are.
+    hb_draws, hb_chains : int
+        NUTS settings of the hierarchical model.
+    n_bootstrap : int, default 500
+        Bootstrap replicates (pooled variance, rBLPR).
+    random_state : int, default 0
+    pop_truth : tuple, optional
+        ``(pop, truth)`` of :func:`population`, to reuse it across calls.
+    explanatory : mapping, optional
+    interactions : bool, default True
+    sr_ridge, sr_interval, eb_interval, hb_point_estimate, hb_target_accept, hb_main_effects
+        See above.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``draw``, ``metric``, ``group``, ``estimator``, ``level``, ``n``,
+        ``defined``, ``estimate``, ``lower``, ``upper`` and ``truth``.
     """
     pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
@@ -214,6 +266,21 @@ def summarise(sim: pd.DataFrame, small: int = 25):
     rate is exactly 0 (no negative referred, say), every sample of it has the standard
     estimate 0 too, so on those group-draws the standard estimator cannot err and any
     estimator that borrows from other groups can only lose.
+
+    Parameters
+    ----------
+    sim : pandas.DataFrame
+        The output of :func:`simulate`.
+    small : int, default 25
+        Groups with at most this many rows in an evaluation set are small.
+
+    Returns
+    -------
+    mae : pandas.DataFrame
+        Per metric and estimator (Figure 3).
+    coverage : pandas.DataFrame
+        Per metric, estimator and level: coverage and width relative to standard
+        (Figure 4).
     """
     one = sim.drop_duplicates(["draw", "metric", "group", "estimator"])
     one = one[one["defined"] & np.isfinite(one["truth"]) & np.isfinite(one["estimate"])]

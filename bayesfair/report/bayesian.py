@@ -49,6 +49,8 @@ def add_bayesian_section(
 
     Parameters
     ----------
+    report : Report
+        The report to extend.
     models : mapping name -> fitted model of the labels (or one target), or a list
         A list is named as :func:`~bayesfair.models.model_average` names it
         (``"HLR-nuts"``, ...).
@@ -58,6 +60,21 @@ def add_bayesian_section(
     detail : str, optional
         The model whose per-intersection posterior is shown (default: HLR if
         present, else the first).
+
+    Returns
+    -------
+    Report
+        ``report``, extended.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.models import DirichletMultinomial
+    >>> from bayesfair.report import Report, add_bayesian_section
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> rep = add_bayesian_section(Report("audit"), {"EDF": DirichletMultinomial().fit(data)})
+    >>> [s.title for s in rep.sections]  # doctest: +ELLIPSIS
+    ['Bayesian ...']
     """
     models = _named(models, "models")
     if not models:

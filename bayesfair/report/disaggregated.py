@@ -41,7 +41,36 @@ def add_disaggregated_section(
     metrics: Sequence[str] | None = None,
     compare: Sequence[str] = ("standard", "hierarchical", "structured"),
 ) -> Report:
-    """Figure-1-style plots (estimates and intervals by group, ordered by size) and a table."""
+    """Figure-1-style plots (estimates and intervals by group, ordered by size) and a table.
+
+    Parameters
+    ----------
+    report : Report
+        The report to extend.
+    result : DisaggregatedResult
+        From :func:`~bayesfair.disaggregated_evaluation`.
+    metrics : sequence of str, optional
+        Metrics to show (default: all of the result's).
+    compare : sequence of str
+        Estimators plotted side by side (those the result has).
+
+    Returns
+    -------
+    Report
+        ``report``, extended.
+
+    Examples
+    --------
+    >>> import bayesfair as bf
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.report import Report, add_disaggregated_section
+    >>> ds = make_gaussian_threshold(n_rows=2000, random_state=0)
+    >>> ev = bf.disaggregated_evaluation(ds.frame, list(ds.protected), ds.outcome,
+    ...                                  ds.decision, metrics=["fpr"],
+    ...                                  estimators=["standard", "james_stein"], random_state=0)
+    >>> [s.title for s in add_disaggregated_section(Report("audit"), ev).sections]
+    ['Per-group estimates for small groups (disaggregated evaluation)']
+    """
     sec = report.section("Per-group estimates for small groups (disaggregated evaluation)")
     have = [e for e in compare if e in set(result.table["estimator"])]
     sec.add(

@@ -19,10 +19,44 @@ def posterior_probability_higher(
 ) -> float:
     """Posterior probability that ``group``'s rate exceeds the rate of the other rows of
     ``by`` (independent Jeffreys Beta(1/2, 1/2) priors on the two rates): the Bayesian
-    statement to read beside a p-value."""
+    statement to read beside a p-value.
+
+    Parameters
+    ----------
+    data : AuditData
+        With a decision.
+    metric : str
+        A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS`.
+    by : str or list of str
+        Protected columns defining the groups.
+    group : str
+        The group's label.
+    n_draws : int, default 20000
+        Monte Carlo draws of the two rates.
+    seed : int, default 0
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.report.frequentist import posterior_probability_higher
+    >>> 0 <= posterior_probability_higher(data, "fpr", "sex", "1") <= 1
+    True
+    """
     from ..metrics.rates import RATE_DEFINITIONS
 
+    if metric not in RATE_DEFINITIONS:
+        raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
     t = data.table_for(by)
+    if group not in set(t["intersection"]):
+        raise ValueError(
+            f"`group` {group!r} is not a group of {by!r}; the groups are "
+            f"{t['intersection'].tolist()[:10]}"
+        )
     num, den = RATE_DEFINITIONS[metric]
     k = t[list(num)].sum(axis=1).to_numpy(float)
     n = t[list(den)].sum(axis=1).to_numpy(float)
@@ -42,7 +76,32 @@ def add_frequentist_section(
     random_state: int = 0,
 ) -> Report:
     """Studentized permutation tests of each metric across the groups of every protected
-    attribute and across all intersections (max-T, family-wise error controlled)."""
+    attribute and across all intersections (max-T, family-wise error controlled).
+
+    Parameters
+    ----------
+    report : Report
+        The report to extend.
+    data : AuditData
+        With a decision.
+    metrics : sequence of str, default ("fpr", "fnr")
+    n_resamples : int, default 4999
+    random_state : int, default 0
+
+    Returns
+    -------
+    Report
+        ``report``, extended.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.report import Report, add_frequentist_section
+    >>> rep = add_frequentist_section(Report("audit"), data, ["fpr"], n_resamples=199)
+    >>> [s.title for s in rep.sections]
+    ['Frequentist companions: permutation tests']
+    """
     rows = []
     for metric in metrics:
         for by in [[a] for a in data.protected] + (

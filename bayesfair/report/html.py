@@ -48,17 +48,38 @@ def _e(value: object) -> str:
 
 @dataclass
 class Text:
-    """A paragraph of plain text (escaped)."""
+    """A paragraph of plain text (escaped).
+
+    Parameters
+    ----------
+    text : str
+    """
 
     text: str
 
     def to_html(self) -> str:
+        """The escaped paragraph.
+
+        Returns
+        -------
+        str
+        """
         return f"<p>{_e(self.text)}</p>"
 
 
 @dataclass
 class Table:
-    """A DataFrame rendered as an HTML table; every cell and label is escaped."""
+    """A DataFrame rendered as an HTML table; every cell and label is escaped.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    caption : str, optional
+    float_format : str, default "{:.4g}"
+        Format of floating-point cells.
+    max_rows : int, default 200
+        Rows shown (the caption says how many were left out).
+    """
 
     frame: pd.DataFrame
     caption: str | None = None
@@ -66,6 +87,12 @@ class Table:
     max_rows: int = 200
 
     def to_html(self) -> str:
+        """The table, at most ``max_rows`` rows (the caption says when rows were cut).
+
+        Returns
+        -------
+        str
+        """
         df = self.frame
         if not isinstance(df.columns, pd.MultiIndex) and df.columns.name is not None:
             # a pivot's column-axis name: with index=False pandas still renders it, as the
@@ -107,13 +134,26 @@ def whole_numbers(frame: pd.DataFrame, columns=DIAGNOSTIC_COUNTS) -> pd.DataFram
 
 @dataclass
 class Figure:
-    """A matplotlib figure embedded as a base64 PNG."""
+    """A matplotlib figure embedded as a base64 PNG.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+    caption : str, optional
+    dpi : int, default 110
+    """
 
     figure: _MplFigure
     caption: str | None = None
     dpi: int = 110
 
     def to_html(self) -> str:
+        """The figure as an embedded PNG.
+
+        Returns
+        -------
+        str
+        """
         buf = io.BytesIO()
         self.figure.savefig(buf, format="png", dpi=self.dpi, bbox_inches="tight")
         data = base64.b64encode(buf.getvalue()).decode("ascii")
@@ -124,11 +164,23 @@ class Figure:
 
 @dataclass
 class KeyValues:
-    """A definition list of labelled values."""
+    """A definition list of labelled values.
+
+    Parameters
+    ----------
+    items : mapping
+        Label -> value (both shown as escaped text).
+    """
 
     items: Mapping[str, object]
 
     def to_html(self) -> str:
+        """The escaped definition list.
+
+        Returns
+        -------
+        str
+        """
         rows = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in self.items.items())
         return f'<dl class="kv">{rows}</dl>'
 
@@ -138,24 +190,53 @@ Block = Text | Table | Figure | KeyValues
 
 @dataclass
 class Section:
-    """A titled list of blocks."""
+    """A titled list of blocks.
+
+    Parameters
+    ----------
+    title : str
+    blocks : list, optional
+        Blocks to start with (:meth:`add` appends more).
+    """
 
     title: str
     blocks: list[Block] = field(default_factory=list)
 
     def add(self, block: Block) -> Section:
+        """Append a block (anything with ``to_html()``).
+
+        Parameters
+        ----------
+        block : Text, Table, Figure or KeyValues
+
+        Returns
+        -------
+        Section
+            ``self``, so that calls chain.
+        """
         if not hasattr(block, "to_html"):
             raise TypeError(f"a report block needs to_html(), got {type(block).__name__}")
         self.blocks.append(block)
         return self
 
     def to_html(self) -> str:
+        """The section's heading and blocks.
+
+        Returns
+        -------
+        str
+        """
         inner = "\n".join(b.to_html() for b in self.blocks)
         return f"<section><h2>{_e(self.title)}</h2>\n{inner}\n</section>"
 
 
 class Report:
     """An HTML audit report built from sections.
+
+    Parameters
+    ----------
+    title : str
+    subtitle : str, optional
 
     Examples
     --------
@@ -173,12 +254,27 @@ class Report:
         self.sections: list[Section] = []
 
     def section(self, title: str) -> Section:
-        """Append a new section and return it."""
+        """Append a new section and return it.
+
+        Parameters
+        ----------
+        title : str
+
+        Returns
+        -------
+        Section
+        """
         sec = Section(title)
         self.sections.append(sec)
         return sec
 
     def to_html(self) -> str:
+        """The whole self-contained HTML document.
+
+        Returns
+        -------
+        str
+        """
         from .. import __version__
 
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -194,7 +290,16 @@ class Report:
         )
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the report and return its absolute path."""
+        """Write the report and return its absolute path.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Returns
+        -------
+        pathlib.Path
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.to_html(), encoding="utf-8")

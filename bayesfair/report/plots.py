@@ -14,7 +14,26 @@ __all__ = ["jeffreys_interval", "plot_group_rates", "plot_posterior_boxes", "plo
 def jeffreys_interval(
     k: np.ndarray, n: np.ndarray, prob: float = 0.9
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Jeffreys interval for binomial proportions (NaN where n = 0)."""
+    """Jeffreys interval for binomial proportions (NaN where n = 0).
+
+    Parameters
+    ----------
+    k, n : array_like
+        Successes and trials.
+    prob : float, default 0.9
+        Interval mass.
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray
+
+    Examples
+    --------
+    >>> from bayesfair.report import jeffreys_interval
+    >>> lo, hi = jeffreys_interval([0, 5], [10, 10])
+    >>> float(lo[0]), round(float(hi[1]), 3)
+    (0.0, 0.738)
+    """
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     a = (1 - prob) / 2
@@ -30,6 +49,24 @@ def plot_group_rates(data: AuditData, *, prob: float = 0.9) -> Figure:
     Intersections are ordered by size; the label carries the number of rows,
     and empty intersections are listed with ``n=0`` and no estimate, so the
     reader sees which groups the data cannot speak for.
+
+    Parameters
+    ----------
+    data : AuditData
+    prob : float, default 0.9
+        Mass of the Jeffreys intervals.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.report import plot_group_rates
+    >>> len(plot_group_rates(data).axes)
+    1
     """
     targets = ["outcome"] + (["decision"] if data.row_decision is not None else [])
     n = data.group_sizes()
@@ -74,7 +111,24 @@ def plot_group_rates(data: AuditData, *, prob: float = 0.9) -> Figure:
 def plot_posterior_boxes(results: dict) -> Figure:
     """Box plots of posterior epsilon-DF and gamma-SF per model, with O and X markers.
 
-    ``results`` maps a model name to its :class:`~bayesfair.models.PosteriorFairness`.
+    Parameters
+    ----------
+    results : dict
+        Model name -> :class:`~bayesfair.models.PosteriorFairness`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.models import DirichletMultinomial, posterior_fairness
+    >>> from bayesfair.report import plot_posterior_boxes
+    >>> pf = posterior_fairness(DirichletMultinomial(random_state=0).fit(data))
+    >>> len(plot_posterior_boxes({"EDF": pf}).axes)  # epsilon and gamma
+    2
     """
     metrics = [
         m
@@ -118,7 +172,28 @@ def plot_posterior_boxes(results: dict) -> Figure:
 
 
 def plot_posterior_rates(model, *, prob: float = 0.9) -> Figure:
-    """Posterior interval of P(y=1|s) per intersection next to the empirical rate, by size."""
+    """Posterior interval of P(y=1|s) per intersection next to the empirical rate, by size.
+
+    Parameters
+    ----------
+    model : FairnessModel
+        A fitted model.
+    prob : float, default 0.9
+        Interval mass.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.models import DirichletMultinomial
+    >>> from bayesfair.report import plot_posterior_rates
+    >>> len(plot_posterior_rates(DirichletMultinomial(random_state=0).fit(data)).axes)
+    1
+    """
     s = model.summary()
     lo, hi = s.columns[-2], s.columns[-1]
     order = np.argsort(-s["n"].to_numpy(), kind="stable")

@@ -24,7 +24,31 @@ def scan_audit_data(
 ) -> list[CBSResult]:
     """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
     each protected attribute as the protected class, over the other protected attributes and
-    the covariates that are categorical."""
+    the covariates that are categorical.
+
+    Parameters
+    ----------
+    data : AuditData
+        With a decision.
+    n_permutations : int, default 99
+    n_restarts : int, default 20
+    penalty : float, default 1
+        As in :func:`~bayesfair.scan.conditional_bias_scan`.
+    random_state : int, default 0
+
+    Returns
+    -------
+    list of CBSResult
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.report import scan_audit_data
+    >>> results = scan_audit_data(data, n_permutations=19, n_restarts=2)
+    >>> len(results)  # one scan per value of race (4), sex (2) and nationality (2)
+    8
+    """
     if data.row_decision is None:
         raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
     f = pd.DataFrame(
@@ -65,7 +89,29 @@ def scan_audit_data(
 
 
 def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
-    """A table of Conditional Bias Scan results (Table-4 layout) and their null distributions."""
+    """A table of Conditional Bias Scan results (Table-4 layout) and their null distributions.
+
+    Parameters
+    ----------
+    report : Report
+        The report to extend.
+    results : sequence of CBSResult
+        For example from :func:`scan_audit_data`.
+
+    Returns
+    -------
+    Report
+        ``report``, extended.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.report import Report, add_scan_section, scan_audit_data
+    >>> rep = add_scan_section(Report("audit"), scan_audit_data(data, n_permutations=19))
+    >>> [s.title for s in rep.sections]
+    ['Subgroup scan (Conditional Bias Scan)']
+    """
     sec = report.section("Subgroup scan (Conditional Bias Scan)")
     if not results:
         sec.add(Text("No scan was run (it needs a decision and at least two attributes)."))

@@ -169,7 +169,51 @@ def expected_events(
 ) -> np.ndarray:
     """I-hat for the protected rows among ``keep`` by propensity-odds weighting (Appendix A.1).
 
-    Returns an array of expectations, one per row with ``protected & keep``.
+    A propensity model of membership in the protected class is fitted on all rows;
+    the non-protected rows among ``keep``, weighted by their propensity odds, then fit
+    the model of the event whose predictions for the protected rows are I-hat: what
+    their events would be if they were treated as the non-protected.
+
+    Parameters
+    ----------
+    protected : numpy.ndarray of bool
+        Membership in the protected class, one per row.
+    event : numpy.ndarray
+        The scanned event (0/1, or a probability with ``event_is_probability``).
+    event_is_probability : bool
+        Whether ``event`` holds probabilities (each row then enters the event model
+        twice, weighted by ``event`` and ``1 - event``).
+    X_ihat : numpy.ndarray
+        Features of both models (one-hot attributes), one row per row.
+    condition : numpy.ndarray, optional
+        The conditioning variable, added as a feature of the event model.
+    condition_is_probability : bool, default False
+        Whether ``condition`` holds probabilities (entered on the logit scale).
+    keep : numpy.ndarray of bool, optional
+        Rows of the scan (value-conditional filtering); default all.
+    propensity_model, ihat_model : scikit-learn classifier, optional
+        Weighted models (``fit(X, y, sample_weight)``); default L2 logistic
+        regression with C = 1, fitted on the rows' distinct feature patterns.
+    _groups : tuple of numpy.ndarray, optional
+        Internal: precomputed codes of the distinct rows of ``X_ihat`` and of the event
+        model's features (the scan's permutations reuse them).
+
+    Returns
+    -------
+    numpy.ndarray
+        Expectations, one per row with ``protected & keep``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.scan import expected_events
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.eye(2)[rng.integers(0, 2, 2000)]
+    >>> protected = rng.random(2000) < 0.3 + 0.4 * X[:, 0]
+    >>> event = (rng.random(2000) < 0.2 + 0.5 * X[:, 0]).astype(float)
+    >>> ihat = expected_events(protected, event, False, X)
+    >>> ihat.shape == (protected.sum(),), bool(np.all((ihat > 0) & (ihat < 1)))
+    (True, True)
     """
     protected = np.asarray(protected, bool)
     keep = np.ones(len(protected), bool) if keep is None else np.asarray(keep, bool)
@@ -203,7 +247,7 @@ def expected_events(
 
 
 @dataclass
-class CBSResult:
+class CBSResult:  # numpydoc ignore=PR01
     """Result of :func:`conditional_bias_scan`.
 
     Attributes
@@ -228,6 +272,12 @@ class CBSResult:
         Maximum scores of the permuted data sets.
     ihat : numpy.ndarray
         I-hat of the scanned rows.
+    scan_type, direction : str
+        The CBS variant and the direction of the scan.
+    condition_value : object
+        The value of the conditioning variable (``None`` for scans without one).
+    settings : dict
+        The arguments of the scan.
     """
 
     __repr__ = compact_repr
@@ -249,21 +299,33 @@ class CBSResult:
 
     @property
     def subgroup(self) -> dict[str, list]:
+        """``{attribute: [values]}`` of S* (restricted attributes only)."""
         return self.scan.subgroup
 
     @property
     def score(self) -> float:
+        """The penalised score of S*."""
         return self.scan.score
 
     def describe(self) -> str:
-        """The detected subgroup and its comparison subgroup in words, with sizes."""
+        """The detected subgroup and its comparison subgroup in words, with sizes.
+
+        Returns
+        -------
+        str
+        """
         sub = self.scan.describe()
         who = f"{self.protected_label}" + ("" if not self.scan.subgroup else f"; {sub}")
         comp = f"not {self.protected_label}" + ("" if not self.scan.subgroup else f"; {sub}")
         return f"{who} ({self.n_protected}) vs {comp} ({self.n_comparison})"
 
     def summary(self) -> pd.DataFrame:
-        """One-row table in the layout of the paper's Table 4."""
+        """One-row table in the layout of the paper's Table 4.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         param = "q" if self.scan.score_type == "bernoulli" else "mu"
         return pd.DataFrame(
             [
@@ -287,7 +349,17 @@ class CBSResult:
         )
 
     def plot(self, ax=None):
-        """Null distribution of the maximum score with the observed score marked."""
+        """Null distribution of the maximum score with the observed score marked.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Draw into it; default a new figure.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
         import matplotlib.pyplot as plt
 
         if ax is None:

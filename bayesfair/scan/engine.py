@@ -52,7 +52,27 @@ def describe_subgroup(
 ) -> str:
     """Words for a subgroup: ``"sex = Male; age = Under 25"`` (``"all values"`` when
     unrestricted); a range of three or more values of an ``ordinal`` attribute reads
-    ``"priors = 2 to 9"``."""
+    ``"priors = 2 to 9"``.
+
+    Parameters
+    ----------
+    subgroup : dict
+        ``{attribute: [included values]}``.
+    prefix : str, optional
+        Put in front of the words.
+    ordinal : sequence of str, optional
+        Attributes whose values are ordered (their runs read as ranges).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from bayesfair.scan import describe_subgroup
+    >>> describe_subgroup({"sex": ["Male"], "priors": [2, 3, 4]}, ordinal=["priors"])
+    'sex = Male; priors = 2 to 4'
+    """
     parts = [
         f"{k} = {v[0]} to {v[-1]}"
         if k in ordinal and len(v) > 2
@@ -64,7 +84,27 @@ def describe_subgroup(
 
 
 def subgroup_mask(frame: pd.DataFrame, subgroup: dict[str, list]) -> np.ndarray:
-    """Boolean row mask of a subgroup given as ``{attribute: [values]}``."""
+    """Boolean row mask of a subgroup given as ``{attribute: [values]}``.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    subgroup : dict
+        ``{attribute: [included values]}`` (for example ``ScanResult.subgroup``).
+
+    Returns
+    -------
+    numpy.ndarray
+        True for the rows in the subgroup.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from bayesfair.scan import subgroup_mask
+    >>> df = pd.DataFrame({"sex": ["M", "F", "M"], "age": ["<25", "<25", "25+"]})
+    >>> subgroup_mask(df, {"sex": ["M"], "age": ["<25"]}).tolist()
+    [True, False, False]
+    """
     mask = np.ones(len(frame), bool)
     for col, vals in subgroup.items():
         if col not in frame.columns:
@@ -74,7 +114,7 @@ def subgroup_mask(frame: pd.DataFrame, subgroup: dict[str, list]) -> np.ndarray:
 
 
 @dataclass
-class ScanResult:
+class ScanResult:  # numpydoc ignore=PR01
     """The highest-scoring subgroup of a subset scan.
 
     Attributes
@@ -97,6 +137,18 @@ class ScanResult:
         Boolean mask of the subgroup over the scanned rows.
     restart_scores : numpy.ndarray
         Score reached by each restart (the first started at all values).
+    score_type, direction : str
+        The scan's score (``"bernoulli"`` or ``"gaussian"``) and direction.
+    penalty : float
+        Penalty per restricted attribute value.
+    sigma : float or None
+        Noise scale of the Gaussian score.
+    attributes : tuple of str
+        The scanned attributes.
+    values : dict
+        Every value of every scanned attribute.
+    ordinal : tuple of str
+        Attributes scanned as ordered (contiguous ranges only).
     """
 
     __repr__ = compact_repr
@@ -120,10 +172,21 @@ class ScanResult:
     ordinal: tuple[str, ...] = ()
 
     def describe(self) -> str:
+        """The subgroup in words (:func:`describe_subgroup`).
+
+        Returns
+        -------
+        str
+        """
         return describe_subgroup(self.subgroup, ordinal=self.ordinal)
 
     def summary(self) -> pd.DataFrame:
-        """One-row table of the detected subgroup."""
+        """One-row table of the detected subgroup.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         return pd.DataFrame(
             [
                 {
