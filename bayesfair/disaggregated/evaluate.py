@@ -19,6 +19,7 @@ from .hierarchical import _pinned_down, fit_hierarchical
 from .shrinkage import EB_INTERVALS, empirical_bayes, james_stein, standard_intervals
 from .structured import (
     check_rblpr_options,
+    drop_target_copies,
     goodness_of_fit,
     group_features,
     structured_regression,
@@ -59,7 +60,8 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
     level : float
         Confidence level of ``lower`` and ``upper`` in ``table``.
     structured : dict
-        Per metric: chosen lambda, selected features, coefficients.
+        Per metric: chosen lambda, selected features, coefficients, and the features
+        left out because they copy the metric (``dropped``).
     idata : dict
         ArviZ InferenceData of the hierarchical model(s): "binomial", "fay_herriot".
     diagnostics : dict
@@ -164,6 +166,8 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         expl = group_features(
             gd, identity=False, attributes=False, explanatory=explanatory, outcome_rates=True
         )
+        ok = np.isfinite(s) & (gd.sizes() > 0)
+        expl, _ = drop_target_copies(expl, s, ok, f"goodness of fit of {metric!r}")
         sens = group_features(gd, identity=False, attributes=True)
         ysens = group_features(gd, identity=False, attributes=False, outcome_interactions=True)
         models = {
@@ -375,7 +379,9 @@ def disaggregated_evaluation(
     interactions, explanatory, outcome_rates
         Structured-regression features besides group and attribute indicators:
         pairwise attribute interactions, group means of functions of the data
-        frame, and the group's outcome rate.
+        frame, and the group's outcome rate.  A feature that is an exact linear
+        function of a metric's standard estimates (the outcome rate of the base rate)
+        is left out of that metric's fit, with a warning.
     sr_interval : {"percentile", "basic"}
         rBLPR interval of structured regression (see
         :func:`~bayesfair.disaggregated.structured.structured_regression`).
@@ -573,7 +579,9 @@ def disaggregated_evaluation(
                 ridge=sr_ridge,
                 rng=rng,
             )
-            sr_info[name] = {k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas")}
+            sr_info[name] = {
+                k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas", "dropped")
+            }
             # the linear model of a rate or an AUC is projected onto [0, 1]
             ivals = {lv: _truncate_interval(iv, m) for lv, iv in sr["intervals"].items()}
             add(name, "structured", _truncate(sr["estimate"], m), ivals)

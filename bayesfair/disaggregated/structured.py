@@ -12,6 +12,7 @@ without group identities (Table 1).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 
@@ -20,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from ._lasso import PartialRidge, lambda_max, lasso_cd
-from .groups import GroupedData
+from .groups import GroupedData, metric_name
 
 __all__ = ["goodness_of_fit", "group_features", "structured_regression"]
 
@@ -123,6 +124,49 @@ def _standardise(F: np.ndarray):
     cont = ~binary & (spread > 1e-12)
     sd[cont] = spread[cont] / 0.5
     return F / sd, sd
+
+
+def target_copies(features: pd.DataFrame, s: np.ndarray, ok: np.ndarray) -> list[str]:
+    """Explanatory columns of ``features`` that are an exact affine function of the standard
+    estimates ``s`` on the groups ``ok`` that have one: the metric itself in disguise, such
+    as the outcome-rate feature when the metric is the base rate, or the selection rate of
+    decisions that equal the outcome.  The lasso fits every group exactly through such a
+    column, its residuals are zero, and its rBLPR intervals shrink to nothing (for the base
+    rate, small groups' 95% intervals covered the truth half the time).  Indicator columns
+    (group identities, attribute values) are the design, not explanatory features, and
+    are never reported; with three or fewer groups any column fits, so none is."""
+    y = np.asarray(s, float)[ok]
+    if ok.sum() <= 3 or np.ptp(y) == 0:
+        return []
+    tol = 1e-9 * max(1.0, float(np.max(np.abs(y))))
+    out = []
+    for name in features.columns:
+        f = features[name].to_numpy(float)[ok]
+        if np.all((f == 0) | (f == 1)) or np.ptp(f) == 0:
+            continue
+        design = np.column_stack([np.ones_like(f), f])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        if np.max(np.abs(design @ coef - y)) <= tol:
+            out.append(str(name))
+    return out
+
+
+def drop_target_copies(
+    features: pd.DataFrame, s: np.ndarray, ok: np.ndarray, what: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """``features`` without its :func:`target_copies`, and their names; warns, naming
+    ``what`` (the fit that leaves them out), when there are any."""
+    dropped = target_copies(features, s, ok)
+    if dropped:
+        warnings.warn(
+            f"{what}: left out the feature(s) {dropped}, an exact linear function of the "
+            "metric's own standard estimates (the metric itself, such as the outcome rate of "
+            "a base rate): a regression on them reproduces every group's estimate, with "
+            "residuals, and so intervals, of zero",
+            UserWarning,
+            stacklevel=3,
+        )
+    return features.drop(columns=dropped), dropped
 
 
 def lambda_ratios(n_lambdas: int) -> np.ndarray:
@@ -254,7 +298,9 @@ def structured_regression(
     dict
         ``estimate`` (groups,), ``lpr`` (the lasso + partial ridge estimate),
         ``intervals`` {level: (lo, hi)}, ``lam``, ``cv_loss``, ``lambdas``,
-        ``selected`` (feature names) and ``coef`` (a Series on the features' scale).
+        ``selected`` (feature names), ``coef`` (a Series on the features' scale) and
+    ``dropped``: features left out because they copy the metric (see
+    :func:`target_copies`; also warned).
 
     Examples
     --------
@@ -274,11 +320,14 @@ def structured_regression(
     """
     check_rblpr_options(interval, ridge)
     F_df = group_features(gd) if features is None else features
-    F, _sd = _standardise(F_df.to_numpy(float))
     n = gd.sizes().astype(float)
     ok = np.isfinite(s) & (n > 0)
     if ok.sum() < 2:
         raise ValueError("structured regression needs at least two groups with estimates")
+    F_df, dropped = drop_target_copies(
+        F_df, s, ok, f"structured regression of {metric_name(metric)!r}"
+    )
+    F, _sd = _standardise(F_df.to_numpy(float))
     w = n[ok] / sigma2
     lmax = lambda_max(F[ok], s[ok], w)
     lams = lmax * lambda_ratios(n_lambdas) if lmax > 0 else np.array([0.0])
@@ -333,6 +382,7 @@ def structured_regression(
         "cv_loss": cv_loss,
         "selected": list(F_df.columns[selected]),
         "coef": pd.Series(theta / _sd, index=F_df.columns),
+        "dropped": dropped,
     }
 
 
