@@ -134,7 +134,8 @@ def target_copies(features: pd.DataFrame, s: np.ndarray, ok: np.ndarray) -> list
     column, its residuals are zero, and its rBLPR intervals shrink to nothing (for the base
     rate, small groups' 95% intervals covered the truth half the time).  Indicator columns
     (group identities, attribute values) are the design, not explanatory features, and
-    are never reported; with three or fewer groups any column fits, so none is."""
+    are never reported; with three groups or fewer an exact fit is too easily a
+    coincidence (any column fits two), so none is."""
     y = np.asarray(s, float)[ok]
     if ok.sum() <= 3 or np.ptp(y) == 0:
         return []
