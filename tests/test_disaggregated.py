@@ -557,9 +557,14 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
     df = _frame(400)
     df["d"] = 0
     df.loc[df.race == "D", "y"] = 0  # and FNR is undefined in race D
-    with pytest.warns(
-        UserWarning,
-        match=r"'fnr': no group's bootstrap resamples vary .*pooled variance \(eq. 6\) is 0",
+    with (
+        pytest.warns(
+            UserWarning,
+            match=r"'fnr': no group's bootstrap resamples vary .*pooled variance \(eq. 6\) is 0",
+        ),
+        # with no positive decision, accuracy is 1 - P(Y=1): the outcome-rate feature is
+        # the metric itself and leaves structured regression
+        pytest.warns(UserWarning, match=r"structured regression of 'accuracy': left out"),
     ):
         res = disaggregated_evaluation(
             df,
@@ -571,6 +576,7 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
             n_bootstrap=20,
             random_state=0,
         )
+    assert res.structured["accuracy"]["dropped"] == ["P(Y=1)"]
     assert res.sigma2["fnr"] == 0 and res.sigma2["accuracy"] > 0
     t = res.table[res.table.metric == "fnr"]
     assert len(t) == 4 * res.grouped.n_groups
