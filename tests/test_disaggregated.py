@@ -482,6 +482,7 @@ def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_fe
         for est in cover:
             cover[est].extend(inside[t["estimator"] == est])
     rates = {est: float(np.mean(v)) for est, v in cover.items()}
+    print(f"small groups' 95% coverage of the base rate over 20 populations: {rates}")
     assert len(cover["structured"]) > 150
     assert rates["structured"] >= 0.85, rates
     assert abs(rates["structured"] - rates["standard"]) < 0.06, rates
@@ -490,6 +491,61 @@ def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_fe
         gof = res.goodness_of_fit("base_rate")
     # (it was F = inf, p = 0); with no explanatory feature left there is no test
     assert np.isnan(gof.set_index("model").loc["expl", "pvalue"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["additive", "unstructured"])
+def test_hierarchical_intervals_cover_on_synthetic_populations(kind):
+    """Hierarchical Bayes' 95% intervals of the selection rate, over 20 samples (sizes 5 to
+    300 per group) of a population of 24 groups whose true rates are additive in the
+    attributes' log-odds or ignore the attributes: measured coverage small / large groups
+    0.973 / 0.939 (additive) and 0.929 / 0.943 (unstructured), at 0.61 and 0.78 of the
+    standard intervals' width on the small groups (``pytest -s`` prints them)."""
+    rng0 = np.random.default_rng(7)
+    groups = pd.MultiIndex.from_product(
+        [["a1", "a2", "a3", "a4"], ["b1", "b2"], ["c1", "c2", "c3"]], names=list("ABC")
+    ).to_frame(index=False)
+    if kind == "additive":
+        codes = {c: pd.Categorical(groups[c]).codes for c in "ABC"}
+        eta = -0.8 + sum(rng0.normal(0, 0.5, groups[c].nunique())[codes[c]] for c in "ABC")
+        eta = eta + rng0.normal(0, 0.2, len(groups))
+    else:
+        eta = rng0.normal(-0.8, 0.7, len(groups))
+    p = 1 / (1 + np.exp(-eta))
+    truth = dict(zip([", ".join(t) for t in groups.itertuples(index=False)], p, strict=True))
+    rows = []
+    for r in range(20):
+        rng = np.random.default_rng(100 + r)
+        sizes = np.round(np.exp(rng.uniform(np.log(5), np.log(300), len(groups)))).astype(int)
+        g = np.repeat(np.arange(len(groups)), sizes)
+        df = groups.iloc[g].reset_index(drop=True)
+        df["d"] = (rng.random(len(g)) < p[g]).astype(int)
+        df["y"] = rng.integers(0, 2, len(g))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SamplerWarning)  # short chains; coverage is the test
+            res = disaggregated_evaluation(
+                df,
+                list("ABC"),
+                "y",
+                "d",
+                metrics=["selection_rate"],
+                estimators=["standard", "hierarchical"],
+                hb_draws=500,
+                hb_chains=2,
+                random_state=r,
+            )
+        rows.append(res.table)
+    t = pd.concat(rows)
+    t["truth"] = t["group"].map(truth)
+    t["cover"] = (t["lower"] <= t["truth"]) & (t["truth"] <= t["upper"])
+    t["width"] = t["upper"] - t["lower"]
+    t["small"] = t["n"] <= 25
+    out = t.groupby(["estimator", "small"])[["cover", "width"]].mean()
+    print(kind, out.round(3).to_dict())
+    hb = out.loc["hierarchical"]
+    assert (t.loc[t["estimator"] == "hierarchical", "small"]).sum() > 150
+    assert hb["cover"].between(0.89, 0.99).all(), out
+    assert hb.loc[True, "width"] < 0.85 * out.loc[("standard", True), "width"], out
 
 
 def test_undefined_groups_are_reported_not_dropped():
