@@ -30,8 +30,8 @@ docs: $(STAMP)
 	@echo "documentation: docs/_build/html/index.html"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check bayesfair tests benchmarks
-	$(VENV)/bin/ruff format --check bayesfair tests benchmarks
+	$(VENV)/bin/ruff check bayesfair tests benchmarks docs
+	$(VENV)/bin/ruff format --check bayesfair tests benchmarks docs
 
 clean:
 	rm -rf $(VENV) report.html .pytest_cache build *.egg-info docs/_build docs/generated

@@ -6,7 +6,7 @@ import bayesfair
 
 project = "bayesfair"
 author = "bayesfair developers"
-copyright = "2026, bayesfair developers"  # noqa: A001
+copyright = "2026, bayesfair developers"
 release = bayesfair.__version__
 version = release
 
@@ -20,7 +20,6 @@ autosummary_generate = True
 autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
-templates_path = ["_templates"]
 exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_title = f"bayesfair {release}"

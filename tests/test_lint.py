@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TARGETS = ["bayesfair", "tests", "benchmarks"]
+TARGETS = ["bayesfair", "tests", "benchmarks", "docs"]
 
 
 def _ruff() -> str:
