@@ -389,6 +389,52 @@ def test_partial_ridge_argument_is_checked():
             )
 
 
+def test_cross_validation_computes_features_from_each_training_fold():
+    """Group means of the data (the outcome rate, explanatory features) are recomputed from
+    each fold's training rows: the held-out rows' outcomes must not reach the training fit
+    through the features.  The folds split every group's rows about evenly."""
+    df = _frame(3000)
+    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
+    s = gd.estimate("fpr")
+    seen = []
+
+    def features(rows=None):
+        if rows is not None:
+            seen.append(np.asarray(rows).copy())
+        return group_features(gd, rows=rows, outcome_rates=True)
+
+    structured_regression(
+        gd,
+        "fpr",
+        s,
+        0.2,
+        features=features(),
+        fold_features=features,
+        n_bootstrap=10,
+        rng=np.random.default_rng(0),
+    )
+    assert len(seen) == 10
+    held_out = np.vstack([~rows for rows in seen])
+    assert (held_out.sum(axis=0) == 1).all()  # every row is held out exactly once
+    for rows in seen:
+        kept = gd.sizes(rows) / gd.sizes()
+        assert np.all(np.abs(kept - 0.9) <= 0.1)
+    # the training fold's outcome rate is not the full data's
+    full = group_features(gd, outcome_rates=True)["P(Y=1)"]
+    assert not np.allclose(group_features(gd, rows=seen[0], outcome_rates=True)["P(Y=1)"], full)
+    with pytest.raises(ValueError, match="must return the columns of `features`"):
+        structured_regression(
+            gd,
+            "fpr",
+            s,
+            0.2,
+            features=features(),
+            fold_features=lambda rows: group_features(gd, rows=rows),
+            n_bootstrap=10,
+            rng=np.random.default_rng(0),
+        )
+
+
 def test_features_and_goodness_of_fit():
     df = _frame(4000)
     rng = np.random.default_rng(3)

@@ -511,6 +511,16 @@ def disaggregated_evaluation(
                     }
                 )
 
+    def sr_features(rows: np.ndarray | None = None) -> pd.DataFrame:
+        # structured regression's features; cross-validation recomputes them on its folds
+        return group_features(
+            gd,
+            rows=rows,
+            interactions=interactions,
+            explanatory=explanatory,
+            outcome_rates=outcome_rates,
+        )
+
     std = {}
     degenerate: dict[str, str] = {}  # metric -> why it has no pooled variance / no shrinkage
     for name, m in zip(names, metrics, strict=True):
@@ -564,15 +574,13 @@ def disaggregated_evaluation(
                 ivals[lv] = _truncate_interval((lo, hi), m)
             add(name, "empirical_bayes", est, ivals)
         if "structured" in estimators:
-            feats = group_features(
-                gd, interactions=interactions, explanatory=explanatory, outcome_rates=outcome_rates
-            )
             sr = structured_regression(
                 gd,
                 m,
                 s,
                 sigma2,
-                features=feats,
+                features=sr_features(),
+                fold_features=sr_features,
                 levels=levels,
                 n_bootstrap=n_bootstrap,
                 interval=sr_interval,

@@ -181,9 +181,10 @@ def _fit(X, y, w, lam):
     return b0, th
 
 
-def _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng):
+def _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, fold_features=None):
     """10-fold CV over rows, folds stratified by group; weighted squared error on the
-    held-out fold's standard estimates."""
+    held-out fold's standard estimates.  ``fold_features(rows)`` gives the (scaled)
+    features of a training fold; without it every fold uses ``F``."""
     fold = np.empty(len(gd.group), np.int64)
     for a in range(gd.n_groups):
         idx = np.flatnonzero(gd.group == a)
@@ -197,10 +198,11 @@ def _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng):
         te = np.isfinite(s_te) & (n_te > 0)
         if ok.sum() < 2 or not te.any():
             continue
+        Fk = F if fold_features is None else fold_features(tr)
         theta = np.zeros(F.shape[1])
         for i, lam in enumerate(lams):
-            b0, theta = lasso_cd(F[ok], s_tr[ok], n_tr[ok] / sigma2, lam, theta)
-            pred = b0 + F @ theta
+            b0, theta = lasso_cd(Fk[ok], s_tr[ok], n_tr[ok] / sigma2, lam, theta)
+            pred = b0 + Fk @ theta
             loss[i] += np.sum(n_te[te] * (pred[te] - s_te[te]) ** 2)
     return lams[int(np.argmin(loss))], loss
 
@@ -230,6 +232,7 @@ def structured_regression(
     sigma2: float,
     *,
     features: pd.DataFrame | None = None,
+    fold_features: Callable[[np.ndarray], pd.DataFrame] | None = None,
     levels: Sequence[float] = (0.95,),
     n_bootstrap: int = 500,
     n_folds: int = 10,
@@ -281,6 +284,12 @@ def structured_regression(
     features : pandas.DataFrame, optional
         One row per group (:func:`group_features`); default identities and attribute
         values.
+    fold_features : callable, optional
+        ``rows -> features`` computed from a cross-validation training fold's rows
+        alone (``lambda rows: group_features(gd, rows=rows, ...)`` with the arguments
+        that built ``features``), so that group means of the data (explanatory features,
+        the outcome rate) do not carry the held-out rows into the training fit.  Default:
+        ``features`` in every fold, which is exact for indicator features only.
     levels : sequence of float, default (0.95,)
         Confidence levels of the intervals.
     n_bootstrap : int, default 500
@@ -329,12 +338,21 @@ def structured_regression(
         F_df, s, ok, f"structured regression of {metric_name(metric)!r}"
     )
     F, _sd = _standardise(F_df.to_numpy(float))
+    scaled_fold_features = None
+    if fold_features is not None:
+
+        def scaled_fold_features(rows: np.ndarray) -> np.ndarray:
+            fold = fold_features(rows).drop(columns=dropped)
+            if list(fold.columns) != list(F_df.columns):
+                raise ValueError("`fold_features` must return the columns of `features`")
+            return fold.to_numpy(float) / _sd
+
     w = n[ok] / sigma2
     lmax = lambda_max(F[ok], s[ok], w)
     lams = lmax * lambda_ratios(n_lambdas) if lmax > 0 else np.array([0.0])
     cv_loss = None
     if lam is None:
-        lam, cv_loss = _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng)
+        lam, cv_loss = _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, scaled_fold_features)
     b0, theta = _fit(F[ok], s[ok], w, lam)
     est = b0 + F @ theta
     selected = np.abs(theta) > 1e-12
