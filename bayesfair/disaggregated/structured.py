@@ -265,7 +265,7 @@ def structured_regression(
       simulation, ``tests/test_disaggregated.py -k rblpr``, about 0.7 of the
       standard width with 95% coverage near 0.96), but it under-covers where the
       features miss real differences between small groups (on the Adult
-      simulation, 0.89-0.91 for AUC and accuracy).
+      simulation, 0.89 for AUC).
     * ``"rows"``: n = number of rows, each carrying its group's estimate (the loss
       of eq. 5 is least squares over rows).  A group's indicator keeps n_a / (n_a +
       1) of its deviation, so intervals are close to the standard width and cover

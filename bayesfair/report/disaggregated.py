@@ -88,7 +88,7 @@ def add_disaggregated_section(
                 "Structured regression's intervals (residual bootstrap lasso + partial ridge) "
                 "carry the uncertainty of the fitted surface; where its features miss real "
                 "differences between small groups they can be too short (in the package's Adult "
-                "simulation, 0.89-0.91 coverage at 95% for AUC and accuracy). "
+                "simulation, 0.89 coverage at 95% for AUC). "
                 "disaggregated_evaluation(..., sr_ridge='rows') gives conservative ones."
             )
         )
