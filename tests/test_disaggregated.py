@@ -493,6 +493,25 @@ def test_features_that_copy_the_metric_are_found():
     assert target_copies(feats.iloc[:3], gd.estimate("base_rate")[:3], ok[:3]) == []
 
 
+def _abc_groups() -> pd.DataFrame:
+    """24 groups: A (4 values) x B (2) x C (3)."""
+    return pd.MultiIndex.from_product(
+        [["a1", "a2", "a3", "a4"], ["b1", "b2"], ["c1", "c2", "c3"]], names=list("ABC")
+    ).to_frame(index=False)
+
+
+def _rows_of(groups: pd.DataFrame, rng, smallest: int, largest: int):
+    """Group sizes log-uniform in [smallest, largest]; each row's group code and attributes."""
+    sizes = np.round(np.exp(rng.uniform(np.log(smallest), np.log(largest), len(groups))))
+    g = np.repeat(np.arange(len(groups)), sizes.astype(int))
+    return g, groups.iloc[g].reset_index(drop=True)
+
+
+def _truth_of(groups: pd.DataFrame, values) -> dict:
+    """Group label (as disaggregated_evaluation writes it) -> true value."""
+    return dict(zip([", ".join(t) for t in groups.itertuples(index=False)], values, strict=True))
+
+
 @pytest.mark.slow
 def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_feature():
     """With the default features, the base rate's own outcome-rate feature let the lasso fit
@@ -500,15 +519,11 @@ def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_fe
     group-draws (20 populations of 24 groups whose rates ignore the attributes, sizes 3 to
     400), against 0.92 for the standard intervals.  Left out, it is 0.92 for both."""
     cover = {"standard": [], "structured": []}
+    groups = _abc_groups()
     for r in range(20):
         rng = np.random.default_rng(r)
-        groups = pd.MultiIndex.from_product(
-            [["a1", "a2", "a3", "a4"], ["b1", "b2"], ["c1", "c2", "c3"]], names=list("ABC")
-        ).to_frame(index=False)
         p = 1 / (1 + np.exp(-rng.normal(-1, 0.8, len(groups))))
-        sizes = np.round(np.exp(rng.uniform(np.log(3), np.log(400), len(groups)))).astype(int)
-        g = np.repeat(np.arange(len(groups)), sizes)
-        df = groups.iloc[g].reset_index(drop=True)
+        g, df = _rows_of(groups, rng, 3, 400)
         df["y"] = (rng.random(len(g)) < p[g]).astype(int)
         df["d"] = (rng.random(len(g)) < 0.5).astype(int)
         with pytest.warns(UserWarning, match=r"left out the feature\(s\) \['P\(Y=1\)'\]"):
@@ -522,7 +537,7 @@ def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_fe
                 random_state=r,
             )
         assert res.structured["base_rate"]["dropped"] == ["P(Y=1)"]
-        truth = dict(zip([", ".join(t) for t in groups.itertuples(index=False)], p, strict=True))
+        truth = _truth_of(groups, p)
         t = res.table[res.table["n"] <= 25]
         inside = (t["lower"] <= t["group"].map(truth)) & (t["group"].map(truth) <= t["upper"])
         for est in cover:
@@ -548,9 +563,7 @@ def test_hierarchical_intervals_cover_on_synthetic_populations(kind):
     0.973 / 0.939 (additive) and 0.929 / 0.943 (unstructured), at 0.61 and 0.78 of the
     standard intervals' width on the small groups (``pytest -s`` prints them)."""
     rng0 = np.random.default_rng(7)
-    groups = pd.MultiIndex.from_product(
-        [["a1", "a2", "a3", "a4"], ["b1", "b2"], ["c1", "c2", "c3"]], names=list("ABC")
-    ).to_frame(index=False)
+    groups = _abc_groups()
     if kind == "additive":
         codes = {c: pd.Categorical(groups[c]).codes for c in "ABC"}
         eta = -0.8 + sum(rng0.normal(0, 0.5, groups[c].nunique())[codes[c]] for c in "ABC")
@@ -558,13 +571,11 @@ def test_hierarchical_intervals_cover_on_synthetic_populations(kind):
     else:
         eta = rng0.normal(-0.8, 0.7, len(groups))
     p = 1 / (1 + np.exp(-eta))
-    truth = dict(zip([", ".join(t) for t in groups.itertuples(index=False)], p, strict=True))
+    truth = _truth_of(groups, p)
     rows = []
     for r in range(20):
         rng = np.random.default_rng(100 + r)
-        sizes = np.round(np.exp(rng.uniform(np.log(5), np.log(300), len(groups)))).astype(int)
-        g = np.repeat(np.arange(len(groups)), sizes)
-        df = groups.iloc[g].reset_index(drop=True)
+        g, df = _rows_of(groups, rng, 5, 300)
         df["d"] = (rng.random(len(g)) < p[g]).astype(int)
         df["y"] = rng.integers(0, 2, len(g))
         with warnings.catch_warnings():
