@@ -422,6 +422,26 @@ def test_cross_validation_computes_features_from_each_training_fold():
     # the training fold's outcome rate is not the full data's
     full = group_features(gd, outcome_rates=True)["P(Y=1)"]
     assert not np.allclose(group_features(gd, rows=seen[0], outcome_rates=True)["P(Y=1)"], full)
+    # disaggregated_evaluation runs an explanatory function once, not per metric and fold
+    calls = []
+
+    def mean_score(frame):
+        calls.append(1)
+        return frame["score"].to_numpy()
+
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        "d",
+        metrics=["fpr", "fnr"],
+        estimators=["structured"],
+        explanatory={"mean_score": mean_score},
+        n_bootstrap=10,
+        random_state=0,
+    )
+    assert len(calls) == 1
+    assert "expl:mean_score" in res.structured["fpr"]["coef"].index
     with pytest.raises(ValueError, match="must return the columns of `features`"):
         structured_regression(
             gd,

@@ -511,15 +511,23 @@ def disaggregated_evaluation(
                     }
                 )
 
+    # structured regression's features: group means over all rows, and in cross-validation
+    # over each fold's training rows; the explanatory functions run once, not per metric
+    # and fold (only their per-row values are needed)
+    per_row = {}
+    if "structured" in estimators:
+        per_row = {name: fn(gd.frame) for name, fn in (explanatory or {}).items()}
+
     def sr_features(rows: np.ndarray | None = None) -> pd.DataFrame:
-        # structured regression's features; cross-validation recomputes them on its folds
         return group_features(
             gd,
             rows=rows,
             interactions=interactions,
-            explanatory=explanatory,
+            explanatory=per_row,
             outcome_rates=outcome_rates,
         )
+
+    sr_all_rows = sr_features() if "structured" in estimators else None
 
     std = {}
     degenerate: dict[str, str] = {}  # metric -> why it has no pooled variance / no shrinkage
@@ -579,7 +587,7 @@ def disaggregated_evaluation(
                 m,
                 s,
                 sigma2,
-                features=sr_features(),
+                features=sr_all_rows,
                 fold_features=sr_features,
                 levels=levels,
                 n_bootstrap=n_bootstrap,

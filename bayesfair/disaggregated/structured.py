@@ -32,7 +32,7 @@ def group_features(
     identity: bool = True,
     attributes: bool = True,
     interactions: bool = False,
-    explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None,
+    explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray] | np.ndarray] | None = None,
     outcome_rates: bool = False,
     outcome_interactions: bool = False,
     rows: np.ndarray | None = None,
@@ -54,8 +54,9 @@ def group_features(
         One indicator per attribute value.
     interactions : bool, default False
         Indicators of every pair of values of two attributes.
-    explanatory : mapping of str to callable, optional
-        ``{name: f(frame) -> one value per row}``; the feature is the group mean.
+    explanatory : mapping of str to callable or array, optional
+        ``{name: f(frame) -> one value per row}`` (or those values themselves); the
+        feature is the group mean.
     outcome_rates, outcome_interactions : bool, default False
         See above.
     rows : numpy.ndarray, optional
@@ -100,7 +101,7 @@ def group_features(
         return np.where(n > 0, tot / np.maximum(n, 1), overall)
 
     for name, fn in (explanatory or {}).items():
-        vals = np.asarray(fn(gd.frame), float)
+        vals = np.asarray(fn(gd.frame) if callable(fn) else fn, float)
         if vals.shape != (len(gd.group),):
             raise ValueError(f"explanatory feature {name!r} must return one value per row")
         cols[f"expl:{name}"] = gmean(vals)
