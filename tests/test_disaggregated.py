@@ -1146,13 +1146,16 @@ def test_lasso_path_oracle_matches_structured_regression_and_simulate():
 
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("binomial", [True, False])
-@pytest.mark.parametrize("interactions", [True, False, "one attribute"])
+@pytest.mark.parametrize("interactions", [True, False, "one attribute", "150 cells"])
 def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions, centred):
     """The sampler's hand-written density and gradient (disaggregated/_hb_logp.py) against
     PyMC's for the same hierarchical model, at random points; and theta / eta and the
     standardized effects z.  With one attribute a count model has no group effect besides
     the main effect.  ``centred``: the attribute and pair blocks sampled centred for the
-    first measure and with centring weight 0.4 for the second (default: as chosen)."""
+    first measure and with centring weight 0.4 for the second (default: as chosen).
+    "150 cells": a pair of attributes with 3 x 50 values, whose cell index overflowed
+    pandas' int8 codes past 127 cells (both densities then indexed the wrong cells, and
+    differed from each other)."""
     from bayesfair._nutpie import hb_expand
     from bayesfair.disaggregated.hierarchical import _Problem
 
@@ -1161,6 +1164,9 @@ def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions, ce
     )
     if interactions == "one attribute":
         labels, interactions = pd.DataFrame({"a": ["x", "y", "z", "w"]}), True
+    if interactions == "150 cells":
+        labels = pd.MultiIndex.from_product([["x", "y", "z"], range(50)], names=["a", "b"])
+        labels, interactions = labels.to_frame(index=False), True
     rng = np.random.default_rng(2)
     G, M = len(labels), 2
     if binomial:
@@ -1175,6 +1181,8 @@ def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions, ce
     if centred:  # centred for the first measure, partially non-centred for the second
         prob.centring = {name: np.array([1.0, 0.4]) for name in prob.centring}
     model, lay = prob.pymc_model(), prob.layout()
+    if len(labels) == 150:  # every group its own cell of the pair block, in product order
+        np.testing.assert_array_equal(lay.blocks[2][2], np.arange(150))
     names = [v.name for v in model.value_vars]
     assert ("sigma_group_log__" in names) == (len(labels.columns) > 1 or not binomial)
     start = model.initial_point()

@@ -271,6 +271,21 @@ def test_scan_finds_injected_subgroup_and_is_seeded():
     assert neg.score < r1.score and (np.isnan(neg.q) or neg.q <= 1)
 
 
+def test_scan_categorical_attribute_with_an_unused_category():
+    """A categorical attribute scans as its values do; a category no row has is left out
+    (it built the codes through a Categorical constructor that pandas deprecates)."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    df = pd.DataFrame({"a": rng.choice(["p", "q", "r"], n), "b": rng.integers(0, 3, n)})
+    p = rng.uniform(0.1, 0.6, n)
+    y = (rng.random(n) < np.where(df.a == "q", np.minimum(2 * p, 0.95), p)).astype(float)
+    plain = subset_scan(df, ["a", "b"], y, p, penalty=1, n_restarts=5, random_state=0)
+    cat = df.assign(a=pd.Categorical(df.a, categories=["r", "unused", "q", "p"]))
+    res = subset_scan(cat, ["a", "b"], y, p, penalty=1, n_restarts=5, random_state=0)
+    assert res.subgroup == plain.subgroup == {"a": ["q"]}
+    assert res.score == pytest.approx(plain.score)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -42,7 +42,12 @@ def _design(labels: pd.DataFrame):
     """Codes and values of every attribute, the attributes that get an effect block and
     their pairs.  An attribute with one value has no effect to estimate (its sum-to-zero
     block is empty), and would leave the sampler a scale that only its prior informs."""
-    codes = {c: pd.Categorical(labels[c], categories=pd.unique(labels[c])).codes for c in labels}
+    # int64: pandas' codes are int8 for fewer than 128 values, and a pair's cell index
+    # ``codes[c1] * n2 + codes[c2]`` wrapped around past 127 cells
+    codes = {
+        c: pd.Categorical(labels[c], categories=pd.unique(labels[c])).codes.astype(np.int64)
+        for c in labels
+    }
     levels = {c: list(pd.unique(labels[c])) for c in labels}
     attributes = [c for c in labels.columns if len(levels[c]) > 1]
     return codes, levels, attributes, list(combinations(attributes, 2))

@@ -216,8 +216,8 @@ def _codes(frame: pd.DataFrame, attributes: Sequence[str]):
                 "fill or drop them before scanning"
             )
         if isinstance(s.dtype, pd.CategoricalDtype):
-            cats = [c for c in s.cat.categories if (s == c).any()]
-            c = pd.Categorical(s, categories=cats).codes
+            s = s.cat.remove_unused_categories()
+            c, cats = s.cat.codes.to_numpy(), list(s.cat.categories)
         else:
             c, cats = pd.factorize(s, sort=True)
             cats = list(cats)
