@@ -389,6 +389,40 @@ def test_partial_ridge_argument_is_checked():
             )
 
 
+@pytest.mark.parametrize("lam2", [0.0, 1e-5, 0.01])
+def test_partial_ridge_equals_the_penalised_least_squares_solution(lam2):
+    """rBLPR's partial ridge (Woodbury updates of one inverse for few selected coefficients,
+    the dense solve otherwise) against the minimiser of sum_i w_i (y_i - c0 - x_i c)^2 +
+    lam2 sum_{j not selected} c_j^2 (+ 1e-10 |c|^2) by least squares on the augmented system:
+    more features than rows (one identity feature per group), collinear columns, and
+    selections of every size."""
+    from bayesfair.disaggregated._lasso import PartialRidge
+
+    rng = np.random.default_rng(0)
+    for n, p, n_sel in [(40, 60, 3), (40, 60, 0), (40, 60, 35), (80, 20, 5), (30, 45, 12)]:
+        X = np.column_stack([np.eye(n)[:, : min(n, p)], rng.normal(size=(n, max(0, p - n)))])
+        X[:, -1] = X[:, -2] + X[:, -3]  # a collinear column
+        w = rng.uniform(0.5, 5.0, n)
+        ridge, dense = PartialRidge(X, w), PartialRidge(X, w, dense=True)
+        for _ in range(3):
+            y = rng.normal(size=n)
+            sel = np.zeros(p, bool)
+            sel[rng.choice(p, n_sel, replace=False)] = True
+            ws = w / w.sum()
+            xa = np.column_stack([np.ones(n), X])
+            pen = np.concatenate([[0.0], np.where(sel, 0.0, lam2)]) + 1e-10
+            aug = np.vstack([np.sqrt(ws)[:, None] * xa, np.diag(np.sqrt(pen))])
+            want = np.linalg.lstsq(aug, np.concatenate([np.sqrt(ws) * y, np.zeros(p + 1)]))[0]
+            for fit in (ridge, dense):
+                c0, c = fit.fit(y, sel, lam2)
+                got = np.concatenate([[c0], c])
+                np.testing.assert_allclose(xa @ got, xa @ want, atol=1e-7)
+                np.testing.assert_allclose(got, want, atol=1e-5 * max(1.0, np.abs(want).max()))
+        # the update, not its fallback, solved every case with few selected and lam2 > 0
+        assert ridge.dense_solves == (3 if lam2 == 0 or 2 * (n_sel + 1) >= p + 1 else 0)
+        assert dense.dense_solves == 3
+
+
 def test_cross_validation_computes_features_from_each_training_fold():
     """Group means of the data (the outcome rate, explanatory features) are recomputed from
     each fold's training rows: the held-out rows' outcomes must not reach the training fit
