@@ -140,6 +140,9 @@ def sample_nuts(
             seed=seed,
             target_accept=target_accept,
             progress_bar=False,
+            # as PyMC's sampler (discard_tuned_samples): the tuning draws are not posterior
+            # draws, and kept they doubled the memory of a fit's draws (every group's rate)
+            save_warmup=False,
         )
     with pymc_model():
         return pm.sample(
