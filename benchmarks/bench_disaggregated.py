@@ -13,6 +13,7 @@ time and diagnostics).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import warnings
@@ -62,6 +63,18 @@ def _with_sklearn_lasso(fit, *args, **kw):
         return fit(*args, **kw)
     finally:
         sr_mod.lasso_cd = orig
+
+
+@contextlib.contextmanager
+def _with_option(module, name: str, **kw):
+    """Inside the block, ``module.name`` is ``functools.partial(module.name, **kw)``: the
+    same code with one option of a class changed, as a baseline."""
+    orig = getattr(module, name)
+    setattr(module, name, functools.partial(orig, **kw))
+    try:
+        yield
+    finally:
+        setattr(module, name, orig)
 
 
 def _run(df, estimators, **kw):
@@ -147,12 +160,8 @@ def run_many_groups(quick: bool = False) -> list[dict]:
         return time.perf_counter() - t0, res
 
     t_new, res = fit()
-    orig = _hb_logp.HBLayout
-    _hb_logp.HBLayout = functools.partial(orig, store_identity=True)
-    try:
+    with _with_option(_hb_logp, "HBLayout", store_identity=True):
         t_base, base = fit()
-    finally:
-        _hb_logp.HBLayout = orig
     same = all(
         np.array_equal(res.idata[k].posterior["theta"], base.idata[k].posterior["theta"])
         for k in res.idata
@@ -200,8 +209,6 @@ def run_small_groups(quick: bool = False) -> list[dict]:
     """Structured regression of 864 small groups (attributes of 6, 6, 4 and 6 values, 10,000
     rows): one identity feature per group makes the partial ridge systems of rBLPR 887 x 887.
     Baseline: the same with each system solved densely."""
-    from bayesfair.disaggregated import _lasso
-
     rng = np.random.default_rng(0)
     n, levels = 10_000, (6, 6, 4, 6)
     df = pd.DataFrame(
@@ -228,12 +235,8 @@ def run_small_groups(quick: bool = False) -> list[dict]:
 
     fit()  # load the compiled coordinate descent, warm every cache
     t_new, new = fit()
-    orig_ridge = _lasso.PartialRidge
-    sr_mod.PartialRidge = functools.partial(orig_ridge, dense=True)
-    try:
+    with _with_option(sr_mod, "PartialRidge", dense=True):
         t_dense, dense = fit()
-    finally:
-        sr_mod.PartialRidge = orig_ridge
     diff = float(
         np.nanmax(
             np.abs(
