@@ -799,6 +799,14 @@ def test_callable_metric_and_auc_run():
     assert ticks == [f"{g} (n={n})" for g, n in zip(est["group"], est["n"], strict=True)]
     with pytest.raises(ValueError, match="labels"):
         res.plot("auc", labels="names")
+    # max_groups keeps the smallest groups, and the axis says how many it left out
+    few = res.plot("auc", estimators=("standard", "structured"), max_groups=3)
+    assert [t.get_text() for t in few.get_xticklabels()] == [str(n) for n in sizes[:3]]
+    assert few.get_xlabel().endswith("the 3 smallest of 8 groups")
+    assert len(few.lines[0].get_xdata()) == 3  # the other groups' points are not drawn
+    assert "smallest" not in res.plot("auc", max_groups=8).get_xlabel()
+    with pytest.raises(ValueError, match="max_groups"):
+        res.plot("auc", max_groups=0)
     # nothing to draw is an error, not an empty chart; the default draws what there is
     with pytest.raises(ValueError, match=r"metric 'fpr' is not in this result; it has \['auc'"):
         res.plot("fpr")

@@ -243,10 +243,11 @@ def test_posterior_probability_beside_pvalues():
         posterior_probability_higher(data, "fnx", ["g"], "a")
 
 
-def test_per_group_table_gives_each_estimator_its_interval():
+def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
     """The report's per-group table: one row per group by size, each estimator's estimate
     and interval as in the result's table; a wide table scrolls inside the page."""
     from bayesfair import disaggregated_evaluation
+    from bayesfair.report import disaggregated as report_disaggregated
     from bayesfair.report.disaggregated import _metric_table, add_disaggregated_section
     from bayesfair.report.html import Report, Table
 
@@ -293,6 +294,11 @@ def test_per_group_table_gives_each_estimator_its_interval():
     res.eb_interval = "posterior"
     html = add_disaggregated_section(Report("t"), res).to_html()
     assert "are the paper&#x27;s plug-in posterior intervals" in html
+    assert "smallest of" not in html
+    # with more groups than a plot can show, it shows the smallest and says so
+    monkeypatch.setattr(report_disaggregated, "MAX_PLOTTED_GROUPS", 4)
+    html = add_disaggregated_section(Report("t"), res).to_html()
+    assert "The 4 smallest of 6 groups; the table below has every group." in html
 
 
 def test_rate_charts_leave_no_blank_band_on_many_intersections():

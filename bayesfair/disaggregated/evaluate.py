@@ -197,6 +197,7 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         ax=None,
         truth: Mapping[str, float] | None = None,
         labels: str = "size",
+        max_groups: int | None = None,
     ):
         """Figure 1 of Herlihy et al.: estimates and intervals by group, ordered by size.
 
@@ -205,7 +206,9 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         value) adds the true values, for simulations.
         ``labels`` marks each group on the axis by its size (``"size"``, as the
         paper's figure) or by its name and size (``"group"``), so that a reader can
-        tell which groups the data cannot speak for.
+        tell which groups the data cannot speak for.  ``max_groups`` keeps the plot to that
+        many of the smallest groups (the axis label says so); a default figure is 0.3 inch
+        wide per group shown.
 
         Parameters
         ----------
@@ -218,6 +221,8 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         truth : mapping, optional
             Group label -> true value.
         labels : {"size", "group"}
+        max_groups : int, optional
+            Show only this many groups, the smallest; default all.
 
         Returns
         -------
@@ -237,7 +242,12 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         missing = [e for e in estimators if e not in have]
         if missing:
             raise ValueError(f"estimator(s) {missing} are not in this result; it has {have}")
+        if max_groups is not None:
+            check_count(max_groups, "max_groups")
         groups = t.drop_duplicates("group").sort_values("n", kind="stable")
+        n_all = len(groups)
+        groups = groups.iloc[: max_groups or n_all]
+        t = t[t["group"].isin(groups["group"])]
         order = {g: i for i, g in enumerate(groups["group"])}
         if ax is None:
             _, ax = plt.subplots(figsize=(max(6, 0.3 * len(order)), 3.5))
@@ -262,13 +272,14 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
                 zorder=3,
             )
         ax.set_xticks(range(len(order)))
+        shown = f"; the {len(order)} smallest of {n_all} groups" if len(order) < n_all else ""
         if labels == "size":
             ax.set_xticklabels(groups["n"].astype(int), fontsize=7, rotation=90)
-            ax.set_xlabel("group size (groups ordered by size)")
+            ax.set_xlabel("group size (groups ordered by size)" + shown)
         else:
             ticks = [f"{g} (n={n})" for g, n in zip(groups["group"], groups["n"], strict=True)]
             ax.set_xticklabels(ticks, fontsize=7, rotation=90)
-            ax.set_xlabel("group (ordered by size)")
+            ax.set_xlabel("group (ordered by size)" + shown)
         ax.set_ylabel(metric)
         ax.legend(frameon=False, fontsize=8)
         return ax

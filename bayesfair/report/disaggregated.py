@@ -13,6 +13,10 @@ from .html import Figure, Report, Table, Text, whole_numbers
 
 __all__ = ["add_disaggregated_section"]
 
+#: The most groups a per-group plot shows (the smallest; the table lists every group): at
+#: 864 groups the plot was 242 inches wide.
+MAX_PLOTTED_GROUPS = 80
+
 
 def _metric_table(result: DisaggregatedResult, metric: str) -> pd.DataFrame:
     """One row per group (by size), per estimator its estimate and interval as text."""
@@ -112,12 +116,19 @@ def add_disaggregated_section(
     shown = list(metrics or dict.fromkeys(result.table["metric"]))
     for metric in shown:
         # a Figure outside pyplot's registry: a process writing many reports keeps none open
-        fig = MplFigure(figsize=(max(6.0, 0.28 * result.grouped.n_groups), 3.4))
+        n_plot = min(result.grouped.n_groups, MAX_PLOTTED_GROUPS)
+        fig = MplFigure(figsize=(max(6.0, 0.28 * n_plot), 3.4))
         ax = fig.add_subplot()
         # named groups: the reader should see *which* small groups the data cannot speak for
-        result.plot(metric, estimators=have, ax=ax, labels="group")
+        result.plot(metric, estimators=have, ax=ax, labels="group", max_groups=n_plot)
         ax.set_title(metric)
-        sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group."))
+        left_out = (
+            f" The {n_plot} smallest of {result.grouped.n_groups} groups; the table below has "
+            "every group."
+            if n_plot < result.grouped.n_groups
+            else ""
+        )
+        sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group.{left_out}"))
     for metric in shown:
         sec.add(Text(f"{metric}, group by group:"))
         sec.add(
