@@ -141,7 +141,7 @@ def sample_nuts(
             target_accept=target_accept,
             progress_bar=False,
             # as PyMC's sampler (discard_tuned_samples): the tuning draws are not posterior
-            # draws, and kept they doubled the memory of a fit's draws (every group's rate)
+            # draws, and kept they stored every variable (every group's rate) twice
             save_warmup=False,
         )
     with pymc_model():
