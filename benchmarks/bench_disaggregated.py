@@ -54,23 +54,13 @@ def _sklearn_lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10):
     return float(m.intercept_), m.coef_.copy()
 
 
-def _with_sklearn_lasso(fit, *args, **kw):
-    """``fit(*args, **kw)`` with structured regression's every lasso fit done by
-    scikit-learn's ``Lasso``."""
-    orig = sr_mod.lasso_cd
-    sr_mod.lasso_cd = _sklearn_lasso_cd
-    try:
-        return fit(*args, **kw)
-    finally:
-        sr_mod.lasso_cd = orig
-
-
 @contextlib.contextmanager
-def _with_option(module, name: str, **kw):
-    """Inside the block, ``module.name`` is ``functools.partial(module.name, **kw)``: the
-    same code with one option of a class changed, as a baseline."""
+def _patched(module, name: str, value):
+    """Inside the block, ``module.name`` is ``value``: the same code with one piece
+    replaced, as a baseline (scikit-learn's ``Lasso`` for the compiled coordinate descent,
+    a class with one option changed)."""
     orig = getattr(module, name)
-    setattr(module, name, functools.partial(orig, **kw))
+    setattr(module, name, value)
     try:
         yield
     finally:
@@ -99,7 +89,8 @@ def run(quick: bool = False) -> list[dict]:
     _run(df.iloc[:500], ["structured"], n_bootstrap=5)  # compile the coordinate descent
     t_sr, res = _run(df, ["standard", "structured"], n_bootstrap=nb)
     nb_base = 20 if quick else 50
-    t_base, _ = _with_sklearn_lasso(_run, df, ["standard", "structured"], n_bootstrap=nb_base)
+    with _patched(sr_mod, "lasso_cd", _sklearn_lasso_cd):
+        t_base, _ = _run(df, ["standard", "structured"], n_bootstrap=nb_base)
     rows = [
         {
             "benchmark": f"structured regression, 32 groups x 6 metrics, {nb} boot.",
@@ -160,7 +151,7 @@ def run_many_groups(quick: bool = False) -> list[dict]:
         return time.perf_counter() - t0, res
 
     t_new, res = fit()
-    with _with_option(_hb_logp, "HBLayout", store_identity=True):
+    with _patched(_hb_logp, "HBLayout", functools.partial(_hb_logp.HBLayout, store_identity=True)):
         t_base, base = fit()
     same = all(
         np.array_equal(res.idata[k].posterior["theta"], base.idata[k].posterior["theta"])
@@ -171,7 +162,8 @@ def run_many_groups(quick: bool = False) -> list[dict]:
     dn = nc.diagnostics["binomial"]
     nb, nb_base = (100, 5) if quick else (500, 20)
     t_sr, _ = fit(estimators=["structured"], n_bootstrap=nb)
-    t_sr_base, _ = _with_sklearn_lasso(fit, estimators=["structured"], n_bootstrap=nb_base)
+    with _patched(sr_mod, "lasso_cd", _sklearn_lasso_cd):
+        t_sr_base, _ = fit(estimators=["structured"], n_bootstrap=nb_base)
     return [
         {
             "benchmark": f"structured regression, 243 groups x 3 metrics, {nb} boot.",
@@ -235,7 +227,7 @@ def run_small_groups(quick: bool = False) -> list[dict]:
 
     fit()  # load the compiled coordinate descent, warm every cache
     t_new, new = fit()
-    with _with_option(sr_mod, "PartialRidge", dense=True):
+    with _patched(sr_mod, "PartialRidge", functools.partial(sr_mod.PartialRidge, dense=True)):
         t_dense, dense = fit()
     diff = float(
         np.nanmax(
