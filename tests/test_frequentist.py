@@ -242,6 +242,26 @@ def test_pairwise_auto_skips_many_pairs_and_says_so():
         intersectional_permutation_test(data, "fnr", pairwise="yes")
 
 
+def test_intersectional_test_names_the_groups_it_leaves_out():
+    """A group whose rate is undefined (here FPR where every row is positive) and an
+    intersection without rows take no part in the max-T test; the table lists them
+    with NaN and a note (also warned) names them."""
+    rng = np.random.default_rng(2)
+    n = 2000
+    df = pd.DataFrame({"r": rng.choice(["a", "b", "c"], n), "s": rng.choice(["f", "m"], n)})
+    df["y"] = rng.integers(0, 2, n)
+    df.loc[(df["r"] == "c") & (df["s"] == "f"), "y"] = 1  # no negatives: FPR undefined
+    df = df[~((df["r"] == "b") & (df["s"] == "m"))]  # an empty intersection
+    df["d"] = rng.integers(0, 2, len(df))
+    data = AuditData(df, ["r", "s"], "y", decision="d")
+    with pytest.warns(UserWarning, match=r"fpr is undefined in 2 of 6 groups \(1 without rows, 1"):
+        res = intersectional_permutation_test(data, "fpr", n_resamples=199, random_state=0)
+    assert len(res.notes) == 1 and res.notes[0].endswith("test: b, m; c, f")
+    g = res.groups.set_index("group")
+    assert g.loc[["b, m", "c, f"], "z_vs_rest"].isna().all()
+    assert g["z_vs_rest"].notna().sum() == 4 and len(res.pairwise) == 6
+
+
 def test_sample_size_helpers_are_inverse():
     d = minimum_detectable_difference(0.2, 400, 800)
     n_a, n_b = required_sample_size(0.2, d, ratio=2.0)

@@ -28,6 +28,8 @@ def test_demo_writes_a_self_contained_report(tmp_path, capsys):
     assert "Frequentist companions" in html
     assert not re.search(r"(src|href)=\"https?://", html)  # nothing from the network
     assert "Group D, Male, over 45" in html  # the empty intersection is shown, not dropped
+    # ... and the max-T tests say how many groups they leave out (no rate defined)
+    assert re.search(r"max-T over \d+ of 24 groups \(fpr undefined in the rest\)", html)
 
 
 def test_user_strings_are_escaped(tmp_path):

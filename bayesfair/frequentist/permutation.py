@@ -494,7 +494,8 @@ class IntersectionalPermutationResult:  # numpydoc ignore=PR01
         Every pair's studentized test with raw and Holm-adjusted p-values (empty
         when the pairwise tests were not run).
     notes : list of str
-        What was skipped and what limits the pairwise p-values (also warned).
+        Which groups took no part (their rate is undefined), what was skipped and what
+        limits the pairwise p-values (also warned).
     metric : str
     null_distribution : numpy.ndarray
         The permuted maxima.
@@ -659,6 +660,16 @@ def intersectional_permutation_test(
     table.loc[keep, "pvalue_maxT"] = adj
     n_pairs = len(klabels) * (len(klabels) - 1) // 2
     notes: list[str] = []
+    if not keep.all():
+        left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
+        empty = int((cells.sum(axis=1)[~keep] == 0).sum())
+        shown = "; ".join(map(str, left[:5])) + (f"; and {len(left) - 5} more" * (len(left) > 5))
+        notes.append(
+            f"{metric} is undefined in {len(left)} of {len(labels)} groups ({empty} without rows, "
+            f"{len(left) - empty} without rows in its denominator), which take no part in the "
+            f"test: {shown}"
+        )
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
     run_pairs = pairwise is True or (pairwise == "auto" and n_pairs <= MAX_AUTO_PAIRS)
     if pairwise == "auto" and not run_pairs:
         notes.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -127,21 +128,26 @@ def add_frequentist_section(
                     data, metric, by, rows[-1]["flagged group"]
                 )
             else:
-                r = intersectional_permutation_test(
-                    data,
-                    metric,
-                    by=by,
-                    n_resamples=n_resamples,
-                    pairwise=False,
-                    random_state=random_state,
-                )
+                with warnings.catch_warnings():
+                    # the groups left out are counted in the "test" column instead
+                    warnings.filterwarnings("ignore", "[a-z]+ is undefined in", UserWarning)
+                    r = intersectional_permutation_test(
+                        data,
+                        metric,
+                        by=by,
+                        n_resamples=n_resamples,
+                        pairwise=False,
+                        random_state=random_state,
+                    )
                 g = r.groups.dropna(subset=["pvalue_maxT"])
                 worst = g.loc[g["pvalue_maxT"].idxmin(), "group"]
+                over = f"{len(g)}" if len(g) == len(r.groups) else f"{len(g)} of {len(r.groups)}"
+                undefined = "" if len(g) == len(r.groups) else f" ({metric} undefined in the rest)"
                 rows.append(
                     {
                         "metric": metric,
                         "groups": label,
-                        "test": f"max-T over {len(g)} groups, studentized",
+                        "test": f"max-T over {over} groups{undefined}, studentized",
                         "statistic": r.statistic,
                         "pvalue": r.pvalue,
                         "flagged group": worst,
