@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -308,6 +309,27 @@ def test_scan_bad_input(kwargs, match):
         return
     with pytest.raises(ValueError, match=match):
         subset_scan(df, **args)
+
+
+def test_scan_warns_about_events_its_expectation_calls_impossible():
+    """0/1 decisions given as the expectation: an event where it is 0 has probability 0
+    under the null, the score grows without bound in q, and the scan says so; an
+    expectation strictly inside (0, 1), or one that agrees with every outcome, does not
+    warn."""
+    rng = np.random.default_rng(1)
+    n = 1000
+    df = pd.DataFrame({"a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n)})
+    p = rng.uniform(0.2, 0.6, n)
+    y = (rng.random(n) < p).astype(float)
+    hard = (p > 0.4).astype(float)
+    wrong = int(((hard == 0) & (y == 1)).sum() + ((hard == 1) & (y == 0)).sum())
+    with pytest.warns(UserWarning, match=rf"{wrong} of {n} rows .* probability 0"):
+        res = subset_scan(df, ["a", "b"], y, hard, n_restarts=5, random_state=0)
+    assert res.q > 1e6  # what the warning is about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        subset_scan(df, ["a", "b"], y, p, n_restarts=5, random_state=0)
+        subset_scan(df, ["a", "b"], y, y, n_restarts=5, random_state=0)
 
 
 def test_scan_refuses_missing_attribute_values():

@@ -40,6 +40,7 @@ from .engine import (
     check_attribute_values,
     resolve_ordinal,
     subgroup_mask,
+    warn_impossible_events,
 )
 
 __all__ = ["SCAN_TYPES", "CBSResult", "conditional_bias_scan", "expected_events"]
@@ -664,6 +665,8 @@ def conditional_bias_scan(
     seq = np.random.SeedSequence(random_state)
     scan_seq, perm_seq = seq.spawn(2)
     ihat = pipe.ihat(A)
+    if pipe.score == "bernoulli":
+        warn_impossible_events(pipe.event[A & pipe.keep], ihat, "I-hat (the expected event)")
     prep = pipe.prepared(A, ihat)
     mask, sc, th, rs = prep.run(n_restarts, penalty, np.random.default_rng(scan_seq))
     res = prep.result(mask, sc, th, rs, penalty)

@@ -47,6 +47,27 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
+def warn_impossible_events(observed: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """Warn when the Bernoulli score gets rows whose event ``expected`` calls impossible.
+
+    An event where the expectation is exactly 0 (or no event where it is exactly 1) has
+    probability 0 under the null, so the likelihood ratio of any subgroup holding it grows
+    without bound in q: the scan's score and q then measure the contradiction, not a bias.
+    Typical cause: 0/1 decisions, or a model that predicts exactly 0 or 1, given as the
+    expectation.
+    """
+    bad = ((expected <= 0) & (observed == 1)) | ((expected >= 1) & (observed == 0))
+    if bad.any():
+        warnings.warn(
+            f"{int(bad.sum())} of {len(bad)} rows have an outcome that {what} gives probability "
+            "0 (an event where it is exactly 0, or none where it is exactly 1): under the null "
+            "they cannot happen, so the Bernoulli score of a subgroup holding them grows without "
+            "bound in q; give predicted probabilities strictly inside (0, 1)",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def describe_subgroup(
     subgroup: dict[str, list], prefix: str = "", ordinal: Sequence[str] = ()
 ) -> str:
@@ -546,6 +567,8 @@ def subset_scan(
     codes, values = _codes(data, attributes)
     obs = _as_array(data, observed, "observed")
     exp = _as_array(data, expected, "expected")
+    if score == "bernoulli":
+        warn_impossible_events(obs, exp, "`expected`")
     ordinal = resolve_ordinal(data, attributes, ordinal)
     prep = _Prepared(codes, values, attributes, obs, exp, score, direction, sigma, ordinal)
     rng = np.random.default_rng(random_state)
