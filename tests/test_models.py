@@ -368,7 +368,8 @@ def test_neural_network_advi_keeps_the_start_with_the_higher_elbo(synth):
     assert lr.advi_start_ == "initial" and "advi_final_loss_initial" not in lr.diagnostics_
     # ... and can start at its MAP: ADVI takes the zero-sum effects as their own values
     hlr = HierarchicalLogisticRegression(advi_start="map", **kw).fit(data)
-    point, values = hlr._map_point()
+    point = hlr._map_point()
+    values = hlr._map_objective().constrained(point)
     assert hlr.advi_start_ == "map" and np.isfinite(hlr.diagnostics_["advi_final_loss"])
     for name, v in values.items():
         if name.startswith("beta_"):
@@ -376,6 +377,30 @@ def test_neural_network_advi_keeps_the_start_with_the_higher_elbo(synth):
             assert point[f"{name}_zerosum__"].shape == (len(v) - 1,)
     with pytest.raises(ValueError, match="advi_start"):
         NeuralNetwork(advi_start="zero").fit(data)
+
+
+def test_advi_best_survives_a_failed_start(monkeypatch):
+    """PyMC stops an ADVI run whose loss turns NaN (FloatingPointError); with two starts
+    the other one's run is kept and the failure warned, with one start it raises."""
+    import pymc as pm
+
+    real = pm.fit
+
+    def fit(*args, **kwargs):
+        if "start" in kwargs:
+            raise FloatingPointError("NaN occurred in optimization.")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "fit", fit)
+    data = make_gaussian_threshold(n_rows=500, random_state=0).audit_data()
+    kw = dict(hidden=(2,), method="advi", advi_iterations=200, draws=20, random_state=0)
+    with pytest.warns(SamplerWarning, match="ADVI from the map start failed"):
+        fitted = NeuralNetwork(**kw).fit(data)
+    assert fitted.advi_start_ == "initial" and "advi_final_loss_map" not in fitted.diagnostics_
+    assert fitted.p_draws_.shape == (1, 20, 16)
+    with pytest.raises(FloatingPointError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        NeuralNetwork(advi_start="map", **kw).fit(data)
 
 
 def test_refit_replaces_the_point_estimate():

@@ -469,9 +469,9 @@ class FairnessModel:
             for label in labels:
                 kwargs = {}
                 if label == "map":
-                    point, values = self._map_point()
+                    point = self._map_point()
                     kwargs = {
-                        "start": values,
+                        "start": self._map_objective().constrained(point),
                         "start_sigma": {
                             name: np.full(np.size(v), ADVI_MAP_START_SIGMA)
                             for name, v in point.items()
@@ -482,41 +482,53 @@ class FairnessModel:
                     if self.advi_optimizer == "adam"
                     else pm.adagrad_window(learning_rate=0.001)
                 )
-                with model:
-                    runs[label] = pm.fit(
-                        n=self.advi_iterations,
-                        method="advi",
-                        obj_optimizer=optimizer,
-                        random_seed=seed,
-                        progressbar=False,
-                        **kwargs,
-                    )
+                try:
+                    with model:
+                        runs[label] = pm.fit(
+                            n=self.advi_iterations,
+                            method="advi",
+                            obj_optimizer=optimizer,
+                            random_seed=seed,
+                            progressbar=False,
+                            **kwargs,
+                        )
+                except FloatingPointError as err:  # PyMC stops a run whose loss is NaN
+                    if len(labels) == 1 or (label == labels[-1] and not runs):
+                        raise
+                    text = f"{type(self).__name__}: ADVI from the {label} start failed ({err})"
+                    self.warnings_.append(text)
+                    warnings.warn(text, SamplerWarning, stacklevel=5)
         finally:
             vi_log.setLevel(vi_level)
         final = {label: _final_loss(np.asarray(a.hist, dtype=float)) for label, a in runs.items()}
         self.advi_start_ = min(final, key=final.get)
         approx = runs[self.advi_start_]
         self._check_advi(np.asarray(approx.hist, dtype=float))
-        if len(runs) > 1:
+        if len(labels) > 1:
             self.diagnostics_.update({f"advi_final_loss_{k}": v for k, v in final.items()})
         with model:
             return approx.sample(self.draws, random_seed=seed + 1)
 
-    def _map_point(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The MAP as a point of the model's value variables (transformed where the
-        model transforms, as the samplers see them), and the same point as the free
-        variables' own values; also sets ``p_point_``."""
-        if "_map" not in self.__dict__:
-            if not hasattr(self, "_model"):
-                raise ValueError(f"this {type(self).__name__} is not fitted yet")
-            # the compiled objective is cached per model structure (like the sampler's
-            # compiled model), so repeated fits of one structure compile once
-            key = self.cache_key(self.design_)
+    def _map_objective(self) -> _MapObjective:
+        """The compiled MAP problem of this fit's model structure, cached per structure
+        (like the sampler's compiled model), so repeated fits of one structure compile
+        once."""
+        if not hasattr(self, "_model"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet")
+        key = self.cache_key(self.design_)
+        if key not in _MAP_CACHE:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                obj = _MAP_CACHE.get(key)
-                if obj is None:
-                    obj = _MAP_CACHE[key] = _MapObjective(self._model)
+                _MAP_CACHE[key] = _MapObjective(self._model)
+        return _MAP_CACHE[key]
+
+    def _map_point(self) -> dict[str, np.ndarray]:
+        """The MAP as a point of the model's value variables (transformed where the
+        model transforms, as the samplers see them); also sets ``p_point_``."""
+        if "_map" not in self.__dict__:
+            obj = self._map_objective()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
                 point = obj.solve(
                     self.design_.n,
                     self.design_.k,
@@ -524,7 +536,7 @@ class FairnessModel:
                     jitter=self._start_jitter,
                     rng=self._seed() + 2,
                 )
-                self._map = point, obj.constrained(point)
+                self._map = point
                 self._p_point = obj.p(point)
         return self._map
 
