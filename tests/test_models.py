@@ -212,6 +212,12 @@ def test_model_average_weights(synth):
         model_average(fits[:1])
     with pytest.raises(ValueError, match="method"):
         model_average(fits, "vote")
+    decisions = DirichletMultinomial(random_state=0).fit(data, target="decision")
+    with pytest.raises(ValueError, match=r"same target, got \['decision', 'outcome'\]"):
+        model_average([fits[0], decisions])
+    other = make_gaussian_threshold(n_rows=4000, random_state=12).audit_data()
+    with pytest.raises(ValueError, match="same table"):
+        model_average([fits[0], DirichletMultinomial(random_state=0).fit(other)])
 
 
 def test_negative_cross_entropy_by_hand():

@@ -99,6 +99,11 @@ class ModelAverage(FairnessModel):
             m._check_fitted()
         d = self.models[0].design_
         for m in self.models[1:]:
+            if m.design_.target != d.target:
+                raise ValueError(
+                    "all models must model the same target, got "
+                    f"{sorted({x.design_.target for x in self.models})}"
+                )
             if (
                 m.design_.labels != d.labels
                 or not np.array_equal(m.design_.n, d.n)
