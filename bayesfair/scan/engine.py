@@ -50,17 +50,18 @@ def _logit(p: np.ndarray) -> np.ndarray:
 def warn_impossible_events(observed: np.ndarray, expected: np.ndarray, what: str) -> None:
     """Warn when the Bernoulli score gets rows whose event ``expected`` calls impossible.
 
-    An event where the expectation is exactly 0 (or no event where it is exactly 1) has
+    An event where the expectation is 0 (or no event where it is 1) has
     probability 0 under the null, so the likelihood ratio of any subgroup holding it grows
     without bound in q: the scan's score and q then measure the contradiction, not a bias.
     Typical cause: 0/1 decisions, or a model that predicts exactly 0 or 1, given as the
     expectation.
     """
-    bad = ((expected <= 0) & (observed == 1)) | ((expected >= 1) & (observed == 0))
+    # the score clips expectations to [_EPS, 1 - _EPS]; beyond that they count as 0 or 1
+    bad = ((expected <= _EPS) & (observed == 1)) | ((expected >= 1 - _EPS) & (observed == 0))
     if bad.any():
         warnings.warn(
             f"{int(bad.sum())} of {len(bad)} rows have an outcome that {what} gives probability "
-            "0 (an event where it is exactly 0, or none where it is exactly 1): under the null "
+            "0 (an event where it is 0, or none where it is 1, to within 1e-9): under the null "
             "they cannot happen, so the Bernoulli score of a subgroup holding them grows without "
             "bound in q; give predicted probabilities strictly inside (0, 1)",
             UserWarning,
