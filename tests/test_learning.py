@@ -172,3 +172,6 @@ def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
         group_learning_curves(LinearRegression(), X, y, g, sizes=[100], loss="log")
     with pytest.raises(ValueError, match="'brier', 'log'"):
         group_learning_curves(LogisticRegression(), X, y, g, sizes=[100], loss="hinge")
+    rare = np.r_[np.ones(899, int), 0]  # one negative in 900: a sample of 20 has one class
+    with pytest.raises(ValueError, match=r"sample of 20 rows, which holds one class only .*2 cl"):
+        group_learning_curves(LogisticRegression(), X, rare, g, sizes=[20], n_repeats=2)

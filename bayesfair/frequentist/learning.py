@@ -409,7 +409,15 @@ def group_learning_curves(
         for b in range(size):
             for i, n in enumerate(sizes):
                 idx = r.choice(len(y), size=n, replace=False)
-                model = clone(estimator).fit(X[idx], y[idx])
+                try:
+                    model = clone(estimator).fit(X[idx], y[idx])
+                except ValueError as err:
+                    one = len(np.unique(y[idx])) == 1
+                    raise ValueError(
+                        f"the estimator failed on a training sample of {n} rows"
+                        + (", which holds one class only" if one else "")
+                        + f" ({err}); larger `sizes` give samples the estimator can fit"
+                    ) from err
                 lv = loss_fn(y_test, predict(model, X_test))
                 out[b, i] = [lv[group_test == g].mean() for g in labels]
         return out
