@@ -662,7 +662,7 @@ def intersectional_permutation_test(
     notes: list[str] = []
     if not keep.all():
         left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
-        empty = int((cells.sum(axis=1)[~keep] == 0).sum())
+        empty = int((table.loc[~keep, "n"] == 0).sum())
         shown = "; ".join(map(str, left[:5])) + (f"; and {len(left) - 5} more" * (len(left) > 5))
         notes.append(
             f"{metric} is undefined in {len(left)} of {len(labels)} groups ({empty} without rows, "

@@ -114,20 +114,20 @@ def add_disaggregated_section(
             )
         sec.add(Text(eb_text + " Hierarchical Bayes integrates over both."))
     shown = list(metrics or dict.fromkeys(result.table["metric"]))
+    n_plot = min(result.grouped.n_groups, MAX_PLOTTED_GROUPS)
+    left_out = (
+        f" The {n_plot} smallest of {result.grouped.n_groups} groups; the table below has "
+        "every group."
+        if n_plot < result.grouped.n_groups
+        else ""
+    )
     for metric in shown:
         # a Figure outside pyplot's registry: a process writing many reports keeps none open
-        n_plot = min(result.grouped.n_groups, MAX_PLOTTED_GROUPS)
         fig = MplFigure(figsize=(max(6.0, 0.28 * n_plot), 3.4))
         ax = fig.add_subplot()
         # named groups: the reader should see *which* small groups the data cannot speak for
         result.plot(metric, estimators=have, ax=ax, labels="group", max_groups=n_plot)
         ax.set_title(metric)
-        left_out = (
-            f" The {n_plot} smallest of {result.grouped.n_groups} groups; the table below has "
-            "every group."
-            if n_plot < result.grouped.n_groups
-            else ""
-        )
         sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group.{left_out}"))
     for metric in shown:
         sec.add(Text(f"{metric}, group by group:"))

@@ -141,13 +141,14 @@ def add_frequentist_section(
                     )
                 g = r.groups.dropna(subset=["pvalue_maxT"])
                 worst = g.loc[g["pvalue_maxT"].idxmin(), "group"]
-                over = f"{len(g)}" if len(g) == len(r.groups) else f"{len(g)} of {len(r.groups)}"
-                undefined = "" if len(g) == len(r.groups) else f" ({metric} undefined in the rest)"
+                over = f"{len(g)} groups"
+                if len(g) < len(r.groups):
+                    over = f"{len(g)} of {len(r.groups)} groups ({metric} undefined in the rest)"
                 rows.append(
                     {
                         "metric": metric,
                         "groups": label,
-                        "test": f"max-T over {over} groups{undefined}, studentized",
+                        "test": f"max-T over {over}, studentized",
                         "statistic": r.statistic,
                         "pvalue": r.pvalue,
                         "flagged group": worst,
