@@ -260,6 +260,9 @@ def test_intersectional_test_names_the_groups_it_leaves_out():
     g = res.groups.set_index("group")
     assert g.loc[["b, m", "c, f"], "z_vs_rest"].isna().all()
     assert g["z_vs_rest"].notna().sum() == 4 and len(res.pairwise) == 6
+    # only one kind of left-out group: the note does not count the other kind as 0
+    with pytest.warns(UserWarning, match=r"undefined in 1 of 6 groups \(1 without rows\), which"):
+        intersectional_permutation_test(data, "fnr", n_resamples=199, random_state=0)
 
 
 def test_sample_size_helpers_are_inverse():

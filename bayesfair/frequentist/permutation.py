@@ -664,10 +664,12 @@ def intersectional_permutation_test(
         left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
         empty = int((table.loc[~keep, "n"] == 0).sum())
         shown = "; ".join(map(str, left[:5])) + (f"; and {len(left) - 5} more" * (len(left) > 5))
+        why = [f"{empty} without rows"] * (empty > 0) + [
+            f"{len(left) - empty} without rows in its denominator"
+        ] * (len(left) > empty)
         notes.append(
-            f"{metric} is undefined in {len(left)} of {len(labels)} groups ({empty} without rows, "
-            f"{len(left) - empty} without rows in its denominator), which take no part in the "
-            f"test: {shown}"
+            f"{metric} is undefined in {len(left)} of {len(labels)} groups ({', '.join(why)}), "
+            f"which take no part in the test: {shown}"
         )
         warnings.warn(notes[-1], UserWarning, stacklevel=2)
     run_pairs = pairwise is True or (pairwise == "auto" and n_pairs <= MAX_AUTO_PAIRS)
