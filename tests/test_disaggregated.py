@@ -889,6 +889,23 @@ def test_hierarchical_runs_and_shrinks():
     assert (t["lower"] <= t["estimate"]).all() and (t["estimate"] <= t["upper"]).all()
 
 
+def test_hierarchical_leaves_out_a_count_metric_without_denominator_rows():
+    """Every outcome positive: FPR has no row of its denominator in any group. The
+    hierarchical model would fit it from its prior alone, so it gets no estimate (as
+    every other estimator), while FNR in the same call is fitted."""
+    df = _frame(600).assign(y=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)
+        with pytest.warns(UserWarning, match=r"'fpr': no group has an estimate"):
+            res = disaggregated_evaluation(
+                df, ["race", "sex"], "y", "d", metrics=["fpr", "fnr"], **SMALL_HB
+            )
+    hb = res.table[res.table.estimator == "hierarchical"].set_index("metric")
+    assert hb.loc["fpr", ["estimate", "lower", "upper"]].isna().all().all()
+    assert hb.loc["fnr", ["estimate", "lower", "upper"]].notna().all().all()
+    assert list(res.idata["binomial"].posterior["measure"].values) == ["fnr"]
+
+
 def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
     """``hb_point_estimate`` picks the posterior mean (default) or median of theta; the
     posterior itself does not change with it (same seed)."""

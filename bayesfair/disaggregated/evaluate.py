@@ -614,14 +614,18 @@ def disaggregated_evaluation(
             add(name, "structured", _truncate(sr["estimate"], m), ivals)
 
     if "hierarchical" in estimators:
-        count = [i for i, m in enumerate(metrics) if isinstance(m, str) and m in COUNT_METRICS]
-        other = [i for i in range(len(metrics)) if i not in count and sigma2s[names[i]] > 0]
+        is_count = [isinstance(m, str) and m in COUNT_METRICS for m in metrics]
+        cells = gd.cells() if any(is_count) else None
+        # a count metric that no group has a row of the denominator for (FPR where every
+        # outcome is positive) would be fitted from its prior alone: it gets no estimate
+        km_of = {i: gd.count_ratio(cells, metrics[i]) for i in range(len(metrics)) if is_count[i]}
+        count = [i for i, (_, m) in km_of.items() if np.sum(m) > 0]
+        other = [i for i in range(len(metrics)) if not is_count[i] and sigma2s[names[i]] > 0]
         seed = int(rng.integers(2**31))
         groups_post = {}
         boundary = {}
         if count:
-            cells = gd.cells()
-            km = [gd.count_ratio(cells, metrics[i]) for i in count]
+            km = [km_of[i] for i in count]
             idata, th = fit_hierarchical(
                 gd.labels,
                 [names[i] for i in count],
@@ -661,7 +665,7 @@ def disaggregated_evaluation(
                 # posterior is the projection of its draws onto [0, 1]
                 groups_post[names[i]] = _truncate(th[:, j, :], metrics[i])
         for name in names:
-            if name not in groups_post:  # a metric without counts and with no pooled variance
+            if name not in groups_post:  # no data for the model: see `count` and `other`
                 nan = np.full(gd.n_groups, np.nan)
                 add(name, "hierarchical", nan, {lv: (nan, nan) for lv in levels})
                 continue
@@ -690,8 +694,9 @@ def disaggregated_evaluation(
             "Their standard, James-Stein, empirical-Bayes and structured rows carry the "
             "standard estimates, with intervals only where the pooled variance exists (the "
             "standard ones). Hierarchical Bayes models the counts of a count metric and "
-            "still gives credible intervals; a metric without counts and without a pooled "
-            "variance gets no hierarchical estimate.",
+            "still gives credible intervals if some group has rows in the metric's "
+            "denominator; a metric without such rows, or without counts and without a "
+            "pooled variance, gets no hierarchical estimate.",
             UserWarning,
             stacklevel=2,
         )
