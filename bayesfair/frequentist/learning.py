@@ -409,15 +409,7 @@ def group_learning_curves(
         for b in range(size):
             for i, n in enumerate(sizes):
                 idx = r.choice(len(y), size=n, replace=False)
-                try:
-                    model = clone(estimator).fit(X[idx], y[idx])
-                except ValueError as err:
-                    one = len(np.unique(y[idx])) == 1
-                    raise ValueError(
-                        f"the estimator failed on a training sample of {n} rows"
-                        + (", which holds one class only" if one else "")
-                        + f" ({err}); larger `sizes` give samples the estimator can fit"
-                    ) from err
+                model = _fit_sample(estimator, X[idx], y[idx], "`sizes`")
                 lv = loss_fn(y_test, predict(model, X_test))
                 out[b, i] = [lv[group_test == g].mean() for g in labels]
         return out
@@ -458,6 +450,20 @@ def group_learning_curves(
 
 
 # ------------------------------------------------------------------ bias / variance / noise
+def _fit_sample(estimator, X: np.ndarray, y: np.ndarray, size_argument: str):
+    """A clone of ``estimator`` fitted on one resampled training sample; its failure
+    says the sample's size, whether it holds one class only, and which argument sets it."""
+    try:
+        return clone(estimator).fit(X, y)
+    except ValueError as err:
+        one = len(np.unique(y)) == 1
+        raise ValueError(
+            f"the estimator failed on a training sample of {len(y)} rows"
+            + (", which holds one class only" if one else "")
+            + f" ({err}); larger training samples (raise {size_argument}) are likelier to fit"
+        ) from err
+
+
 def bias_variance_decomposition(
     estimator,
     X_train: np.ndarray,
@@ -539,7 +545,8 @@ def bias_variance_decomposition(
         out = np.empty((size, len(y_test)))
         for b in range(size):
             idx = r.integers(0, len(y_train), m)
-            out[b] = clone(estimator).fit(X_train[idx], y_train[idx]).predict(X_test)
+            model = _fit_sample(estimator, X_train[idx], y_train[idx], "`train_size`")
+            out[b] = model.predict(X_test)
         return out
 
     P = chunked_resamples(chunk, n_repeats, rng.integers(2**31), n_jobs=n_jobs)
