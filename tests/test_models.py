@@ -949,6 +949,20 @@ def test_posterior_p_s_keeps_the_plug_ins_and_epsilon(synth):
     np.testing.assert_allclose(
         both.draws["sf_amplification"], both.draws["gamma_mechanism"] - both.draws["gamma"]
     )
+    # which pair attains epsilon and which group gamma: the labels' (as alone) and the
+    # decisions' (as the decision model's alone), each under its own metric name
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        alone = posterior_fairness(dec)
+    for attr, metric in (("pairs", "epsilon"), ("gamma_groups", "gamma")):
+        table = getattr(both, attr)
+        assert list(table["metric"].unique()) == [metric, f"{metric}_mechanism"]
+        assert table.groupby("metric")["probability"].sum().to_numpy() == pytest.approx(1.0)
+        own = table[table.metric == metric].reset_index(drop=True)
+        pd.testing.assert_frame_equal(own, getattr(post, attr))
+        mech = table[table.metric == f"{metric}_mechanism"].reset_index(drop=True)
+        ref = getattr(alone, attr).drop(columns="metric")
+        pd.testing.assert_frame_equal(mech.drop(columns="metric"), ref)
     with pytest.raises(ValueError, match="`p_s` must be 'empirical' or 'posterior'"):
         posterior_fairness(fit, p_s="sample")
 

@@ -100,10 +100,12 @@ class PosteriorFairness:  # numpydoc ignore=PR01
         Plug-in of the posterior predictive ("X") and of the point estimate ("O").
     pairs : pandas.DataFrame
         Posterior probability of each (high group, low group, outcome) being the
-        pair that attains epsilon (of the data model, or of the mechanism when
-        given).
+        pair that attains epsilon: columns ``metric`` (``"epsilon"``, and with a
+        mechanism ``"epsilon_mechanism"``), ``high``, ``low``, ``outcome`` and
+        ``probability``, most probable first within each metric.
     gamma_groups : pandas.DataFrame
-        Posterior probability of each intersection attaining gamma.
+        Posterior probability of each intersection attaining gamma: columns ``metric``
+        (``"gamma"``, and ``"gamma_mechanism"``), ``intersection``, ``probability``.
     model_names : tuple of str
         The data model's name and, with a mechanism, the mechanism model's.
     prob : float
@@ -164,10 +166,10 @@ class PosteriorFairness:  # numpydoc ignore=PR01
         return fig
 
 
-def _pair_table(p_full: np.ndarray, labels: list[str]) -> pd.DataFrame:
-    i, j, y = (a.reshape(-1) for a in epsilon_df_argmax(p_full))
-    key = pd.DataFrame({"high": np.asarray(labels)[i], "low": np.asarray(labels)[j], "outcome": y})
-    out = key.value_counts(normalize=True).rename("probability").reset_index()
+def _shares(metric: str, key: pd.DataFrame) -> pd.DataFrame:
+    """How often each row of ``key`` occurs, most often first, under a ``metric`` column."""
+    out = key.value_counts(normalize=True, sort=True).rename("probability").reset_index()
+    out.insert(0, "metric", metric)
     return out
 
 
@@ -272,7 +274,7 @@ def posterior_fairness(
     draws: dict[str, np.ndarray] = {}
     x: dict[str, float] = {}
     o: dict[str, float] = {}
-    pairs = gamma_groups = None
+    pairs, gamma_groups = [], []
     for suffix, m in models.items():
         p1 = _draws_of(m, n_draws if mechanism is not None else None, rng)
         pf = _p_full(p1, present)
@@ -287,14 +289,12 @@ def posterior_fairness(
             o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), share))
         else:
             o["epsilon" + suffix] = o["gamma" + suffix] = np.nan
-        pairs = _pair_table(pf, d.labels)
-        g = gamma_sf_argmax(p1, share_draws)
-        gamma_groups = (
-            pd.Series(np.asarray(d.labels)[g], name="intersection")
-            .value_counts(normalize=True)
-            .rename("probability")
-            .reset_index()
-        )
+        labels = np.asarray(d.labels)
+        i, j, y = (a.reshape(-1) for a in epsilon_df_argmax(pf))
+        key = pd.DataFrame({"high": labels[i], "low": labels[j], "outcome": y})
+        pairs.append(_shares("epsilon" + suffix, key))
+        key = pd.DataFrame({"intersection": labels[gamma_sf_argmax(p1, share_draws)]})
+        gamma_groups.append(_shares("gamma" + suffix, key))
     if mechanism is not None:
         for metric in ("epsilon", "gamma"):
             amp = "df_amplification" if metric == "epsilon" else "sf_amplification"
@@ -307,8 +307,8 @@ def posterior_fairness(
         draws=draws,
         x=x,
         o=o,
-        pairs=pairs,
-        gamma_groups=gamma_groups,
+        pairs=pd.concat(pairs, ignore_index=True),
+        gamma_groups=pd.concat(gamma_groups, ignore_index=True),
         model_names=names,
         prob=prob,
         excluded=excluded,

@@ -125,10 +125,19 @@ def add_bayesian_section(
     )
     pairs = []
     for name, r in results.items():
-        top = r.pairs.head(3).copy()
+        top = r.pairs.groupby("metric", sort=False).head(3)
         top.insert(0, "model", name)
         pairs.append(top)
-    sec.add(Text("Which pair of intersections attains epsilon, with its posterior probability:"))
+    sec.add(
+        Text(
+            "Which pair of intersections attains epsilon (of the labels, and of the decisions: "
+            "epsilon_mechanism), with its posterior probability; outcome 1 compares "
+            "P(y=1|s), outcome 0 P(y=0|s):"
+            if mechanism is not None
+            else "Which pair of intersections attains epsilon, with its posterior probability; "
+            "outcome 1 compares P(y=1|s), outcome 0 P(y=0|s):"
+        )
+    )
     sec.add(Table(pd.concat(pairs, ignore_index=True), float_format="{:.3f}"))
     diag = pd.DataFrame(
         [
