@@ -355,6 +355,8 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     for name in ("EDF-exact", "EDF-exact#2", "NB-exact"):
         assert f"<td>{name}</td>" in html, name
     assert "df_amplification" in html
+    # the diagnostics table has a row per fit, the decisions' fits included
+    assert html.count("<td>decisions</td>") == 3 and html.count("<td>labels</td>") == 3
     with pytest.raises(TypeError, match="`models` must be a dict name -> fitted model or a list"):
         add_bayesian_section(Report("t"), fits[0])
     with pytest.raises(TypeError, match=r"`models` entries \['b'\] are not bayesfair models"):

@@ -139,13 +139,20 @@ def add_bayesian_section(
         )
     )
     sec.add(Table(pd.concat(pairs, ignore_index=True), float_format="{:.3f}"))
+    fits = {"labels": models} if mechanism is None else {"labels": models, "decisions": mechanism}
     diag = pd.DataFrame(
         [
-            {"model": n, **m.diagnostics_, "warnings": "; ".join(m.warnings_) or "none"}
-            for n, m in models.items()
+            {
+                "model": n,
+                **({"fitted to": target} if mechanism is not None else {}),
+                **m.diagnostics_,
+                "warnings": "; ".join(m.warnings_) or "none",
+            }
+            for target, group in fits.items()
+            for n, m in group.items()
         ]
     )
-    sec.add(Text("Sampler diagnostics (NUTS fits):"))
+    sec.add(Text("Sampler diagnostics of every fit (NUTS: divergences, R-hat, ESS):"))
     sec.add(Table(whole_numbers(diag), float_format="{:.3f}"))
     if len(models) >= 2:
         fitted = list(models.values())
@@ -155,7 +162,9 @@ def add_bayesian_section(
         )
         if all(m.p_draws_.shape[0] * m.p_draws_.shape[1] > 1 for m in fitted):
             weights["LOO stacking"] = model_average(fitted, "stacking").weights_.to_numpy()
-        sec.add(Text("Model-averaging weights:"))
+        sec.add(
+            Text("Model-averaging weights" + (" (models of the labels):" if mechanism else ":"))
+        )
         sec.add(Table(weights.reset_index(names="model"), float_format="{:.4f}"))
     name = detail or ("HLR" if "HLR" in models else next(iter(models)))
     sec.add(
