@@ -165,6 +165,17 @@ def check_scalar_probability(value: object, argument: str) -> float:
     return value
 
 
+def check_real(value: object, argument: str, positive: bool = False) -> float:
+    """Validate a finite number (a prior's location), or a finite positive one
+    (``positive=True``: a prior's scale, rate or concentration)."""
+    what = "a finite positive number" if positive else "a finite number"
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"`{argument}` must be {what}, got {value!r}")
+    if not np.isfinite(value) or (positive and not value > 0):
+        raise ValueError(f"`{argument}` must be {what}, got {value!r}")
+    return float(value)
+
+
 def check_count(value: object, argument: str, minimum: int = 1) -> int:
     """Validate an integer count of at least ``minimum`` (draws, chains, resamples)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -246,6 +247,22 @@ def test_model_validation(synth):
         NeuralNetwork(hidden=()).fit(data)
     with pytest.raises(ValueError, match="alpha"):
         DirichletMultinomial(alpha=0).fit(data)
+    # a prior's location must be finite, its scale, rate or concentration finite and positive
+    # (NaN and inf once reached the sampler, which failed with "All initialization points")
+    for model, arg in (
+        (LogisticRegression(mu=np.nan), "`mu` must be a finite number, got nan"),
+        (LogisticRegression(sigma=np.inf), "`sigma` must be a finite positive number, got inf"),
+        (HierarchicalLogisticRegression(lam=np.inf), "`lam` must be a finite positive"),
+        (HierarchicalLogisticRegression(sigma1=-1.0), "`sigma1` must be a finite positive"),
+        (NeuralNetwork(sigma=0.0), "`sigma` must be a finite positive"),
+        (NeuralNetwork(hidden=(10, 2.5)), "`hidden` must be a tuple of positive integer"),
+        (DirichletMultinomial(alpha=np.inf), "`alpha` must be a finite positive"),
+        (NaiveBayes(a_s=np.nan), "`a_s` must be a finite positive"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(arg)):
+            model.fit(data)
+    with pytest.raises(TypeError, match="`mu` must be a finite number, got '0'"):
+        HierarchicalLogisticRegression(mu="0").fit(data)
     with pytest.raises(ValueError, match="not fitted"):
         DirichletMultinomial().predict_proba()
     with pytest.raises(TypeError, match="`model` must be a fitted bayesfair model"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _arviz
+from .._validation import check_real
 from ._design import Design
 from .base import FairnessModel, binomial_loglik
 
@@ -69,8 +70,7 @@ class DirichletMultinomial(_Conjugate):
         self.alpha = alpha
 
     def _fit_exact(self, design: Design) -> None:
-        if not self.alpha > 0:
-            raise ValueError(f"`alpha` must be positive, got {self.alpha}")
+        check_real(self.alpha, "alpha", positive=True)
         rng = np.random.default_rng(self.random_state)
         a = design.k + self.alpha
         b = design.n - design.k + self.alpha
@@ -167,8 +167,8 @@ class NaiveBayes(_Conjugate):
         return 1.0 / (1.0 + np.exp(log0 - log1))
 
     def _fit_exact(self, design: Design) -> None:
-        if not (self.a_y > 0 and self.a_s > 0):
-            raise ValueError("`a_y` and `a_s` must be positive")
+        check_real(self.a_y, "a_y", positive=True)
+        check_real(self.a_s, "a_s", positive=True)
         rng = np.random.default_rng(self.random_state)
         size = (self.chains, self.draws)
         k1, k0 = design.k.sum(), (design.n - design.k).sum()

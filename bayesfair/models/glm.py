@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_real
 from ._design import Design
 from ._fastlogp import MarginalLayout, logistic_nutpie_model
 from .base import FairnessModel
@@ -82,8 +83,8 @@ class LogisticRegression(FairnessModel):
         super()._validate()
         if self.effects not in EFFECTS:
             raise ValueError(f"`effects` must be one of {EFFECTS}, got {self.effects!r}")
-        if not self.sigma > 0:
-            raise ValueError(f"`sigma` must be positive, got {self.sigma}")
+        check_real(self.mu, "mu")
+        check_real(self.sigma, "sigma1" if hasattr(self, "sigma1") else "sigma", positive=True)
 
     def _linear(self, model, design: Design, sigma: float):
         import pymc as pm
@@ -262,8 +263,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
                 f"`parameterization` must be one of {PARAMETERIZATIONS}, "
                 f"got {self.parameterization!r}"
             )
-        if not self.lam > 0:
-            raise ValueError(f"`lam` must be positive, got {self.lam}")
+        check_real(self.lam, "lam", positive=True)
 
     def resolved_parameterization(self, design: Design) -> str:
         """The parameterisation ``"auto"`` picks for ``design`` (see the class docstring).
@@ -428,8 +428,15 @@ class NeuralNetwork(FairnessModel):
 
     def _validate(self) -> None:
         super()._validate()
-        if not self.hidden or any(int(h) < 1 for h in self.hidden):
-            raise ValueError(f"`hidden` must be positive layer widths, got {self.hidden!r}")
+        ok = isinstance(self.hidden, (tuple, list)) and len(self.hidden) > 0
+        if not ok or any(
+            isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1
+            for h in self.hidden
+        ):
+            raise ValueError(
+                f"`hidden` must be a tuple of positive integer layer widths, got {self.hidden!r}"
+            )
+        check_real(self.sigma, "sigma", positive=True)
 
     def build_model(self, design: Design):
         """The PyMC model (see :meth:`FairnessModel.build_model`).
