@@ -165,13 +165,15 @@ def check_scalar_probability(value: object, argument: str) -> float:
     return value
 
 
-def check_real(value: object, argument: str, positive: bool = False) -> float:
-    """Validate a finite number (a prior's location), or a finite positive one
-    (``positive=True``: a prior's scale, rate or concentration)."""
-    what = "a finite positive number" if positive else "a finite number"
+def check_real(value: object, argument: str, sign: str | None = None) -> float:
+    """Validate a finite number (a prior's location), a finite ``sign="positive"`` one (a
+    prior's scale, rate or concentration) or a finite ``sign="non-negative"`` one (a
+    penalty)."""
+    what = f"a finite {sign} number" if sign else "a finite number"
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"`{argument}` must be {what}, got {value!r}")
-    if not np.isfinite(value) or (positive and not value > 0):
+    low_ok = {None: True, "positive": value > 0, "non-negative": value >= 0}[sign]
+    if not (np.isfinite(value) and low_ok):
         raise ValueError(f"`{argument}` must be {what}, got {value!r}")
     return float(value)
 

@@ -375,7 +375,12 @@ def test_partial_ridge_argument_is_checked():
     df = _frame(800)
     gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
     s = gd.estimate("selection_rate")
-    for bad, err in (("cols", ValueError), (-1.0, TypeError), ([1], TypeError)):
+    for bad, err in (
+        ("cols", ValueError),
+        (-1.0, ValueError),
+        (np.inf, ValueError),
+        ([1], TypeError),
+    ):
         with pytest.raises(err, match="ridge"):
             structured_regression(
                 gd,

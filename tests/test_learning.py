@@ -72,6 +72,9 @@ def test_learning_curves_recover_group_noise():
     assert res.summary() is res.fits  # a result object with a summary, as every test's
     with pytest.raises(ValueError, match="exceeds"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:100], sizes=[500])
+    for bad in ([np.inf], [50.5], [1], [], "50"):
+        with pytest.raises(ValueError, match="`sizes` must be whole numbers of training rows"):
+            group_learning_curves(LinearRegression(), X, y, g, sizes=bad)
     with pytest.raises(ValueError, match=r"one row per sample .*'group': 99"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:99], sizes=[50])
     with pytest.raises(ValueError, match=r"`X_test`, `y_test`, `group_test`.*'y_test': 9"):

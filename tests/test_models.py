@@ -982,6 +982,9 @@ def test_posterior_p_s_keeps_the_plug_ins_and_epsilon(synth):
         pd.testing.assert_frame_equal(mech.drop(columns="metric"), ref)
     with pytest.raises(ValueError, match="`p_s` must be 'empirical' or 'posterior'"):
         posterior_fairness(fit, p_s="sample")
+    for prob in (0.0, 1.0, np.nan, 90):
+        with pytest.raises(ValueError, match=r"`prob` must be a number in \(0, 1\)"):
+            posterior_fairness(fit, prob=prob)
 
 
 @pytest.mark.slow

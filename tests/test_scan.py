@@ -294,6 +294,8 @@ def test_scan_categorical_attribute_with_an_unused_category():
         (dict(score="poisson"), "score"),
         (dict(direction="up"), "direction"),
         (dict(penalty=-1), "penalty"),
+        (dict(penalty=np.inf), "`penalty` must be a finite non-negative number"),
+        (dict(sigma=np.inf, score="gaussian", observed="p"), "sigma"),
         (dict(n_restarts=0), "n_restarts"),
         (dict(observed="p"), "0/1"),
         (dict(expected="y"), None),

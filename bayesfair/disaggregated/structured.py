@@ -15,11 +15,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
+from numbers import Real
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._validation import check_real
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -220,10 +222,12 @@ def check_rblpr_options(
     if isinstance(ridge, str):
         if ridge not in ("groups", "rows"):
             raise ValueError(f"`{rname}` must be 'groups', 'rows' or a number, got {ridge!r}")
-    elif not (isinstance(ridge, (int, float)) and ridge >= 0):
+    elif isinstance(ridge, bool) or not isinstance(ridge, Real):
         raise TypeError(
-            f"`{rname}` must be 'groups', 'rows' or a non-negative number, got {ridge!r}"
+            f"`{rname}` must be 'groups', 'rows' or a finite non-negative number, got {ridge!r}"
         )
+    else:
+        check_real(ridge, rname, "non-negative")
 
 
 def structured_regression(

@@ -376,7 +376,7 @@ def group_learning_curves(
         te, tr = perm[:k], perm[k:]
         X_test, y_test, group_test = X[te], y[te], group[te]
         X, y, group = X[tr], y[tr], group[tr]
-    sizes = np.asarray(sorted(int(s) for s in sizes))
+    sizes = _training_sizes(sizes)
     if sizes.max() > len(y):
         raise ValueError(f"largest training size {sizes.max()} exceeds the {len(y)} training rows")
     proba = loss in ("brier", "log")
@@ -450,6 +450,19 @@ def group_learning_curves(
 
 
 # ------------------------------------------------------------------ bias / variance / noise
+def _training_sizes(sizes) -> np.ndarray:
+    """``sizes`` as sorted integers, refusing anything but whole numbers of rows >= 2."""
+    try:
+        arr = np.asarray(sizes, dtype=float)
+    except (TypeError, ValueError):
+        arr = np.array([np.nan])
+    if arr.ndim != 1 or not len(arr) or not (np.isfinite(arr) & (arr >= 2) & (arr % 1 == 0)).all():
+        raise ValueError(
+            f"`sizes` must be whole numbers of training rows, each >= 2, got {sizes!r}"
+        )
+    return np.sort(arr.astype(int))
+
+
 def _fit_sample(estimator, X: np.ndarray, y: np.ndarray, size_argument: str):
     """A clone of ``estimator`` fitted on one resampled training sample; its failure
     says the sample's size, whether it holds one class only, and which argument sets it."""

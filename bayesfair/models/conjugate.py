@@ -70,7 +70,7 @@ class DirichletMultinomial(_Conjugate):
         self.alpha = alpha
 
     def _fit_exact(self, design: Design) -> None:
-        check_real(self.alpha, "alpha", positive=True)
+        check_real(self.alpha, "alpha", sign="positive")
         rng = np.random.default_rng(self.random_state)
         a = design.k + self.alpha
         b = design.n - design.k + self.alpha
@@ -167,8 +167,8 @@ class NaiveBayes(_Conjugate):
         return 1.0 / (1.0 + np.exp(log0 - log1))
 
     def _fit_exact(self, design: Design) -> None:
-        check_real(self.a_y, "a_y", positive=True)
-        check_real(self.a_s, "a_s", positive=True)
+        check_real(self.a_y, "a_y", sign="positive")
+        check_real(self.a_s, "a_s", sign="positive")
         rng = np.random.default_rng(self.random_state)
         size = (self.chains, self.draws)
         k1, k0 = design.k.sum(), (design.n - design.k).sum()

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from .. import _arviz
 from .._repr import compact_repr
+from .._validation import check_open_probability
 from ..metrics.fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 from .base import FairnessModel
 
@@ -257,6 +258,7 @@ def posterior_fairness(
         )
     if p_s not in ("empirical", "posterior"):
         raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
+    check_open_probability(prob, "prob")
     rng = np.random.default_rng(random_state)
     present = (d.n > 0) | include_empty
     excluded = [lab for lab, pr in zip(d.labels, present, strict=True) if not pr]

@@ -84,7 +84,7 @@ class LogisticRegression(FairnessModel):
         if self.effects not in EFFECTS:
             raise ValueError(f"`effects` must be one of {EFFECTS}, got {self.effects!r}")
         check_real(self.mu, "mu")
-        check_real(self.sigma, "sigma1" if hasattr(self, "sigma1") else "sigma", positive=True)
+        check_real(self.sigma, "sigma1" if hasattr(self, "sigma1") else "sigma", sign="positive")
 
     def _linear(self, model, design: Design, sigma: float):
         import pymc as pm
@@ -263,7 +263,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
                 f"`parameterization` must be one of {PARAMETERIZATIONS}, "
                 f"got {self.parameterization!r}"
             )
-        check_real(self.lam, "lam", positive=True)
+        check_real(self.lam, "lam", sign="positive")
 
     def resolved_parameterization(self, design: Design) -> str:
         """The parameterisation ``"auto"`` picks for ``design`` (see the class docstring).
@@ -436,7 +436,7 @@ class NeuralNetwork(FairnessModel):
             raise ValueError(
                 f"`hidden` must be a tuple of positive integer layer widths, got {self.hidden!r}"
             )
-        check_real(self.sigma, "sigma", positive=True)
+        check_real(self.sigma, "sigma", sign="positive")
 
     def build_model(self, design: Design):
         """The PyMC model (see :meth:`FairnessModel.build_model`).

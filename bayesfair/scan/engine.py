@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_count, check_group_values, is_numeric_not_bool
+from .._validation import check_count, check_group_values, check_real, is_numeric_not_bool
 from . import _kernel
 
 __all__ = [
@@ -387,9 +387,12 @@ class _Prepared:
                         f"`sigma` must be a positive number or 'estimate', got {sigma!r}"
                     )
                 sigma = float(np.std(delta, ddof=1)) if len(delta) > 1 else 1.0
-            if not (isinstance(sigma, (int, float, np.floating)) and sigma > 0):
-                raise ValueError(f"`sigma` must be positive, got {sigma!r}")
-            self.sigma = float(sigma)
+                if not sigma > 0:
+                    raise ValueError(
+                        "sigma='estimate' finds no spread: logit(observed) - logit(expected) "
+                        "is the same in every row; give `sigma` as a number"
+                    )
+            self.sigma = check_real(sigma, "sigma", "positive")
             self.sig2 = self.sigma**2
             df = pd.DataFrame({"cell": cell, "d": sign * delta})
             g = df.groupby("cell", sort=False)["d"].agg(["size", "sum"]).reset_index()
@@ -474,8 +477,7 @@ class _Prepared:
 
 def _check_common(penalty, n_restarts):
     check_count(n_restarts, "n_restarts")
-    if not (isinstance(penalty, (int, float, np.floating)) and penalty >= 0):
-        raise ValueError(f"`penalty` must be a non-negative number, got {penalty!r}")
+    check_real(penalty, "penalty", "non-negative")
 
 
 def subset_scan(
