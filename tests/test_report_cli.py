@@ -45,6 +45,12 @@ def test_user_strings_are_escaped(tmp_path):
     )
     assert "<b>" not in rep.to_html() and "<d>" not in rep.to_html()
     assert rep.save(tmp_path / "r.html").is_file()
+    # the table of contents links to every section, a repeated title included
+    rep.section("<b>s</b>")
+    html = rep.to_html()
+    for i in (1, 2):
+        assert f'<a href="#section-{i}">&lt;b&gt;s&lt;/b&gt;</a>' in html
+        assert f'<section id="section-{i}"><h2>&lt;b&gt;s&lt;/b&gt;</h2>' in html
 
 
 def test_table_of_a_pivot_has_no_empty_leading_column():

@@ -219,15 +219,21 @@ class Section:
         self.blocks.append(block)
         return self
 
-    def to_html(self) -> str:
+    def to_html(self, anchor: str | None = None) -> str:
         """The section's heading and blocks.
+
+        Parameters
+        ----------
+        anchor : str, optional
+            ``id`` of the section, for links from the table of contents.
 
         Returns
         -------
         str
         """
         inner = "\n".join(b.to_html() for b in self.blocks)
-        return f"<section><h2>{_e(self.title)}</h2>\n{inner}\n</section>"
+        ident = f' id="{_e(anchor)}"' if anchor else ""
+        return f"<section{ident}><h2>{_e(self.title)}</h2>\n{inner}\n</section>"
 
 
 class Report:
@@ -279,8 +285,12 @@ class Report:
 
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         sub = f"<p>{_e(self.subtitle)}</p>" if self.subtitle else ""
-        toc = "".join(f"<li>{_e(s.title)}</li>" for s in self.sections)
-        body = "\n".join(s.to_html() for s in self.sections)
+        # numbered anchors: section titles may repeat, and need not make valid ids
+        toc = "".join(
+            f'<li><a href="#section-{i}">{_e(s.title)}</a></li>'
+            for i, s in enumerate(self.sections, 1)
+        )
+        body = "\n".join(s.to_html(f"section-{i}") for i, s in enumerate(self.sections, 1))
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>'
             f"<title>{_e(self.title)}</title><style>{_CSS}</style></head><body>"
