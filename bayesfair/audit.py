@@ -19,6 +19,7 @@ from .metrics import (
     group_rates,
 )
 from .report import Figure, KeyValues, Report, Table, Text, plot_group_rates
+from .report import plots as _plots
 
 __all__ = ["AuditResult", "run_audit"]
 
@@ -129,9 +130,10 @@ class AuditResult:  # numpydoc ignore=PR01
         sec.add(Table(d.table, caption="Per-intersection counts (the sufficient statistic)."))
         sec.add(
             Figure(
-                plot_group_rates(d),
+                plot_group_rates(d, max_groups=_plots.MAX_CHART_ROWS),
                 caption="Positive rate per intersection, largest groups first, with 90% "
-                "Jeffreys intervals; the width shows how little small groups say.",
+                "Jeffreys intervals; the width shows how little small groups say."
+                + _plots.chart_rows_note(d.n_intersections, "AuditData.table"),
             )
         )
         sec = rep.section("Intersectional fairness: epsilon-DF and gamma-SF")

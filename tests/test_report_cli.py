@@ -306,15 +306,16 @@ def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
     # with more groups than a plot can show, it shows the smallest and says so
     monkeypatch.setattr(report_disaggregated, "MAX_PLOTTED_GROUPS", 4)
     html = add_disaggregated_section(Report("t"), res).to_html()
-    assert "The 4 smallest of 6 groups; the table below has every group." in html
+    assert "The 4 smallest of 6 groups; the result&#x27;s table (DisaggregatedResult" in html
 
 
-def test_rate_charts_leave_no_blank_band_on_many_intersections():
+def test_rate_charts_leave_no_blank_band_on_many_intersections(monkeypatch):
     """The per-intersection charts list hundreds of groups; their y-range is the rows and
     half a row either side (matplotlib's default 5% margin left a dozen blank rows),
     largest group first."""
     from bayesfair.models import DirichletMultinomial
     from bayesfair.report import plot_group_rates, plot_posterior_rates
+    from bayesfair.report import plots as report_plots
 
     rng = np.random.default_rng(0)
     n = 20000
@@ -327,6 +328,23 @@ def test_rate_charts_leave_no_blank_band_on_many_intersections():
         ax = fig.axes[0]
         assert ax.get_ylim() == (242.5, -0.5)
         assert ax.get_yticklabels()[0].get_text().startswith("a, a, a, a, a")
+    # capped: the largest groups, in the same order; the report caps at MAX_CHART_ROWS and
+    # says so in the caption
+    full = [t.get_text() for t in plot_group_rates(data).axes[0].get_yticklabels()]
+    for fig in (plot_group_rates(data, max_groups=10), plot_posterior_rates(fitted, max_groups=10)):
+        ax = fig.axes[0]
+        assert ax.get_ylim() == (9.5, -0.5)
+        assert [t.get_text() for t in ax.get_yticklabels()] == full[:10]
+    monkeypatch.setattr(report_plots, "MAX_CHART_ROWS", 100)
+    html = run_audit(data).report().to_html()
+    assert "The 100 largest of 243 intersections; AuditData.table has every one." in html
+    # the posterior chart's intervals have the mass it is asked for
+    fig = plot_posterior_rates(fitted, prob=0.5)
+    assert fig.axes[0].get_legend().get_texts()[0].get_text().endswith("mean, 50% HDI")
+    s50, s90 = fitted.summary(0.5), fitted.summary()
+    assert (
+        s50["hdi_50%_high"] - s50["hdi_50%_low"] < s90["hdi_90%_high"] - s90["hdi_90%_low"]
+    ).all()
 
 
 def test_group_charts_build_the_labels_once(monkeypatch):

@@ -618,19 +618,25 @@ class FairnessModel:
         self._check_fitted()
         return self.p_draws_.mean(axis=(0, 1))
 
-    def summary(self) -> pd.DataFrame:
+    def summary(self, prob: float = _arviz.CI_PROB) -> pd.DataFrame:
         """Per-intersection posterior of P(y=1|s) next to the counts, with fit diagnostics
         in ``.attrs``.
+
+        Parameters
+        ----------
+        prob : float
+            Mass of the highest-density intervals (default: the package's 0.90).
 
         Returns
         -------
         pandas.DataFrame
             One row per intersection: counts, empirical rate, point estimate,
-            posterior mean and HDI.
+            posterior mean and HDI (columns ``hdi_90%_low``, ``hdi_90%_high`` at 0.90).
         """
         self._check_fitted()
+        check_open_probability(prob, "prob")
         p = self.p_draws_.reshape(-1, self.design_.n_groups)
-        lo, hi = _arviz.hdi(p) if p.shape[0] > 1 else (p[0], p[0])
+        lo, hi = _arviz.hdi(p, prob) if p.shape[0] > 1 else (p[0], p[0])
         d = self.design_
         with np.errstate(invalid="ignore", divide="ignore"):
             emp = np.where(d.n > 0, d.k / np.maximum(d.n, 1), np.nan)
@@ -642,8 +648,8 @@ class FairnessModel:
                 "empirical": emp,
                 "point": self.p_point_,
                 "mean": p.mean(axis=0),
-                f"hdi_{_arviz.CI_PROB:.0%}_low": lo,
-                f"hdi_{_arviz.CI_PROB:.0%}_high": hi,
+                f"hdi_{prob:.0%}_low": lo,
+                f"hdi_{prob:.0%}_high": hi,
             }
         )
         out.attrs["model"] = repr(self)

@@ -13,6 +13,7 @@ from ..models import (
     posterior_fairness,
 )
 from ..models.averaging import _unique_names
+from . import plots as _plots
 from .html import Figure, Report, Table, Text, whole_numbers
 from .plots import plot_posterior_boxes, plot_posterior_rates
 
@@ -169,9 +170,10 @@ def add_bayesian_section(
     name = detail or ("HLR" if "HLR" in models else next(iter(models)))
     sec.add(
         Figure(
-            plot_posterior_rates(models[name]),
+            plot_posterior_rates(models[name], max_groups=_plots.MAX_CHART_ROWS),
             caption=f"{name}: posterior of P(y=1|s) per intersection beside the empirical rate; "
-            "small groups borrow strength, and their intervals show what the data cannot say.",
+            "small groups borrow strength, and their intervals show what the data cannot say."
+            + _plots.chart_rows_note(models[name].design_.n_groups, "the model's summary()"),
         )
     )
     return report

@@ -116,8 +116,8 @@ def add_disaggregated_section(
     shown = list(metrics or dict.fromkeys(result.table["metric"]))
     n_plot = min(result.grouped.n_groups, MAX_PLOTTED_GROUPS)
     left_out = (
-        f" The {n_plot} smallest of {result.grouped.n_groups} groups; the table below has "
-        "every group."
+        f" The {n_plot} smallest of {result.grouped.n_groups} groups; the result's table "
+        "(DisaggregatedResult.table) has every group."
         if n_plot < result.grouped.n_groups
         else ""
     )
