@@ -28,22 +28,26 @@ def _columns(X):
     has one nonzero), so the sweeps below touch only these and never a centred copy of
     ``X``, whose every entry is nonzero."""
     n, d = X.shape
+    # both passes run along X's rows (C order), not down its columns: at 2,400 groups a
+    # column-wise scan of the dense matrix took 50 ms, all of a lasso fit's time
+    count = np.zeros(d, np.int64)
+    for i in range(n):
+        for j in range(d):
+            if X[i, j] != 0.0:
+                count[j] += 1
     start = np.zeros(d + 1, np.int64)
     for j in range(d):
-        c = 0
-        for i in range(n):
-            if X[i, j] != 0.0:
-                c += 1
-        start[j + 1] = start[j] + c
+        start[j + 1] = start[j] + count[j]
     rows = np.empty(start[d], np.int64)
     vals = np.empty(start[d])
-    for j in range(d):
-        q = start[j]
-        for i in range(n):
+    cursor = start[:d].copy()
+    for i in range(n):  # rows in increasing order within each column, as before
+        for j in range(d):
             if X[i, j] != 0.0:
+                q = cursor[j]
                 rows[q] = i
                 vals[q] = X[i, j]
-                q += 1
+                cursor[j] = q + 1
     return start, rows, vals
 
 

@@ -202,11 +202,13 @@ def _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, fold_features=None):
         if ok.sum() < 2 or not te.any():
             continue
         Fk = F if fold_features is None else fold_features(tr)
+        X_tr, X_te = Fk[ok], Fk[te]  # copies: taken once per fold, not per penalty
+        y_tr, w_tr = s_tr[ok], n_tr[ok] / sigma2
         theta = np.zeros(F.shape[1])
         for i, lam in enumerate(lams):
-            b0, theta = lasso_cd(Fk[ok], s_tr[ok], n_tr[ok] / sigma2, lam, theta)
-            pred = b0 + Fk @ theta
-            loss[i] += np.sum(n_te[te] * (pred[te] - s_te[te]) ** 2)
+            b0, theta = lasso_cd(X_tr, y_tr, w_tr, lam, theta)
+            pred = b0 + X_te @ theta
+            loss[i] += np.sum(n_te[te] * (pred - s_te[te]) ** 2)
     return lams[int(np.argmin(loss))], loss
 
 
@@ -353,12 +355,13 @@ def structured_regression(
             return fold.to_numpy(float) / _sd
 
     w = n[ok] / sigma2
-    lmax = lambda_max(F[ok], s[ok], w)
+    F_ok = F[ok]  # a copy: taken once, not per bootstrap replicate
+    lmax = lambda_max(F_ok, s[ok], w)
     lams = lmax * lambda_ratios(n_lambdas) if lmax > 0 else np.array([0.0])
     cv_loss = None
     if lam is None:
         lam, cv_loss = _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, scaled_fold_features)
-    b0, theta = _fit(F[ok], s[ok], w, lam)
+    b0, theta = _fit(F_ok, s[ok], w, lam)
     est = b0 + F @ theta
     selected = np.abs(theta) > 1e-12
     # rBLPR: residual bootstrap of lasso + partial ridge
@@ -368,7 +371,7 @@ def structured_regression(
         lam2 = 1.0 / n[ok].sum()
     else:
         lam2 = float(ridge)
-    ridge_fit = PartialRidge(F[ok], w)
+    ridge_fit = PartialRidge(F_ok, w)
     c0, c = ridge_fit.fit(s[ok], selected, lam2)
     lpr = c0 + F @ c
     # residuals standardised by the pooled standard errors sigma_a = sigma / sqrt(n_a), then
@@ -383,7 +386,7 @@ def structured_regression(
     theta_b = theta.copy()
     for b in range(n_bootstrap):
         ystar = est[ok] + rng.choice(resid, size=len(resid)) * se
-        _b0b, theta_b = lasso_cd(F[ok], ystar, w, lam, theta_b)
+        _b0b, theta_b = lasso_cd(F_ok, ystar, w, lam, theta_b)
         selb = np.abs(theta_b) > 1e-12
         c0b, cb = ridge_fit.fit(ystar, selb, lam2)
         boot[b] = c0b + F @ cb
