@@ -23,7 +23,7 @@ from bayesfair.disaggregated import (
     standard_intervals,
     structured_regression,
 )
-from bayesfair.disaggregated._lasso import lambda_max, lasso_cd
+from bayesfair.disaggregated._lasso import _columns, lambda_max, lasso_cd
 from bayesfair.metrics import group_rates
 
 #: a short hierarchical fit for tests that compare its output, not its accuracy
@@ -138,6 +138,21 @@ def test_standard_intervals_eq7():
     np.testing.assert_allclose(
         [lo[0], hi[0]], [0.5 - 1.959964 * 0.1, 0.5 + 1.959964 * 0.1], rtol=1e-6
     )
+
+
+def test_lasso_column_index_lists_every_nonzero_in_row_order():
+    """The lasso's sweeps read the features through their nonzeros by column; brute force
+    on a sparse C-ordered matrix with empty columns and a dense one."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 25)) * (rng.random((40, 25)) < 0.2)
+    X[:, 3] = 0.0
+    X[:, 7] = rng.normal(size=40)
+    start, rows, vals = _columns(X)
+    assert start[0] == 0 and start[-1] == np.count_nonzero(X)
+    for j in range(X.shape[1]):
+        nz = np.flatnonzero(X[:, j])
+        np.testing.assert_array_equal(rows[start[j] : start[j + 1]], nz)
+        np.testing.assert_array_equal(vals[start[j] : start[j + 1]], X[nz, j])
 
 
 def test_lasso_matches_scikit_learn():
