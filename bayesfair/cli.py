@@ -159,6 +159,7 @@ def _audit(args: argparse.Namespace) -> int:
     if data.row_decision is not None:
         add_frequentist_section(rep, data)
         add_scan_section(rep, scan_audit_data(data))
+        add_disaggregated_section(rep, _disaggregated(data, bayes=args.bayes, seed=0))
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))
@@ -203,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--pos-label", help="outcome value that means 1 (for non-0/1 codings)")
     a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
-    a.add_argument("--bayes", action="store_true", help="add the Bayesian section (EDF, HLR fits)")
+    a.add_argument(
+        "--bayes",
+        action="store_true",
+        help="add the Bayesian section (EDF, HLR fits) and hierarchical Bayes per group",
+    )
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
     r = sub.add_parser("reproduce", help="run a paper reproduction spec ([study] section)")
     r.add_argument("spec", help="a .toml spec with a [study] section, from models/specs/")

@@ -120,7 +120,10 @@ def test_audit_csv(tmp_path):
         str(out),
     ]
     assert main(argv) == 0
-    assert "Per-intersection AUC" in out.read_text()
+    html = out.read_text()
+    assert "Per-intersection AUC" in html
+    # with decisions, the per-group section (disaggregated evaluation) as in the demo
+    assert "Per-group estimates for small groups" in html
 
 
 def test_audit_csv_numeric_pos_label(tmp_path, capsys):
