@@ -338,6 +338,8 @@ def test_rate_charts_leave_no_blank_band_on_many_intersections(monkeypatch):
         ax = fig.axes[0]
         assert ax.get_ylim() == (9.5, -0.5)
         assert [t.get_text() for t in ax.get_yticklabels()] == full[:10]
+    with pytest.raises(ValueError, match="`max_groups` must be a positive integer"):
+        plot_group_rates(data, max_groups=0)
     monkeypatch.setattr(report_plots, "MAX_CHART_ROWS", 100)
     html = run_audit(data).report().to_html()
     assert "The 100 largest of 243 intersections; AuditData.table has every one." in html

@@ -131,12 +131,10 @@ def add_bayesian_section(
         pairs.append(top)
     sec.add(
         Text(
-            "Which pair of intersections attains epsilon (of the labels, and of the decisions: "
-            "epsilon_mechanism), with its posterior probability; outcome 1 compares "
-            "P(y=1|s), outcome 0 P(y=0|s):"
-            if mechanism is not None
-            else "Which pair of intersections attains epsilon, with its posterior probability; "
-            "outcome 1 compares P(y=1|s), outcome 0 P(y=0|s):"
+            "Which pair of intersections attains epsilon"
+            + (" (of the labels, and of the decisions: epsilon_mechanism)" if mechanism else "")
+            + ", with its posterior probability; outcome 1 compares P(y=1|s), outcome 0 "
+            "P(y=0|s):"
         )
     )
     sec.add(Table(pd.concat(pairs, ignore_index=True), float_format="{:.3f}"))

@@ -6,13 +6,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import beta
 
+from .._validation import check_count
 from ..data import AuditData
 
 __all__ = ["jeffreys_interval", "plot_group_rates", "plot_posterior_boxes", "plot_posterior_rates"]
 
-#: The most intersections the report's per-intersection charts show (the largest; the tables
-#: list every one): a quarter of an inch each, so 4,096 intersections made a chart 95 feet
-#: tall and an 8 MB report at 2,400.
+#: The most intersections the report's per-intersection charts show (the largest; AuditData.table
+#: and a model's summary() have every one): a quarter of an inch each, so 4,096 intersections
+#: made a chart 95 feet tall and an 8 MB report at 2,400.
 MAX_CHART_ROWS = 250
 
 
@@ -87,6 +88,8 @@ def plot_group_rates(
     1
     """
     targets = ["outcome"] + (["decision"] if data.row_decision is not None else [])
+    if max_groups is not None:
+        check_count(max_groups, "max_groups")
     n = data.group_sizes()
     order = np.argsort(-n, kind="stable")[:max_groups]
     names = data.group_labels  # a property that rebuilds the labels: read it once
@@ -214,6 +217,8 @@ def plot_posterior_rates(model, *, prob: float = 0.9, max_groups: int | None = N
     >>> len(plot_posterior_rates(DirichletMultinomial(random_state=0).fit(data)).axes)
     1
     """
+    if max_groups is not None:
+        check_count(max_groups, "max_groups")
     s = model.summary(prob)
     lo, hi = s.columns[-2], s.columns[-1]
     order = np.argsort(-s["n"].to_numpy(), kind="stable")[:max_groups]
