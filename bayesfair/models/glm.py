@@ -71,6 +71,9 @@ class LogisticRegression(FairnessModel):
 
     name = "LR"
 
+    #: the constructor argument that sets ``sigma`` (for messages)
+    _sigma_argument = "sigma"
+
     def __init__(
         self, mu: float = 0.0, sigma: float = 1.0, effects: str = "sum_to_zero", **kwargs: Any
     ) -> None:
@@ -84,7 +87,7 @@ class LogisticRegression(FairnessModel):
         if self.effects not in EFFECTS:
             raise ValueError(f"`effects` must be one of {EFFECTS}, got {self.effects!r}")
         check_real(self.mu, "mu")
-        check_real(self.sigma, "sigma1" if hasattr(self, "sigma1") else "sigma", sign="positive")
+        check_real(self.sigma, self._sigma_argument, sign="positive")
 
     def _linear(self, model, design: Design, sigma: float):
         import pymc as pm
@@ -193,6 +196,8 @@ class HierarchicalLogisticRegression(LogisticRegression):
     """
 
     name = "HLR"
+
+    _sigma_argument = "sigma1"
 
     def __init__(
         self,
