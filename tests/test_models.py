@@ -17,6 +17,7 @@ from bayesfair.models import (
     DirichletMultinomial,
     HierarchicalLogisticRegression,
     LogisticRegression,
+    ModelAverage,
     NaiveBayes,
     NeuralNetwork,
     design_from,
@@ -219,6 +220,12 @@ def test_model_average_weights(synth):
     other = make_gaussian_threshold(n_rows=4000, random_state=12).audit_data()
     with pytest.raises(ValueError, match="same table"):
         model_average([fits[0], DirichletMultinomial(random_state=0).fit(other)])
+    # fit(data) checks the table instead of ignoring it: averaging never refits its models
+    same = ModelAverage(fits).fit(data)
+    np.testing.assert_array_equal(same.p_draws_, avg.p_draws_)
+    for bad, target in [(other, "outcome"), (data, "decision")]:
+        with pytest.raises(ValueError, match="not the table the models were fitted on"):
+            ModelAverage(fits).fit(bad, target=target)
 
 
 def test_negative_cross_entropy_by_hand():

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _arviz
+from ._design import Design, design_from
 from .base import FairnessModel
 
 __all__ = ["ModelAverage", "model_average"]
@@ -82,10 +83,12 @@ class ModelAverage(FairnessModel):
 
         Parameters
         ----------
-        data : None
-            Unused: the models carry their data.
-        target : str
-            Unused.
+        data : AuditData or Design, optional
+            The table the models were fitted on. The models carry their data,
+            so this is only checked: a different table (or ``target``) is a
+            ValueError, since averaging does not refit the models.
+        target : {"outcome", "decision"}
+            The target of ``data`` to check against (used with ``data`` only).
 
         Returns
         -------
@@ -104,12 +107,16 @@ class ModelAverage(FairnessModel):
                     "all models must model the same target, got "
                     f"{sorted({x.design_.target for x in self.models})}"
                 )
-            if (
-                m.design_.labels != d.labels
-                or not np.array_equal(m.design_.n, d.n)
-                or not (np.array_equal(m.design_.k, d.k))
-            ):
+            if not _same_table(m.design_, d):
                 raise ValueError("all models must be fitted on the same table")
+        if data is not None:
+            given = data if isinstance(data, Design) else design_from(data, target)
+            if given.target != d.target or not _same_table(given, d):
+                raise ValueError(
+                    f"`data` (target {given.target!r}) is not the table the models were "
+                    f"fitted on (target {d.target!r}): model averaging does not refit its "
+                    "models; fit each model on the new data, or call fit() without data"
+                )
         names = _unique_names(self.models)
         self.comparison_ = None
         if self.averaging == "bma":
@@ -166,6 +173,10 @@ class ModelAverage(FairnessModel):
         """
         self._check_fitted()
         return self._predictive
+
+
+def _same_table(a: Design, b: Design) -> bool:
+    return a.labels == b.labels and np.array_equal(a.n, b.n) and np.array_equal(a.k, b.k)
 
 
 def _predictive_loglik(m: FairnessModel) -> float:
