@@ -240,6 +240,46 @@ def test_negative_cross_entropy_by_hand():
     )
 
 
+def test_models_clone_set_params_and_pickle(synth, tmp_path):
+    # scikit-learn's clone and set_params work on every model; fitted models pickle (an
+    # auditor saves them), including a PyMC model whose MAP is computed after unpickling.
+    import pickle
+
+    from sklearn.base import clone
+
+    data = synth.audit_data()
+    hlr = HierarchicalLogisticRegression(sigma1=2.0, lam=5.0, method="map", random_state=3)
+    copy = clone(hlr)
+    assert copy is not hlr and copy.get_params() == hlr.get_params()
+    assert copy.set_params(sigma1=0.5).sigma1 == 0.5 and hlr.sigma1 == 2.0
+    with pytest.raises(ValueError, match=r"no argument 'sigma'.*'sigma1'"):
+        copy.set_params(sigma=1.0)
+    fitted = LogisticRegression(method="map", random_state=0).fit(data)
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.p_point_, fitted.p_point_)
+    unsolved = LogisticRegression(method="map", random_state=0).fit(data)
+    for cached in ("_map", "_p_point"):  # as if pickled before the MAP was asked for
+        del unsolved.__dict__[cached]
+    thawed = pickle.loads(pickle.dumps(unsolved))
+    assert "_model" not in thawed.__dict__
+    np.testing.assert_allclose(thawed.p_point_, fitted.p_point_, atol=1e-6)
+    edf = DirichletMultinomial(random_state=0).fit(data)
+    nb = NaiveBayes(random_state=0).fit(data)
+    avg = ModelAverage((edf, nb), "bma", draws=500)
+    assert clone(avg).set_params(method="stacking").averaging == "stacking"
+    assert avg.averaging == "bma"
+    np.testing.assert_array_equal(clone(avg).fit().weights_, avg.fit().weights_)
+    # a conjugate model's parameters are its constructor's (no method or tune to pass)
+    assert clone(edf).get_params() == {
+        "alpha": 0.5,
+        "draws": 1000,
+        "chains": 4,
+        "random_state": 0,
+    }
+    fitted_avg = pickle.loads(pickle.dumps(avg.fit()))
+    np.testing.assert_array_equal(fitted_avg.p_draws_, avg.p_draws_)
+
+
 def test_model_validation(synth):
     data = synth.audit_data()
     with pytest.raises(ValueError, match="method"):

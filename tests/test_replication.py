@@ -6,7 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair.models import DirichletMultinomial, HierarchicalLogisticRegression
+from bayesfair.datasets import load_compas
+from bayesfair.models import (
+    DirichletMultinomial,
+    HierarchicalLogisticRegression,
+    posterior_fairness,
+)
 from bayesfair.replication import foulds
 
 pytestmark = pytest.mark.slow
@@ -61,6 +66,20 @@ def test_compas_case_study_amplification(data_home):
     # Figure 4(c): median about 0.5, quartiles about 0.35 and 0.65
     assert 0.4 <= amp["median"] <= 0.6
     assert 0.25 <= amp["q25"] <= 0.45 and 0.55 <= amp["q75"] <= 0.75
+
+
+def test_compas_case_study_takes_any_model(data_home):
+    # the settings of the given model are copied (a conjugate model has no `method` to pass)
+    pf = foulds.compas_case_study(
+        DirichletMultinomial(alpha=2.0, draws=300), data_home=data_home, random_state=5
+    )
+    data = load_compas("foulds", data_home=data_home).audit_data()
+    y = DirichletMultinomial(alpha=2.0, draws=300, random_state=5).fit(data)
+    d = DirichletMultinomial(alpha=2.0, draws=300, random_state=6).fit(data, target="decision")
+    expected = posterior_fairness(y, d, random_state=5)
+    assert pf.draws["df_amplification"].size == 4 * 300
+    for name, draws in expected.draws.items():
+        np.testing.assert_array_equal(pf.draws[name], draws)
 
 
 def test_credible_intervals_cover_the_truth():

@@ -61,11 +61,17 @@ class ModelAverage(FairnessModel):
         random_state: int | None = 0,
     ) -> None:
         super().__init__(method="map", draws=draws, random_state=random_state)
-        self.models = list(models)
+        self.models = models
         self.averaging = method
 
-    def get_params(self):
+    def get_params(self, deep: bool = True) -> dict:
         """The constructor's arguments and their current values.
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Accepted for scikit-learn's :func:`~sklearn.base.clone`; the fitted
+            models are returned as given, never cloned.
 
         Returns
         -------
@@ -77,6 +83,28 @@ class ModelAverage(FairnessModel):
             "draws": self.draws,
             "random_state": self.random_state,
         }
+
+    def __sklearn_clone__(self) -> ModelAverage:
+        # scikit-learn's clone would clone the models into unfitted copies; averaging
+        # needs them fitted, so a clone shares them (it never changes them).
+        return type(self)(**self.get_params())
+
+    def set_params(self, **params) -> ModelAverage:
+        """Set constructor arguments (as scikit-learn's); they take effect at the next fit.
+
+        Parameters
+        ----------
+        **params
+            ``models``, ``method``, ``draws`` or ``random_state``.
+
+        Returns
+        -------
+        self
+        """
+        if "method" in params:
+            params = dict(params)
+            self.averaging = params.pop("method")
+        return super().set_params(**params)
 
     def fit(self, data=None, target: str = "outcome") -> ModelAverage:
         """Compute the weights and the mixture (the models must be fitted already).
@@ -94,18 +122,19 @@ class ModelAverage(FairnessModel):
         -------
         self
         """
+        models = list(self.models)
         if self.averaging not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.averaging!r}")
-        if len(self.models) < 2:
+        if len(models) < 2:
             raise ValueError("model averaging needs at least two fitted models")
-        for m in self.models:
+        for m in models:
             m._check_fitted()
-        d = self.models[0].design_
-        for m in self.models[1:]:
+        d = models[0].design_
+        for m in models[1:]:
             if m.design_.target != d.target:
                 raise ValueError(
                     "all models must model the same target, got "
-                    f"{sorted({x.design_.target for x in self.models})}"
+                    f"{sorted({x.design_.target for x in models})}"
                 )
             if not _same_table(m.design_, d):
                 raise ValueError("all models must be fitted on the same table")
@@ -117,27 +146,25 @@ class ModelAverage(FairnessModel):
                     f"fitted on (target {d.target!r}): model averaging does not refit its "
                     "models; fit each model on the new data, or call fit() without data"
                 )
-        names = _unique_names(self.models)
+        names = _unique_names(models)
         self.comparison_ = None
         if self.averaging == "bma":
             # Foulds et al. Section 4: P(M_k | D) proportional to prod_(y,s) P(y | s, M_k) with
             # the posterior predictive, under a uniform prior over models.
-            ll = np.array([_predictive_loglik(m) for m in self.models])
+            ll = np.array([_predictive_loglik(m) for m in models])
             w = np.exp(ll - ll.max())
         else:
-            for m in self.models:
+            for m in models:
                 if m.p_draws_.shape[0] * m.p_draws_.shape[1] < 2:
                     raise ValueError(
-                        f"{names[self.models.index(m)]} has one draw (MAP): LOO needs a posterior"
+                        f"{names[models.index(m)]} has one draw (MAP): LOO needs a posterior"
                     )
             method = {
                 "stacking": "stacking",
                 "pseudo-bma": "pseudo-BMA",
                 "bb-pseudo-bma": "BB-pseudo-BMA",
             }[self.averaging]
-            comp = _arviz.compare(
-                dict(zip(names, (m.idata_ for m in self.models), strict=True)), method
-            )
+            comp = _arviz.compare(dict(zip(names, (m.idata_ for m in models), strict=True)), method)
             self.comparison_ = comp
             w = comp.loc[names, "weight"].to_numpy(dtype=float)
         w = w / w.sum()
@@ -145,18 +172,18 @@ class ModelAverage(FairnessModel):
         rng = np.random.default_rng(self.random_state)
         counts = rng.multinomial(self.draws, w)
         parts = []
-        for m, c in zip(self.models, counts, strict=True):
+        for m, c in zip(models, counts, strict=True):
             flat = m.p_draws_.reshape(-1, d.n_groups)
             if c:
                 parts.append(flat[rng.integers(0, len(flat), c)])
         self.p_draws_ = np.concatenate(parts)[None, :, :]
         self.design_ = d
         self.p_point_ = np.sum(
-            [wi * np.nan_to_num(m.p_point_, nan=0.5) for wi, m in zip(w, self.models, strict=True)],
+            [wi * np.nan_to_num(m.p_point_, nan=0.5) for wi, m in zip(w, models, strict=True)],
             axis=0,
         )
         self._predictive = np.sum(
-            [wi * m.predict_proba() for wi, m in zip(w, self.models, strict=True)], axis=0
+            [wi * m.predict_proba() for wi, m in zip(w, models, strict=True)], axis=0
         )
         self.idata_ = _arviz.from_draws(
             {"p": self.p_draws_}, coords=d.coords(), dims={"p": ["intersection"]}

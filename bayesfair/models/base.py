@@ -300,8 +300,14 @@ class FairnessModel:
         self.random_state = random_state
 
     # ------------------------------------------------------------------ configuration
-    def get_params(self) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments and their current values (as scikit-learn's).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Accepted for scikit-learn's :func:`~sklearn.base.clone` and model
+            selection; these models hold no sub-estimators, so it changes nothing.
 
         Returns
         -------
@@ -309,14 +315,47 @@ class FairnessModel:
         """
         import inspect
 
-        names = [
-            p
-            for cls in type(self).__mro__
-            if cls is not object and "__init__" in vars(cls)
-            for p in inspect.signature(cls.__init__).parameters
-            if p not in ("self", "kwargs")
-        ]
+        # The arguments the class's constructor accepts: its own, and its parents' only
+        # as far as each constructor passes ``**kwargs`` on (the conjugate models fix
+        # ``method`` and ``tune`` and do not take them).
+        names: list[str] = []
+        for cls in type(self).__mro__:
+            if cls is object or "__init__" not in vars(cls):
+                continue
+            params = inspect.signature(cls.__init__).parameters.values()
+            names += [p.name for p in params if p.name != "self" and p.kind != p.VAR_KEYWORD]
+            if not any(p.kind == p.VAR_KEYWORD for p in params):
+                break
         return {n: getattr(self, n) for n in dict.fromkeys(names)}
+
+    def set_params(self, **params: Any) -> FairnessModel:
+        """Set constructor arguments (as scikit-learn's); takes effect at the next :meth:`fit`.
+
+        Parameters
+        ----------
+        **params
+            Argument names of the constructor and their new values.
+
+        Returns
+        -------
+        self
+        """
+        valid = self.get_params()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"{type(self).__name__} has no argument {key!r}; its arguments are "
+                    f"{sorted(valid)}"
+                )
+            setattr(self, key, value)
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The PyMC model holds compiled functions that do not pickle; it is rebuilt from
+        # ``design_`` when it is needed again (only for a MAP not computed before pickling).
+        state = self.__dict__.copy()
+        state.pop("_model", None)
+        return state
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -513,10 +552,12 @@ class FairnessModel:
         """The compiled MAP problem of this fit's model structure, cached per structure
         (like the sampler's compiled model), so repeated fits of one structure compile
         once."""
-        if not hasattr(self, "_model"):
+        if not hasattr(self, "design_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet")
         key = self.cache_key(self.design_)
         if key not in _MAP_CACHE:
+            if "_model" not in self.__dict__:  # unpickled: rebuild the model of the fit
+                self._model = self.build_model(self.design_)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
                 _MAP_CACHE[key] = _MapObjective(self._model)

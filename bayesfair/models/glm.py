@@ -217,14 +217,19 @@ class HierarchicalLogisticRegression(LogisticRegression):
         self.lam = lam
         self.parameterization = parameterization
 
-    def get_params(self) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """The constructor's arguments and their current values (``sigma1``, not ``sigma``).
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Accepted for scikit-learn's :func:`~sklearn.base.clone`; changes nothing.
 
         Returns
         -------
         dict
         """
-        params = super().get_params()
+        params = super().get_params(deep)
         params.pop("sigma", None)
         return params
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
 from ..data import AuditData
 from ..datasets import load_adult, load_compas, make_gaussian_threshold
@@ -449,7 +450,7 @@ def compas_case_study(
     make = (
         (lambda s: HierarchicalLogisticRegression(random_state=s))
         if model is None
-        else (lambda s: type(model)(**{**model.get_params(), "random_state": s}))
+        else (lambda s: clone(model).set_params(random_state=s))
     )
     y = make(random_state).fit(data, target="outcome")
     d = make(random_state + 1).fit(data, target="decision")
