@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from joblib import Parallel, delayed
 
-from ._validation import check_count
+from ._validation import check_count, check_seed
 
 __all__ = ["chunked_resamples", "shuffled_statistic"]
 
@@ -33,10 +33,11 @@ def chunked_resamples(
     ``fn`` returns an array whose first axis has length ``size``.
     """
     check_count(n_resamples, "n_resamples")
+    # a SeedSequence is used as it is (callers spawn from one before passing it on)
     seq = (
         random_state
         if isinstance(random_state, np.random.SeedSequence)
-        else np.random.SeedSequence(random_state)
+        else check_seed(random_state)
     )
     k = int(min(n_chunks, n_resamples))
     sizes = np.full(k, n_resamples // k)

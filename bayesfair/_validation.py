@@ -20,6 +20,7 @@ __all__ = [
     "check_open_probability",
     "check_probability",
     "check_random_state",
+    "check_seed",
     "is_numeric_not_bool",
     "require_columns",
 ]
@@ -226,13 +227,37 @@ def check_open_probability(value: object, argument: str) -> float:
     return float(value)
 
 
-def check_random_state(random_state: object) -> np.random.Generator:
-    """Turn ``None``, an int, a SeedSequence or a Generator into a Generator."""
+def check_seed(random_state: object, argument: str = "random_state") -> np.random.SeedSequence:
+    """A fresh SeedSequence from ``None``, a non-negative int, a SeedSequence, a Generator
+    or a RandomState (as scipy.stats takes them).
+
+    An int gives the streams of ``numpy.random.default_rng(int)``; a SeedSequence is
+    copied without its spawned children, so the same one gives the same result; a
+    Generator or RandomState gives one seed drawn from it (so repeated calls differ, as
+    with scikit-learn).
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.SeedSequence(
+            random_state.entropy,
+            spawn_key=random_state.spawn_key,
+            pool_size=random_state.pool_size,
+        )
+    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+        return np.random.SeedSequence(int(np.random.default_rng(random_state).integers(2**63)))
+    if random_state is None:
+        return np.random.SeedSequence()
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"`{argument}` must be a non-negative int, got {random_state}")
+        return np.random.SeedSequence(int(random_state))
+    raise TypeError(
+        f"`{argument}` must be None, a non-negative int, or a numpy SeedSequence, Generator "
+        f"or RandomState, got {type(random_state).__name__} {random_state!r}"
+    )
+
+
+def check_random_state(random_state: object, argument: str = "random_state") -> np.random.Generator:
+    """A Generator from what :func:`check_seed` takes; a Generator is used as it is."""
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, (int, np.integer, np.random.SeedSequence)):
-        return np.random.default_rng(random_state)
-    raise TypeError(
-        "`random_state` must be None, an int, a numpy SeedSequence or a numpy Generator, "
-        f"got {type(random_state).__name__}"
-    )
+    return np.random.default_rng(check_seed(random_state, argument))

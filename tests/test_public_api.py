@@ -52,3 +52,84 @@ def test_result_objects_print_short():
     assert f"epsilon={est.epsilon:.6g}" in repr(est) and "alpha=0.0" in repr(est)
     audit = bf.run_audit(data)
     assert repr(audit).startswith("AuditResult(data=<AuditData>") and len(repr(audit)) < 500
+
+
+def test_random_state_is_taken_alike_everywhere():
+    """Every entry point with ``random_state`` takes None, a non-negative int, a numpy
+    SeedSequence, Generator or RandomState (as scipy.stats does); an int and a
+    SeedSequence of that int give the same result, and the same SeedSequence used twice
+    gives it twice (it is not consumed); anything else is an error naming the argument."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+    from sklearn.linear_model import LinearRegression
+
+    rng = np.random.default_rng(1)
+    n = 600
+    df = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b"], n),
+            "h": rng.choice(["u", "v", "w"], n),
+            "y": rng.integers(0, 2, n),
+            "d": rng.integers(0, 2, n),
+            "score": rng.uniform(0.05, 0.95, n),
+        }
+    )
+    data = bf.AuditData(df, ["g", "h"], "y", decision="d", score="score")
+    y, g = df["y"].to_numpy(), df["g"].to_numpy()
+    edf = bf.DirichletMultinomial(draws=50, random_state=0).fit(data)
+    dec = bf.DirichletMultinomial(draws=80, random_state=0).fit(data, target="decision")
+    calls = {
+        "permutation_test": lambda rs: (
+            bf.permutation_test(
+                data, "fpr", by="g", n_resamples=99, random_state=rs
+            ).null_distribution
+        ),
+        "intersectional_permutation_test": lambda rs: _null_and_pairs(
+            bf.intersectional_permutation_test(data, n_resamples=300, random_state=rs)
+        ),
+        "auc_permutation_test": lambda rs: (
+            bf.auc_permutation_test(data, by="g", n_resamples=99, random_state=rs).null_distribution
+        ),
+        "metric_permutation_test": lambda rs: (
+            bf.metric_permutation_test(
+                y, g, lambda v: float(np.mean(v)), n_resamples=30, n_bootstrap=10, random_state=rs
+            ).null_distribution
+        ),
+        "subset_scan": lambda rs: (
+            bf.subset_scan(df, ["g", "h"], "y", df["score"], n_restarts=3, random_state=rs).score
+        ),
+        "posterior_fairness": lambda rs: bf.posterior_fairness(edf, dec, random_state=rs).draws[
+            "df_amplification"
+        ],
+        "DirichletMultinomial": lambda rs: (
+            bf.DirichletMultinomial(draws=20, random_state=rs).fit(data).p_draws_
+        ),
+        "group_learning_curves": lambda rs: bf.group_learning_curves(
+            LinearRegression(),
+            df[["score"]].to_numpy(),
+            y,
+            g,
+            sizes=[100, 200],
+            n_repeats=2,
+            random_state=rs,
+        ).curves["loss"],
+    }
+    for name, call in calls.items():
+        first = np.asarray(call(7))
+        seq = np.random.SeedSequence(7)
+        np.testing.assert_array_equal(np.asarray(call(seq)), first, err_msg=name)
+        np.testing.assert_array_equal(np.asarray(call(seq)), first, err_msg=name)
+        for ok in (None, np.random.default_rng(7), np.random.RandomState(7), np.int64(7)):
+            call(ok)
+        for bad in ("7", 7.0, True):
+            with pytest.raises(TypeError, match="`random_state` must be None, a non-negative"):
+                call(bad)
+        with pytest.raises(ValueError, match="`random_state` must be a non-negative int"):
+            call(-1)
+
+
+def _null_and_pairs(res):
+    import numpy as np
+
+    return np.concatenate([res.null_distribution, res.pairwise.select_dtypes("number").stack()])

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples
+from .._validation import check_seed
 from ..data import AuditData
 from ..metrics.rates import _regroup
 from .permutation import (
@@ -175,7 +176,7 @@ def auc_permutation_test(
             y_sorted, block_end, n_a_rows, size, studentize, int(rng.integers(2**31 - 1))
         )
 
-    null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
+    null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
     p, k = _pvalue(null, z if studentize else diff, alternative)
     n_a, n_b = int(is_a.sum()), int((~is_a).sum())
     estimates = pd.DataFrame(

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
+from .._validation import check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["correlation_permutation_test"]
@@ -89,7 +90,7 @@ def correlation_permutation_test(
     obs_z = float(_stat(x, e, True))
 
     draw = shuffled_statistic(e, lambda perm: _stat(x, perm, studentize), batch)
-    null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
+    null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
     obs = obs_z if studentize else float(np.sqrt(len(x)) * obs_r)
     p, k = _pvalue(null, obs, alternative)
     return PermutationTestResult(

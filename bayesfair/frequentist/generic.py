@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import check_no_missing_groups
+from .._validation import check_no_missing_groups, check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -141,7 +141,7 @@ def metric_permutation_test(
             se = np.nanstd(boots, ddof=1)
             return d / se if se > 0 else (0.0 if d == 0 else np.sign(d) * np.inf)
 
-        seq = np.random.SeedSequence(random_state)
+        seq = check_seed(random_state)
         obs_rng = np.random.default_rng(seq.spawn(1)[0])
         diff = stat(is_a, obs_rng, False)
         z = stat(is_a, obs_rng, True)

@@ -13,7 +13,7 @@ from sklearn.base import clone
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
-from .._validation import check_no_missing_groups
+from .._validation import check_no_missing_groups, check_random_state
 
 __all__ = [
     "DiscriminationComparison",
@@ -358,7 +358,7 @@ def group_learning_curves(
     >>> sorted(res.fits["group"])
     ['a', 'b']
     """
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     X, y, group = np.asarray(X), np.asarray(y, float), np.asarray(group)
     _check_lengths(X, y, group, ("X", "y", "group"))
     if X_test is not None:
@@ -547,7 +547,7 @@ def bias_variance_decomposition(
     >>> sorted(out["group"])
     ['a', 'b']
     """
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     X_train, y_train = np.asarray(X_train), np.asarray(y_train)
     y_test, group_test = np.asarray(y_test), np.asarray(group_test)
     if loss not in ("squared", "zero_one"):

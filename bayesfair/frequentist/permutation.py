@@ -19,6 +19,7 @@ from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
 from .._repr import compact_repr
+from .._validation import check_seed
 from ..data import AuditData
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -448,7 +449,7 @@ def permutation_test_counts(
     def draw(size: int, rng) -> np.ndarray:
         return _two_group_null(a[None], b[None], metric, studentize, permute, size, rng)[:, 0]
 
-    null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
+    null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
     obs = observed_z if studentize else observed_diff
     p, k = _pvalue(null, obs, alternative)
     ra, da = _rate(a, metric)
@@ -538,7 +539,7 @@ def _pairwise_tests(
     block = max(1, PAIR_BLOCK // n_resamples)
     starts = range(0, len(a), block)
     # children 0..N_CHUNKS-1 of the seed drew the global null; the pairs use the next one
-    root = np.random.SeedSequence(random_state).spawn(N_CHUNKS + 1)[N_CHUNKS]
+    root = check_seed(random_state).spawn(N_CHUNKS + 1)[N_CHUNKS]
     p = np.empty(len(a))
     for start, seed in zip(starts, root.spawn(len(starts)), strict=True):
         sa, sb = a[start : start + block], b[start : start + block]
@@ -648,6 +649,8 @@ def intersectional_permutation_test(
         z = np.abs(_one_vs_rest(_draw_split(pooled, sizes, permute, size, rng), metric))
         return np.nanmax(np.where(np.isnan(z), -np.inf, z), axis=-1)
 
+    # one root for the global null's chunks and the pairs' (a Generator gives one seed)
+    random_state = check_seed(random_state)
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
     stat = float(np.nanmax(np.abs(z_obs)))
     p_global, _ = _pvalue(null, stat, "greater")

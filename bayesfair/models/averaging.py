@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _arviz
+from .._validation import check_seed
 from ._design import Design, design_from
 from .base import FairnessModel
 
@@ -123,6 +124,7 @@ class ModelAverage(FairnessModel):
         self
         """
         models = list(self.models)
+        check_seed(self.random_state)
         if self.averaging not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.averaging!r}")
         if len(models) < 2:

@@ -12,7 +12,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from .. import _arviz
-from .._validation import check_count, check_open_probability
+from .._validation import check_count, check_open_probability, check_seed
 from ..data import AuditData
 from ._design import Design, design_from
 
@@ -376,6 +376,7 @@ class FairnessModel:
         if not isinstance(self.tune, (int, np.integer)) or self.tune < 0:
             raise ValueError(f"`tune` must be a non-negative integer, got {self.tune!r}")
         check_open_probability(self.target_accept, "target_accept")
+        check_seed(self.random_state)
         if self.sampler not in ("auto", "nutpie", "pymc"):
             raise ValueError(f"`sampler` must be 'auto', 'nutpie' or 'pymc', got {self.sampler!r}")
         if self.sampler == "nutpie" and not _have_nutpie():

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from .. import _arviz
 from .._repr import compact_repr
-from .._validation import check_open_probability
+from .._validation import check_open_probability, check_seed
 from ..metrics.fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 from .base import FairnessModel
 
@@ -259,7 +259,8 @@ def posterior_fairness(
     if p_s not in ("empirical", "posterior"):
         raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
     check_open_probability(prob, "prob")
-    rng = np.random.default_rng(random_state)
+    seq = check_seed(random_state)
+    rng = np.random.default_rng(seq)
     present = (d.n > 0) | include_empty
     excluded = [lab for lab, pr in zip(d.labels, present, strict=True) if not pr]
     share = d.n / d.n.sum()  # the empirical P(s)
@@ -270,9 +271,12 @@ def posterior_fairness(
     share_draws = share  # P(s) in gamma's draws: fixed, or one draw per draw of P(y|s)
     if p_s == "posterior":
         # its own stream, so that the draws of P(y|s) are those of p_s="empirical"
-        seed = None if random_state is None else [random_state, 1]
+        entropy = [seq.entropy] if np.ndim(seq.entropy) == 0 else list(seq.entropy)
+        share_rng = np.random.default_rng(
+            np.random.SeedSequence([*entropy, 1], spawn_key=seq.spawn_key)
+        )
         share_draws = np.zeros((n_draws, len(d.n)))
-        share_draws[:, d.n > 0] = np.random.default_rng(seed).dirichlet(d.n[d.n > 0], n_draws)
+        share_draws[:, d.n > 0] = share_rng.dirichlet(d.n[d.n > 0], n_draws)
     draws: dict[str, np.ndarray] = {}
     x: dict[str, float] = {}
     o: dict[str, float] = {}

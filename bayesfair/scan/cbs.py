@@ -31,7 +31,12 @@ from sklearn.linear_model import LogisticRegression
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
-from .._validation import check_binary, check_no_missing_groups, check_probability
+from .._validation import (
+    check_binary,
+    check_no_missing_groups,
+    check_probability,
+    check_seed,
+)
 from .engine import (
     ScanResult,
     _codes,
@@ -662,7 +667,7 @@ def conditional_bias_scan(
         ordinal,
     )
     pipe.require_both_classes(A)
-    seq = np.random.SeedSequence(random_state)
+    seq = check_seed(random_state)
     scan_seq, perm_seq = seq.spawn(2)
     ihat = pipe.ihat(A)
     if pipe.score == "bernoulli":

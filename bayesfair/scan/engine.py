@@ -25,7 +25,13 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_count, check_group_values, check_real, is_numeric_not_bool
+from .._validation import (
+    check_count,
+    check_group_values,
+    check_random_state,
+    check_real,
+    is_numeric_not_bool,
+)
 from . import _kernel
 
 __all__ = [
@@ -574,6 +580,6 @@ def subset_scan(
         warn_impossible_events(obs, exp, "`expected`")
     ordinal = resolve_ordinal(data, attributes, ordinal)
     prep = _Prepared(codes, values, attributes, obs, exp, score, direction, sigma, ordinal)
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     mask, sc, th, rs = prep.run(n_restarts, penalty, rng)
     return prep.result(mask, sc, th, rs, penalty)
