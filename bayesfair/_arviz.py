@@ -13,6 +13,7 @@ import pandas as pd
 
 __all__ = [
     "CI_PROB",
+    "add_binomial_groups",
     "compare",
     "diagnostics",
     "from_draws",
@@ -58,6 +59,26 @@ def from_draws(
         coords=dict(coords or {}),
         dims=dict(dims or {}),
     )
+
+
+def add_binomial_groups(
+    idata, p: np.ndarray, n: np.ndarray, k: np.ndarray, labels: Sequence[str], rng
+) -> None:
+    """Give ``idata`` what ArviZ's checks of a binomial model of the counts ``k`` of ``n``
+    need: ``observed_data`` ``y`` = k, ``constant_data`` ``n`` and ``k`` (where missing),
+    and ``posterior_predictive`` ``y`` ~ Binomial(n, p) for every draw of ``p`` (chain, draw,
+    intersection), so that ``az.plot_ppc``, ``az.plot_loo_pit`` and ``az.plot_bpv`` work."""
+    groups = set(idata.groups())
+    n = np.asarray(n, dtype=np.int64)
+    ppc = rng.binomial(n, np.clip(np.nan_to_num(p, nan=0.5), 0.0, 1.0))
+    extra = _az().from_dict(
+        posterior_predictive={"y": ppc.astype(np.int32 if n.max(initial=0) < 2**31 else int)},
+        observed_data=None if "observed_data" in groups else {"y": np.asarray(k, np.int64)},
+        constant_data=None if "constant_data" in groups else {"n": n, "k": np.asarray(k)},
+        coords={"intersection": list(labels)},
+        dims={name: ["intersection"] for name in ("y", "n", "k")},
+    )
+    idata.extend(extra)
 
 
 def posterior_array(idata, name: str) -> np.ndarray:

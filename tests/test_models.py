@@ -52,6 +52,77 @@ def test_dirichlet_multinomial_is_exact(synth):
     np.testing.assert_allclose(fit.p_draws_.var(axis=(0, 1)), var, rtol=0.15)
 
 
+def test_inference_data_has_the_groups_arviz_checks_need(synth):
+    """Every fit carries observed_data, constant_data and a posterior predictive of the
+    counts, Binomial(n, p) per draw, so ArviZ's posterior predictive checks run on it."""
+    import arviz as az
+
+    data = synth.audit_data()
+    c = data.counts()
+    n = c.sum(axis=1)
+    fits = [
+        DirichletMultinomial(alpha=1.0, draws=2000, random_state=0).fit(data),
+        LogisticRegression(method="map", random_state=0).fit(data),
+    ]
+    fits.append(model_average([fits[0], NaiveBayes(random_state=0).fit(data)], draws=500))
+    for fit in fits:
+        idata = fit.idata_
+        assert {"posterior_predictive", "observed_data", "constant_data"} <= set(idata.groups())
+        np.testing.assert_array_equal(idata.observed_data["y"], c[:, 1])
+        np.testing.assert_array_equal(idata.constant_data["n"], n)
+        y = idata.posterior_predictive["y"]
+        assert y.dims == ("chain", "draw", "intersection")
+        assert y.shape == fit.p_draws_.shape
+        assert ((y >= 0) & (y <= n)).all()
+    # the predictive's mean and variance are the beta-binomial's of the exact posterior
+    y = fits[0].idata_.posterior_predictive["y"].values.reshape(-1, len(n))
+    a, b = c[:, 1] + 1.0, c[:, 0] + 1.0
+    mean = n * a / (a + b)
+    var = n * a * b * (a + b + n) / ((a + b) ** 2 * (a + b + 1))
+    se = np.sqrt(var / y.shape[0])
+    assert (np.abs(y.mean(axis=0) - mean) <= 4 * se + 1e-12).all()
+    np.testing.assert_allclose(y.var(axis=0), var, rtol=0.15, atol=1e-9)
+    assert np.isfinite(az.loo_pit(fits[0].idata_, y="y")).all()
+
+
+def test_predictive_check_tails_and_misfit():
+    """predictive_check's p-values are the posterior predictive's tails: beta-binomial for
+    the Dirichlet model, binomial at a MAP; an additive model of data with an interaction
+    is flagged where it misses, the saturated model nowhere."""
+    from scipy.stats import betabinom, binom
+
+    # XOR-like rates: no additive logit fits them; one empty intersection
+    cells = {("a", "u"): (400, 0.2), ("a", "v"): (400, 0.6), ("b", "u"): (400, 0.6)}
+    cells[("b", "v")] = (400, 0.2)
+    cells[("c", "u")] = (0, 0.5)
+    rows = []
+    for (g, h), (n, rate) in cells.items():
+        k = round(n * rate)
+        rows += [(g, h, 1)] * k + [(g, h, 0)] * (n - k)
+    df = pd.DataFrame(rows, columns=["g", "h", "y"])
+    df["g"] = pd.Categorical(df["g"], categories=["a", "b", "c"])
+    data = AuditData(df, ["g", "h"], "y")
+    edf = DirichletMultinomial(alpha=1.0, draws=4000, random_state=0).fit(data)
+    check = edf.predictive_check()
+    d = edf.design_
+    present = d.n > 0
+    assert check["p_value"].isna().tolist() == (~present).tolist()
+    below = betabinom.cdf(d.k, d.n, d.k + 1.0, d.n - d.k + 1.0)[present]
+    above = betabinom.sf(d.k - 1, d.n, d.k + 1.0, d.n - d.k + 1.0)[present]
+    exact = np.minimum(1, 2 * np.minimum(below, above))
+    np.testing.assert_allclose(check["p_value"][present], exact, atol=0.02)
+    assert (check["p_value"][present] > 0.5).all()  # the saturated model fits every count
+    lr = LogisticRegression(method="map", random_state=0).fit(data)
+    check = lr.predictive_check(prob=0.5)
+    p = lr.p_point_
+    by_hand = np.minimum(1, 2 * np.minimum(binom.cdf(d.k, d.n, p), binom.sf(d.k - 1, d.n, p)))
+    np.testing.assert_allclose(check["p_value"][present], by_hand[present])
+    assert (check["p_value"][present] < 1e-6).all()  # the additive model misses every cell
+    assert (check["predicted_50%_low"] <= check["predicted_50%_high"]).all()
+    with pytest.raises(ValueError, match="prob"):
+        lr.predictive_check(prob=1.5)
+
+
 def test_naive_bayes_point_estimate_by_hand():
     df = pd.DataFrame(
         {

@@ -458,6 +458,14 @@ class FairnessModel:
         else:
             self._fit_pymc(design)
         self.p_draws_ = _arviz.posterior_array(self.idata_, "p")
+        _arviz.add_binomial_groups(
+            self.idata_,
+            self.p_draws_,
+            design.n,
+            design.k,
+            design.labels,
+            np.random.default_rng([self._seed(), 5]),
+        )
         return self
 
     def _seed(self) -> int:
@@ -698,3 +706,65 @@ class FairnessModel:
         out.attrs["diagnostics"] = dict(self.diagnostics_)
         out.attrs["warnings"] = list(self.warnings_)
         return out
+
+    def predictive_check(self, prob: float = _arviz.CI_PROB) -> pd.DataFrame:
+        """Posterior predictive check of every intersection's count of positives.
+
+        Does the fitted model reproduce the data it was fitted on? A model that pools
+        intersections (HLR), or assumes an additive (LR) or independent (NB) form, may
+        pull an intersection's P(y|s) away from what its rows say; this shows where.
+
+        Parameters
+        ----------
+        prob : float
+            Mass of the central predictive interval (default: the package's 0.90).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per intersection: ``n``, ``positives``, the predictive mean, the
+            central predictive interval of the count (from ``idata_``'s
+            ``posterior_predictive``, or the binomial's at a MAP fit) and ``p_value``,
+            the two-sided posterior predictive p-value ``min(1, 2 min(P(y_rep <= y),
+            P(y_rep >= y)))``, computed exactly as the average of binomial tails over
+            the posterior draws (NaN for an intersection without rows). Such p-values
+            are conservative (they gather near 0.5 when the model fits), so read a
+            small one as misfit and a large one as no evidence either way.
+
+        Examples
+        --------
+        >>> from bayesfair.datasets import make_gaussian_threshold
+        >>> from bayesfair.models import NaiveBayes
+        >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+        >>> check = NaiveBayes(random_state=0).fit(data).predictive_check()
+        >>> list(check.columns)[:4]
+        ['intersection', 'n', 'positives', 'predicted']
+        """
+        self._check_fitted()
+        check_open_probability(prob, "prob")
+        d = self.design_
+        p = np.clip(self.p_draws_.reshape(-1, d.n_groups), 0.0, 1.0)
+        with np.errstate(invalid="ignore"):
+            below = binom.cdf(d.k, d.n, p).mean(axis=0)  # P(y_rep <= y)
+            above = binom.sf(d.k - 1, d.n, p).mean(axis=0)  # P(y_rep >= y)
+        pvalue = np.where(d.n > 0, np.minimum(1.0, 2 * np.minimum(below, above)), np.nan)
+        tails = [(1 - prob) / 2, (1 + prob) / 2]
+        if p.shape[0] > 1:
+            y = self.idata_.posterior_predictive["y"].values.reshape(-1, d.n_groups)
+            lo, hi = np.quantile(y, tails, axis=0, method="inverted_cdf")
+        else:
+            lo, hi = binom.ppf(tails, d.n[:, None], p[0][:, None]).T
+            if np.isfinite(lo).all() and np.isfinite(hi).all():
+                lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+        label = f"{prob:.0%}"
+        return pd.DataFrame(
+            {
+                "intersection": d.labels,
+                "n": d.n,
+                "positives": d.k,
+                "predicted": d.n * p.mean(axis=0),
+                f"predicted_{label}_low": lo,
+                f"predicted_{label}_high": hi,
+                "p_value": pvalue,
+            }
+        )
