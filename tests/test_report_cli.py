@@ -386,6 +386,8 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     assert "df_amplification" in html
     # the diagnostics table has a row per fit, the decisions' fits included
     assert html.count("<td>decisions</td>") == 3 and html.count("<td>labels</td>") == 3
+    # with each fit's posterior predictive check
+    assert "counts not reproduced" in html and "predictive_check()" in html
     with pytest.raises(TypeError, match="`models` must be a dict name -> fitted model or a list"):
         add_bayesian_section(Report("t"), fits[0])
     with pytest.raises(TypeError, match=r"`models` entries \['b'\] are not bayesfair models"):

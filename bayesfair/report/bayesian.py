@@ -145,13 +145,23 @@ def add_bayesian_section(
                 "model": n,
                 **({"fitted to": target} if mechanism is not None else {}),
                 **m.diagnostics_,
+                "counts not reproduced": int((m.predictive_check()["p_value"] < 0.05).sum()),
                 "warnings": "; ".join(m.warnings_) or "none",
             }
             for target, group in fits.items()
             for n, m in group.items()
         ]
     )
-    sec.add(Text("Sampler diagnostics of every fit (NUTS: divergences, R-hat, ESS):"))
+    # the sampler's columns first (a conjugate model in the first row has none of them)
+    last = ["counts not reproduced", "warnings"]
+    diag = diag[[c for c in diag.columns if c not in last] + last]
+    sec.add(
+        Text(
+            "Sampler diagnostics of every fit (NUTS: divergences, R-hat, ESS), and how many "
+            "intersections' counts its posterior predictive does not reproduce (two-sided "
+            "posterior predictive p-value below 0.05; the fit's predictive_check() lists them):"
+        )
+    )
     sec.add(Table(whole_numbers(diag), float_format="{:.3f}"))
     if len(models) >= 2:
         fitted = list(models.values())
