@@ -844,6 +844,31 @@ def test_callable_metric_and_auc_run():
     with pytest.raises(TypeError) as info:
         disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[lambda rows: 0.0])
     assert "called as f(y_true, y_pred, y_score)" in "".join(info.value.__notes__)
+    # two lambdas share a name: an error (one used to replace the other); a dict names them
+    pair = [lambda y, d, s: float(np.mean(d)), lambda y, d, s: float(np.mean(y))]
+    with pytest.raises(ValueError, match=r"more than one metric \['<lambda>'\].*dict"):
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=pair)
+    with pytest.raises(ValueError, match=r"more than one metric \['fpr'\]"):
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=["fpr", "fpr"])
+    kw = dict(estimators=["standard"], n_bootstrap_variance=20, random_state=0)
+    named = disaggregated_evaluation(
+        df, ["race", "sex"], "y", "d", metrics={"sel": pair[0], "base": pair[1]}, **kw
+    )
+    plain = disaggregated_evaluation(
+        df, ["race", "sex"], "y", "d", metrics=["selection_rate", "base_rate"], **kw
+    )
+    for mine, builtin in (("sel", "selection_rate"), ("base", "base_rate")):
+        np.testing.assert_allclose(
+            named.estimates(mine)["standard"], plain.estimates(builtin)["standard"]
+        )
+    # one metric need not be a list; an infinite value is an error naming the group
+    one = disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics="fpr", **kw)
+    assert set(one.table.metric) == {"fpr"}
+    with pytest.raises(ValueError, match="returned inf, not a finite number") as info:
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[lambda y, d, s: np.inf])
+    assert "on" in "".join(info.value.__notes__) and "rows of group" in "".join(
+        info.value.__notes__
+    )
 
 
 def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():

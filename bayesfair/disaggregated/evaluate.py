@@ -339,7 +339,11 @@ def disaggregated_evaluation(
     y_pred: str | None = None,
     y_score: str | None = None,
     *,
-    metrics: Sequence[str | Callable] = ("selection_rate", "fpr", "fnr"),
+    metrics: Sequence[str | Callable] | Mapping[str, str | Callable] = (
+        "selection_rate",
+        "fpr",
+        "fnr",
+    ),
     estimators: Sequence[str] = ESTIMATORS,
     levels: Sequence[float] = (0.95,),
     n_bootstrap_variance: int = 200,
@@ -369,9 +373,12 @@ def disaggregated_evaluation(
         empty ones included, so a reader sees which groups have no data).
     y_true, y_pred, y_score : str
         Outcome (0/1), decision (0/1; for confusion-matrix metrics) and score (for AUC).
-    metrics : list
+    metrics : list or dict
         Names among "selection_rate", "accuracy", "fpr", "fnr", "tpr", "tnr", "ppv",
-        "npv", "base_rate", "auc", or callables ``f(y_true, y_pred, y_score) -> float``.
+        "npv", "base_rate", "auc", or callables ``f(y_true, y_pred, y_score) -> float``
+        (called with one group's arrays; return None or NaN where undefined). A
+        callable is named by its ``__name__``; a dict ``{name: metric}`` names them
+        (two metrics of one name, such as two lambdas, are an error).
     estimators : list
         Any of "standard" (intervals from the pooled variance, eq. 7, truncated to
         [0, 1] for rates and AUC, as every estimator's are), "james_stein",
@@ -485,7 +492,17 @@ def disaggregated_evaluation(
     levels = list(levels)
     if not levels or not all(0 < lv < 1 for lv in levels):
         raise ValueError(f"`levels` must be numbers in (0, 1), got {levels!r}")
-    names = [metric_name(m) for m in metrics]
+    if isinstance(metrics, Mapping):
+        names, metrics = [str(k) for k in metrics], list(metrics.values())
+    else:
+        metrics = [metrics] if isinstance(metrics, str) or callable(metrics) else list(metrics)
+        names = [metric_name(m) for m in metrics]
+    repeated = sorted({nm for nm in names if names.count(nm) > 1})
+    if repeated:
+        raise ValueError(
+            f"`metrics` names more than one metric {repeated}: each needs a name of its own "
+            "(pass a dict {name: metric} to name callables such as lambdas)"
+        )
     metrics = [m if callable(m) else metric_name(m) for m in metrics]
     n = gd.sizes().astype(float)
     labels = gd.group_names()

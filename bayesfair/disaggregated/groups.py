@@ -289,7 +289,10 @@ class GroupedData:  # numpydoc ignore=PR01
                     None if self.yhat is None else self.yhat[r],
                     None if self.score is None else self.score[r],
                 )
-                return float(val) if val is not None else np.nan
+                val = float(val) if val is not None else np.nan
+                if np.isinf(val):
+                    raise ValueError(f"the metric returned {val}, not a finite number")
+                return val
             except Exception as err:  # say where, keep the user's exception
                 group = self.group_names()[self.group[r[0]]] if len(r) else "?"
                 err.add_note(
