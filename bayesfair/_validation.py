@@ -21,6 +21,7 @@ __all__ = [
     "check_probability",
     "check_random_state",
     "check_seed",
+    "intersection_labels",
     "is_numeric_not_bool",
     "require_columns",
 ]
@@ -225,6 +226,26 @@ def check_open_probability(value: object, argument: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
         raise ValueError(f"`{argument}` must be a number in (0, 1), got {value!r}")
     return float(value)
+
+
+def intersection_labels(rows: Iterable[tuple], columns: Sequence[str]) -> list[str]:
+    """The label of every intersection: its values joined with ", ".
+
+    Labels name intersections in every table, model coordinate and report, so two
+    intersections must not share one; they would when values contain ", " (("x", "y, z")
+    and ("x, y", "z") both give "x, y, z"), which is refused with the values to rename.
+    """
+    rows = [tuple(r) for r in rows]
+    labels = [", ".join(map(str, r)) for r in rows]
+    first: dict[str, tuple] = {}
+    for label, values in zip(labels, rows, strict=True):
+        if first.setdefault(label, values) != values:
+            raise ValueError(
+                f"the intersections {first[label]!r} and {values!r} of {list(columns)} would "
+                f"both be labelled {label!r} (an intersection's values are joined with ', '): "
+                "rename the values that contain ', '"
+            )
+    return labels
 
 
 def check_seed(random_state: object, argument: str = "random_state") -> np.random.SeedSequence:

@@ -21,6 +21,7 @@ from ._validation import (
     check_no_missing_groups,
     check_probability,
     check_scalar_probability,
+    intersection_labels,
     require_columns,
 )
 
@@ -262,6 +263,7 @@ class AuditData:
         self.row_decision = d
         self.row_score = s
         self._counts = self._aggregate()
+        self.grouping(None)  # builds the labels: refuses one that two intersections would share
 
     # ------------------------------------------------------------------ internals
     def _aggregate(self) -> dict[str, np.ndarray]:
@@ -338,7 +340,7 @@ class AuditData:
         groups = index.to_frame(index=False)
         for c in cols:
             groups[c] = pd.Categorical(groups[c], categories=self.levels[c])
-        groups["intersection"] = [", ".join(map(str, t)) for t in index]
+        groups["intersection"] = intersection_labels(index, cols)
         return groups
 
     def table_for(self, by: str | Sequence[str] | None = None) -> pd.DataFrame:

@@ -296,6 +296,27 @@ def test_duplicate_frame_columns_are_refused():
         AuditData(df, "g", "y")
 
 
+def test_two_intersections_may_not_share_a_label():
+    """Labels join values with ", ", so values containing it could give two intersections
+    one label (("x", "y, z") and ("x, y", "z")): tables, model coordinates and reports
+    would mix them up. Refused where the data come in; harmless commas are kept."""
+    from bayesfair import disaggregated_evaluation
+
+    clash = pd.DataFrame({"a": ["x, y", "x"] * 10, "b": ["z", "y, z"] * 10, "y": [0, 1] * 10})
+    clash["d"] = clash["y"]
+    message = (
+        r"\('x', 'y, z'\) and \('x, y', 'z'\) of \['a', 'b'\] would both be labelled 'x, y, z'"
+    )
+    with pytest.raises(ValueError, match=message):
+        AuditData(clash, ["a", "b"], "y")
+    with pytest.raises(ValueError, match=message):
+        disaggregated_evaluation(clash, ["a", "b"], "y", "d", estimators=["standard"])
+    fine = pd.DataFrame({"a": ["Black, non-Hispanic", "White"] * 10, "b": ["M", "F"] * 10})
+    fine["y"] = [0, 1] * 10
+    labels = AuditData(fine, ["a", "b"], "y").group_labels
+    assert labels == ["Black, non-Hispanic, F", "Black, non-Hispanic, M", "White, F", "White, M"]
+
+
 def test_too_many_intersections_are_refused():
     n = 60
     df = pd.DataFrame({f"a{i}": np.arange(n) % 50 for i in range(4)})

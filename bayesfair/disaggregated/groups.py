@@ -12,6 +12,7 @@ from .._validation import (
     check_binary,
     check_group_values,
     check_no_missing_groups,
+    intersection_labels,
     is_numeric_not_bool,
 )
 from ..metrics.rates import RATE_DEFINITIONS
@@ -166,7 +167,9 @@ class GroupedData:  # numpydoc ignore=PR01
         dims = [len(v) for v in levels]
         g = np.ravel_multi_index(codes, dims)
         idx = pd.MultiIndex.from_product(levels, names=sens).to_frame(index=False)
-        return cls(group=g, y=y.astype(int), yhat=yhat, score=score, labels=idx, frame=data)
+        grouped = cls(group=g, y=y.astype(int), yhat=yhat, score=score, labels=idx, frame=data)
+        grouped.group_names()  # refuse labels that two groups would share
+        return grouped
 
     @property
     def n_groups(self) -> int:
@@ -201,7 +204,7 @@ class GroupedData:  # numpydoc ignore=PR01
         -------
         list of str
         """
-        return [", ".join(map(str, r)) for r in self.labels.itertuples(index=False)]
+        return intersection_labels(self.labels.itertuples(index=False), list(self.labels.columns))
 
     # ------------------------------------------------------------------ metrics
     def cells(self, rows: np.ndarray | None = None) -> np.ndarray:
