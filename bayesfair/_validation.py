@@ -233,7 +233,8 @@ def intersection_labels(rows: Iterable[tuple], columns: Sequence[str]) -> list[s
 
     Labels name intersections in every table, model coordinate and report, so two
     intersections must not share one; they would when values contain ", " (("x", "y, z")
-    and ("x, y", "z") both give "x, y, z"), which is refused with the values to rename.
+    and ("x, y", "z") both give "x, y, z") or print alike (1 and "1" in an object column),
+    which is refused with the values to rename.
     """
     rows = [tuple(r) for r in rows]
     labels = [", ".join(map(str, r)) for r in rows]
@@ -242,8 +243,8 @@ def intersection_labels(rows: Iterable[tuple], columns: Sequence[str]) -> list[s
         if first.setdefault(label, values) != values:
             raise ValueError(
                 f"the intersections {first[label]!r} and {values!r} of {list(columns)} would "
-                f"both be labelled {label!r} (an intersection's values are joined with ', '): "
-                "rename the values that contain ', '"
+                f"both be labelled {label!r} (a label is str() of the values joined with "
+                "', '): rename values so that no two intersections print alike"
             )
     return labels
 

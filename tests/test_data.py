@@ -315,6 +315,9 @@ def test_two_intersections_may_not_share_a_label():
     fine["y"] = [0, 1] * 10
     labels = AuditData(fine, ["a", "b"], "y").group_labels
     assert labels == ["Black, non-Hispanic, F", "Black, non-Hispanic, M", "White, F", "White, M"]
+    mixed = pd.DataFrame({"a": [1, "1"] * 10, "y": [0, 1] * 10})  # an object column
+    with pytest.raises(ValueError, match=r"\(1,\) and \('1',\) .* no two intersections print"):
+        AuditData(mixed, "a", "y")
 
 
 def test_too_many_intersections_are_refused():
