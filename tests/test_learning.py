@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.linear_model import LinearRegression
@@ -73,7 +75,11 @@ def test_learning_curves_recover_group_noise():
     with pytest.raises(ValueError, match="exceeds"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:100], sizes=[500])
     for bad in ([np.inf], [50.5], [1], [], "50"):
-        with pytest.raises(ValueError, match="`sizes` must be whole numbers of training rows"):
+        with (
+            warnings.catch_warnings(),
+            pytest.raises(ValueError, match="`sizes` must be whole numbers of training rows"),
+        ):
+            warnings.simplefilter("error", RuntimeWarning)  # refused without numpy's warning
             group_learning_curves(LinearRegression(), X, y, g, sizes=bad)
     with pytest.raises(ValueError, match=r"one row per sample .*'group': 99"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:99], sizes=[50])

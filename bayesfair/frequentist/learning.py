@@ -456,7 +456,9 @@ def _training_sizes(sizes) -> np.ndarray:
         arr = np.asarray(sizes, dtype=float)
     except (TypeError, ValueError):
         arr = np.array([np.nan])
-    if arr.ndim != 1 or not len(arr) or not (np.isfinite(arr) & (arr >= 2) & (arr % 1 == 0)).all():
+    with np.errstate(invalid="ignore"):  # inf % 1 is NaN: refused below, without a warning
+        whole = np.isfinite(arr) & (arr >= 2) & (arr % 1 == 0)
+    if arr.ndim != 1 or not len(arr) or not whole.all():
         raise ValueError(
             f"`sizes` must be whole numbers of training rows, each >= 2, got {sizes!r}"
         )
