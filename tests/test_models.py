@@ -123,6 +123,52 @@ def test_predictive_check_tails_and_misfit():
         lr.predictive_check(prob=1.5)
 
 
+def test_posterior_fairness_by_a_subset_of_attributes(synth):
+    """by= compares the groups of some attributes from the intersectional model: P(y|s_by)
+    is each draw's P(y|s) averaged with weights P(s); O of the Dirichlet model is EDF of
+    the pooled counts; every draw's epsilon over a subset is at most its epsilon over the
+    intersections (Foulds et al.'s intersectionality property); by every attribute is
+    the default."""
+    from bayesfair import empirical_fairness
+
+    data = synth.audit_data()
+    attrs = list(data.protected)
+    fit = DirichletMultinomial(alpha=1.0, draws=500, random_state=0).fit(data)
+    mech = NaiveBayes(draws=500, random_state=0).fit(data, target="decision")
+    full = posterior_fairness(fit, mech, random_state=3)
+    same = posterior_fairness(fit, mech, by=attrs, random_state=3)
+    for name, d in full.draws.items():  # equal but for rounding (p * P(s) / P(s))
+        np.testing.assert_allclose(same.draws[name], d, rtol=1e-10, atol=1e-12)
+    assert same.x == pytest.approx(full.x, rel=1e-12)
+    assert same.o == pytest.approx(full.o, rel=1e-12)
+    pd.testing.assert_frame_equal(same.pairs, full.pairs)
+    for by in (attrs[:1], attrs[1:], [attrs[2], attrs[0]]):
+        for p_s in ("posterior", "empirical"):
+            sub = posterior_fairness(fit, mech, by=by, p_s=p_s, random_state=3)
+            ref = posterior_fairness(fit, mech, p_s=p_s, random_state=3)
+            for name in ("epsilon", "epsilon_mechanism"):
+                assert (sub.draws[name] <= ref.draws[name] + 1e-9).all(), (by, p_s, name)
+        emp = empirical_fairness(data, by=by)
+        assert sub.o["epsilon"] == pytest.approx(emp.epsilon)
+        assert sub.o["gamma"] == pytest.approx(emp.gamma)
+        # X: the posterior predictive averaged over each group's intersections by size
+        n = data.group_sizes()
+        member = pd.get_dummies(data.grouping()[by].astype(str).agg(", ".join, axis=1))
+        member = member[emp.groups["intersection"]].to_numpy(float)
+        p_by = (fit.predict_proba() * n) @ member / (n @ member)
+        p_by = np.where(n @ member > 0, p_by, np.nan)
+        present = ~np.isnan(p_by)
+        q = np.stack([1 - p_by[present], p_by[present]], axis=1)
+        eps = np.max(np.log(q[:, None, :] / q[None, :, :]))
+        assert sub.x["epsilon"] == pytest.approx(eps)
+        assert set(sub.pairs["high"]) <= set(emp.groups["intersection"])
+        assert emp.by == tuple(by)
+    with pytest.raises(ValueError, match=r"`by` must name protected attributes"):
+        posterior_fairness(fit, by=["income"])
+    with pytest.raises(ValueError, match="include_empty"):
+        posterior_fairness(fit, by=attrs[:1], include_empty=True)
+
+
 def test_naive_bayes_point_estimate_by_hand():
     df = pd.DataFrame(
         {

@@ -388,6 +388,12 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     assert html.count("<td>decisions</td>") == 3 and html.count("<td>labels</td>") == 3
     # with each fit's posterior predictive check
     assert "counts not reproduced" in html and "predictive_check()" in html
+    # epsilon over each attribute alone beside the intersections' (race, sex, nationality)
+    assert "epsilon over each protected attribute alone" in html
+    for groups in ("race", "sex", "nationality", "race x sex x nationality"):
+        assert html.count(f"<td>{groups}</td>") == 2, groups  # labels' and decisions' rows
+    with pytest.raises(ValueError, match=r"`detail` must be one of the models \['EDF-exact'"):
+        add_bayesian_section(Report("t"), fits, mech, detail="HLR")
     with pytest.raises(TypeError, match="`models` must be a dict name -> fitted model or a list"):
         add_bayesian_section(Report("t"), fits[0])
     with pytest.raises(TypeError, match=r"`models` entries \['b'\] are not bayesfair models"):

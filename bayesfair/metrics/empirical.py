@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,8 @@ class FairnessEstimate:  # numpydoc ignore=PR01
     alpha : float
     notes : list of str
         What the estimate had to leave out or warn about.
+    by : tuple of str
+        The protected columns whose groups were compared (all of them by default).
     """
 
     __repr__ = compact_repr
@@ -50,6 +53,7 @@ class FairnessEstimate:  # numpydoc ignore=PR01
     target: str
     alpha: float
     notes: list[str] = field(default_factory=list)
+    by: tuple[str, ...] = ()
 
     def summary(self) -> pd.DataFrame:
         """One-row-per-metric table: value, where it is attained, and the settings.
@@ -79,6 +83,7 @@ def empirical_fairness(
     target: str = "outcome",
     alpha: float = 0.0,
     include_empty: bool = False,
+    by: str | Sequence[str] | None = None,
 ) -> FairnessEstimate:
     """Empirical differential fairness (EDF) and subgroup fairness from counts.
 
@@ -100,6 +105,12 @@ def empirical_fairness(
         P(s) > 0, so by default they are left out (and listed in ``excluded``,
         with a warning); ``True`` needs ``alpha > 0``.  They never affect gamma,
         which weights by P(s) = 0.
+    by : str or list of str, optional
+        Measure fairness over the groups of a subset of the protected columns (their
+        pooled counts) instead of the intersections of all of them. Foulds et al.
+        prove that epsilon-DF over the intersections bounds it over every subset, so
+        a marginal audit (race alone, sex alone) can look fairer than the
+        intersectional one; it cannot look less fair.
 
     Returns
     -------
@@ -121,9 +132,10 @@ def empirical_fairness(
         raise ValueError(
             "include_empty=True needs alpha > 0: P(y|s) of an empty group is undefined"
         )
-    p = data.probabilities(target, alpha=alpha)
-    n = data.group_sizes()
-    labels = data.group_labels
+    p = data.probabilities(target, alpha=alpha, by=by)
+    n = data.group_sizes(by)
+    groups = data.grouping(by)
+    labels = groups["intersection"].tolist()
     empty = n == 0
     excluded = [lab for lab, e in zip(labels, empty, strict=True) if e] if not include_empty else []
     p_eps = p.copy()
@@ -141,7 +153,6 @@ def empirical_fairness(
     p1 = p[:, 1]
     gam = float(gamma_sf(p1, n))
     g = int(gamma_sf_argmax(p1, n))
-    groups = data.grouping()
     groups["n"] = n
     groups["p"] = p1
     groups["p_s"] = n / n.sum()
@@ -156,6 +167,7 @@ def empirical_fairness(
         method="EDF" if alpha == 0 else f"smoothed EDF (alpha={alpha:g})",
         target=target,
         alpha=float(alpha),
+        by=tuple(data._check_by(by)),
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,8 +12,14 @@ from matplotlib.figure import Figure
 
 from .. import _arviz
 from .._repr import compact_repr
-from .._validation import check_open_probability, check_seed
+from .._validation import (
+    as_column_list,
+    check_open_probability,
+    check_seed,
+    intersection_labels,
+)
 from ..metrics.fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
+from ._design import Design
 from .base import FairnessModel
 
 __all__ = ["PosteriorFairness", "posterior_fairness"]
@@ -174,6 +182,36 @@ def _shares(metric: str, key: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _groups_of(d: Design, by: str | Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
+    """The group of every intersection and the groups' labels: the intersections
+    themselves, or the groups of the protected attributes ``by`` (in ``by``'s order)."""
+    if by is None:
+        return np.arange(d.n_groups), list(d.labels)
+    cols = as_column_list(by, "by")
+    unknown = [c for c in cols if c not in d.levels]
+    if not cols or unknown or len(set(cols)) < len(cols):
+        raise ValueError(
+            f"`by` must name protected attributes {d.attributes} (each once), got {by!r}"
+        )
+    index = [d.attributes.index(c) for c in cols]
+    shape = tuple(len(d.levels[c]) for c in cols)
+    group_of = np.ravel_multi_index(tuple(d.codes[i] for i in index), shape)
+    labels = intersection_labels(itertools.product(*(d.levels[c] for c in cols)), cols)
+    return group_of, labels
+
+
+def _average(p: np.ndarray, share: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """P(y=1 | group): P(y=1 | s) averaged over each group's intersections (``member``,
+    an indicator matrix intersection x group) with weights P(s) (``share``: shaped like
+    ``p``, or one vector for every draw); NaN for a group without weight. Intersections
+    of P(s) = 0 (no rows) take no part, whatever the model says of them."""
+    w = np.broadcast_to(share, p.shape)
+    num = (np.where(w > 0, p, 0.0) * w) @ member
+    den = w @ member
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
 def _draws_of(model: FairnessModel, n_draws: int | None, rng) -> np.ndarray:
     p = model.p_draws_.reshape(-1, model.p_draws_.shape[-1])
     if n_draws is None or len(p) == n_draws:
@@ -189,6 +227,7 @@ def posterior_fairness(
     prob: float = _arviz.CI_PROB,
     point: bool = True,
     p_s: str = "posterior",
+    by: str | Sequence[str] | None = None,
     random_state: int | None = 0,
 ) -> PosteriorFairness:
     """epsilon-DF and gamma-SF of a fitted model of P(y|s), and the bias amplification of a
@@ -224,6 +263,16 @@ def posterior_fairness(
         0.79-0.91 of replicates with the empirical P(s) and 0.88-0.93 with the
         posterior one on race 4 x sex 2 at 500 and 2,000 rows, three truths each
         (``pytest -s tests/test_models.py -k p_s_covers`` runs three of the six).
+    by : str or list of str, optional
+        Compare the groups of a subset of the protected attributes (race alone, say)
+        instead of the intersections, from the same intersectional model: every draw
+        of ``P(y | s_by)`` is the average of the draw's ``P(y | s)`` over the
+        intersections in the group, weighted by P(s) (as ``p_s`` says; the plug-ins use
+        the empirical P(s)). Each draw's epsilon over a subset is at most its epsilon
+        over the intersections (Foulds et al.'s intersectionality property), so a
+        marginal audit can look fairer than the intersectional one, never less fair.
+        Groups without rows are left out (``excluded``); ``include_empty`` applies to
+        intersections only.
     random_state : int, optional
         Seeds the pairing of draws and the draws of P(s).
 
@@ -261,8 +310,11 @@ def posterior_fairness(
     check_open_probability(prob, "prob")
     seq = check_seed(random_state)
     rng = np.random.default_rng(seq)
-    present = (d.n > 0) | include_empty
-    excluded = [lab for lab, pr in zip(d.labels, present, strict=True) if not pr]
+    if by is not None and include_empty:
+        raise ValueError("`include_empty` applies to intersections, not to the groups of `by`")
+    group_of, group_labels = _groups_of(d, by)
+    present = (np.bincount(group_of, d.n, len(group_labels)) > 0) | include_empty
+    excluded = [lab for lab, pr in zip(group_labels, present, strict=True) if not pr]
     share = d.n / d.n.sum()  # the empirical P(s)
 
     models = {"": model} if mechanism is None else {"": model, "_mechanism": mechanism}
@@ -281,25 +333,32 @@ def posterior_fairness(
     x: dict[str, float] = {}
     o: dict[str, float] = {}
     pairs, gamma_groups = [], []
+    # P(s) of the compared groups: the intersections' own, or pooled over each group of `by`
+    member = None if by is None else np.eye(len(group_labels))[group_of]  # (intersection, group)
+    group_share = share if member is None else share @ member
+    group_share_draws = share_draws if member is None else share_draws @ member
     for suffix, m in models.items():
         p1 = _draws_of(m, n_draws if mechanism is not None else None, rng)
+        pp = m.predict_proba()
+        if member is not None:
+            p1 = _average(p1, share_draws, member)
+            pp = _average(pp, share, member)
         pf = _p_full(p1, present)
         draws["epsilon" + suffix] = epsilon_df(pf)
-        draws["gamma" + suffix] = gamma_sf(p1, share_draws)
-        pp = m.predict_proba()
+        draws["gamma" + suffix] = gamma_sf(p1, group_share_draws)
         x["epsilon" + suffix] = float(epsilon_df(_p_full(pp, present)))
-        x["gamma" + suffix] = float(gamma_sf(pp, share))
+        x["gamma" + suffix] = float(gamma_sf(pp, group_share))
         if point:
-            po = m.p_point_
+            po = m.p_point_ if member is None else _average(m.p_point_, share, member)
             o["epsilon" + suffix] = float(epsilon_df(_p_full(np.where(present, po, 0.5), present)))
-            o["gamma" + suffix] = float(gamma_sf(np.where(d.n > 0, po, 0.0), share))
+            o["gamma" + suffix] = float(gamma_sf(np.where(group_share > 0, po, 0.0), group_share))
         else:
             o["epsilon" + suffix] = o["gamma" + suffix] = np.nan
-        labels = np.asarray(d.labels)
+        labels = np.asarray(group_labels)
         i, j, y = (a.reshape(-1) for a in epsilon_df_argmax(pf))
         key = pd.DataFrame({"high": labels[i], "low": labels[j], "outcome": y})
         pairs.append(_shares("epsilon" + suffix, key))
-        key = pd.DataFrame({"intersection": labels[gamma_sf_argmax(p1, share_draws)]})
+        key = pd.DataFrame({"intersection": labels[gamma_sf_argmax(p1, group_share_draws)]})
         gamma_groups.append(_shares("gamma" + suffix, key))
     if mechanism is not None:
         for metric in ("epsilon", "gamma"):

@@ -87,6 +87,8 @@ def add_bayesian_section(
                 f"`mechanism` must name the same models as `models`: {sorted(models)}, "
                 f"got {sorted(mechanism)}"
             )
+    if detail is not None and detail not in models:
+        raise ValueError(f"`detail` must be one of the models {list(models)}, got {detail!r}")
     results = {
         name: posterior_fairness(m, None if mechanism is None else mechanism[name])
         for name, m in models.items()
@@ -138,6 +140,26 @@ def add_bayesian_section(
         )
     )
     sec.add(Table(pd.concat(pairs, ignore_index=True), float_format="{:.3f}"))
+    name = detail or ("HLR" if "HLR" in models else next(iter(models)))
+    attrs = models[name].design_.attributes
+    if len(attrs) > 1:
+        sec.add(
+            Text(
+                f"{name}: epsilon over each protected attribute alone, from the same model "
+                "(P(y|s) averaged over the intersections of each value with weights P(s)), "
+                "beside the intersections'. An attribute alone can look fairer than the "
+                "intersections; it cannot look less fair (each draw's epsilon over a "
+                "subset is at most its epsilon over the intersections):"
+            )
+        )
+        mech = None if mechanism is None else mechanism[name]
+        rows = []
+        for by in [[a] for a in attrs] + [attrs]:
+            s = posterior_fairness(models[name], mech, by=by).summary()
+            s = s[s["metric"].isin(["epsilon", "epsilon_mechanism"])]
+            s.insert(0, "groups", " x ".join(by))
+            rows.append(s)
+        sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
     fits = {"labels": models} if mechanism is None else {"labels": models, "decisions": mechanism}
     diag = pd.DataFrame(
         [
@@ -175,7 +197,6 @@ def add_bayesian_section(
             Text("Model-averaging weights" + (" (models of the labels):" if mechanism else ":"))
         )
         sec.add(Table(weights.reset_index(names="model"), float_format="{:.4f}"))
-    name = detail or ("HLR" if "HLR" in models else next(iter(models)))
     sec.add(
         Figure(
             plot_posterior_rates(models[name], max_groups=_plots.MAX_CHART_ROWS),
