@@ -62,17 +62,21 @@ def from_draws(
 
 
 def add_binomial_groups(
-    idata, p: np.ndarray, n: np.ndarray, k: np.ndarray, labels: Sequence[str], rng
+    idata, n: np.ndarray, k: np.ndarray, labels: Sequence[str], *, p=None, rng=None
 ) -> None:
-    """Give ``idata`` what ArviZ's checks of a binomial model of the counts ``k`` of ``n``
-    need: ``observed_data`` ``y`` = k, ``constant_data`` ``n`` and ``k`` (where missing),
-    and ``posterior_predictive`` ``y`` ~ Binomial(n, p) for every draw of ``p`` (chain, draw,
-    intersection), so that ``az.plot_ppc``, ``az.plot_loo_pit`` and ``az.plot_bpv`` work."""
+    """Give ``idata`` of a binomial model of the counts ``k`` of ``n`` what ArviZ's checks
+    need: ``observed_data`` ``y`` = k and ``constant_data`` ``n`` and ``k`` (where missing),
+    and with ``p`` (draws shaped chain, draw, intersection) and ``rng`` a
+    ``posterior_predictive`` ``y`` ~ Binomial(n, p) for every draw, so that ``az.plot_ppc``,
+    ``az.loo_pit`` and ``az.plot_bpv`` work."""
     groups = set(idata.groups())
     n = np.asarray(n, dtype=np.int64)
-    ppc = rng.binomial(n, np.clip(np.nan_to_num(p, nan=0.5), 0.0, 1.0))
+    ppc = None
+    if p is not None and "posterior_predictive" not in groups:
+        y = rng.binomial(n, np.clip(np.nan_to_num(p, nan=0.5), 0.0, 1.0))
+        ppc = {"y": y.astype(np.int32 if n.max(initial=0) < 2**31 else int)}
     extra = _az().from_dict(
-        posterior_predictive={"y": ppc.astype(np.int32 if n.max(initial=0) < 2**31 else int)},
+        posterior_predictive=ppc,
         observed_data=None if "observed_data" in groups else {"y": np.asarray(k, np.int64)},
         constant_data=None if "constant_data" in groups else {"n": n, "k": np.asarray(k)},
         coords={"intersection": list(labels)},

@@ -53,8 +53,9 @@ def test_dirichlet_multinomial_is_exact(synth):
 
 
 def test_inference_data_has_the_groups_arviz_checks_need(synth):
-    """Every fit carries observed_data, constant_data and a posterior predictive of the
-    counts, Binomial(n, p) per draw, so ArviZ's posterior predictive checks run on it."""
+    """Every fit carries observed_data and constant_data, and sample_posterior_predictive()
+    adds the counts' posterior predictive, Binomial(n, p) per draw, so ArviZ's posterior
+    predictive checks run on it."""
     import arviz as az
 
     data = synth.audit_data()
@@ -67,7 +68,11 @@ def test_inference_data_has_the_groups_arviz_checks_need(synth):
     fits.append(model_average([fits[0], NaiveBayes(random_state=0).fit(data)], draws=500))
     for fit in fits:
         idata = fit.idata_
-        assert {"posterior_predictive", "observed_data", "constant_data"} <= set(idata.groups())
+        assert {"observed_data", "constant_data"} <= set(idata.groups())
+        assert "posterior_predictive" not in idata.groups()
+        first = fit.sample_posterior_predictive().posterior_predictive["y"].values
+        assert fit.sample_posterior_predictive() is idata  # extended in place, drawn once
+        np.testing.assert_array_equal(idata.posterior_predictive["y"], first)
         np.testing.assert_array_equal(idata.observed_data["y"], c[:, 1])
         np.testing.assert_array_equal(idata.constant_data["n"], n)
         y = idata.posterior_predictive["y"]
@@ -137,10 +142,13 @@ def test_posterior_fairness_by_a_subset_of_attributes(synth):
     mech = NaiveBayes(draws=500, random_state=0).fit(data, target="decision")
     full = posterior_fairness(fit, mech, random_state=3)
     same = posterior_fairness(fit, mech, by=attrs, random_state=3)
-    for name, d in full.draws.items():  # equal but for rounding (p * P(s) / P(s))
-        np.testing.assert_allclose(same.draws[name], d, rtol=1e-10, atol=1e-12)
-    assert same.x == pytest.approx(full.x, rel=1e-12)
-    assert same.o == pytest.approx(full.o, rel=1e-12)
+    for name, d in full.draws.items():
+        np.testing.assert_array_equal(same.draws[name], d)
+    assert same.x == full.x and same.o == full.o
+    # every attribute in another order: the same groups, relabelled
+    turned = posterior_fairness(fit, mech, by=attrs[::-1], random_state=3)
+    for name, d in full.draws.items():
+        np.testing.assert_allclose(turned.draws[name], d, rtol=1e-10, atol=1e-12)
     pd.testing.assert_frame_equal(same.pairs, full.pairs)
     for by in (attrs[:1], attrs[1:], [attrs[2], attrs[0]]):
         for p_s in ("posterior", "empirical"):

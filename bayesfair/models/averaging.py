@@ -190,7 +190,7 @@ class ModelAverage(FairnessModel):
         self.idata_ = _arviz.from_draws(
             {"p": self.p_draws_}, coords=d.coords(), dims={"p": ["intersection"]}
         )
-        _arviz.add_binomial_groups(self.idata_, self.p_draws_, d.n, d.k, d.labels, rng)
+        _arviz.add_binomial_groups(self.idata_, d.n, d.k, d.labels)
         self.warnings_, self.diagnostics_ = [], {}
         return self
 

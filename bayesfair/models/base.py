@@ -458,14 +458,7 @@ class FairnessModel:
         else:
             self._fit_pymc(design)
         self.p_draws_ = _arviz.posterior_array(self.idata_, "p")
-        _arviz.add_binomial_groups(
-            self.idata_,
-            self.p_draws_,
-            design.n,
-            design.k,
-            design.labels,
-            np.random.default_rng([self._seed(), 5]),
-        )
+        _arviz.add_binomial_groups(self.idata_, design.n, design.k, design.labels)
         return self
 
     def _seed(self) -> int:
@@ -707,6 +700,43 @@ class FairnessModel:
         out.attrs["warnings"] = list(self.warnings_)
         return out
 
+    def sample_posterior_predictive(self, random_state=None):
+        """Add to ``idata_`` a ``posterior_predictive`` group of every intersection's count
+        of positives, ``y ~ Binomial(n, p)`` for every posterior draw of ``p``, as PyMC's
+        ``sample_posterior_predictive(extend_inferencedata=True)`` does; ArviZ's checks
+        (``az.plot_ppc``, ``az.loo_pit``, ``az.plot_bpv``) then run on ``idata_``.
+
+        Not done at fit time: at thousands of intersections it costs more than the fit
+        of a conjugate model. A second call keeps the first's draws.
+
+        Parameters
+        ----------
+        random_state : None, int, or numpy SeedSequence, Generator or RandomState
+            Seeds the draws (default: from the model's ``random_state``).
+
+        Returns
+        -------
+        arviz.InferenceData
+            ``idata_``, extended.
+        """
+        self._check_fitted()
+        seed = [self._seed(), 5] if random_state is None else check_seed(random_state)
+        d = self.design_
+        _arviz.add_binomial_groups(
+            self.idata_, d.n, d.k, d.labels, p=self.p_draws_, rng=np.random.default_rng(seed)
+        )
+        return self.idata_
+
+    def _predictive_pvalues(self) -> np.ndarray:
+        """Two-sided posterior predictive p-value of every intersection's count (NaN
+        without rows), as the average of exact binomial tails over the draws."""
+        d = self.design_
+        p = np.clip(self.p_draws_.reshape(-1, d.n_groups), 0.0, 1.0)
+        with np.errstate(invalid="ignore"):
+            below = binom.cdf(d.k, d.n, p).mean(axis=0)  # P(y_rep <= y)
+            above = binom.sf(d.k - 1, d.n, p).mean(axis=0)  # P(y_rep >= y)
+        return np.where(d.n > 0, np.minimum(1.0, 2 * np.minimum(below, above)), np.nan)
+
     def predictive_check(self, prob: float = _arviz.CI_PROB) -> pd.DataFrame:
         """Posterior predictive check of every intersection's count of positives.
 
@@ -723,8 +753,9 @@ class FairnessModel:
         -------
         pandas.DataFrame
             One row per intersection: ``n``, ``positives``, the predictive mean, the
-            central predictive interval of the count (from ``idata_``'s
-            ``posterior_predictive``, or the binomial's at a MAP fit) and ``p_value``,
+            central predictive interval of the count (from the draws of
+            :meth:`sample_posterior_predictive`, or the binomial's at a MAP fit) and
+            ``p_value``,
             the two-sided posterior predictive p-value ``min(1, 2 min(P(y_rep <= y),
             P(y_rep >= y)))``, computed exactly as the average of binomial tails over
             the posterior draws (NaN for an intersection without rows). Such p-values
@@ -744,13 +775,11 @@ class FairnessModel:
         check_open_probability(prob, "prob")
         d = self.design_
         p = np.clip(self.p_draws_.reshape(-1, d.n_groups), 0.0, 1.0)
-        with np.errstate(invalid="ignore"):
-            below = binom.cdf(d.k, d.n, p).mean(axis=0)  # P(y_rep <= y)
-            above = binom.sf(d.k - 1, d.n, p).mean(axis=0)  # P(y_rep >= y)
-        pvalue = np.where(d.n > 0, np.minimum(1.0, 2 * np.minimum(below, above)), np.nan)
+        pvalue = self._predictive_pvalues()
         tails = [(1 - prob) / 2, (1 + prob) / 2]
         if p.shape[0] > 1:
-            y = self.idata_.posterior_predictive["y"].values.reshape(-1, d.n_groups)
+            ppc = self.sample_posterior_predictive().posterior_predictive
+            y = ppc["y"].values.reshape(-1, d.n_groups)
             lo, hi = np.quantile(y, tails, axis=0, method="inverted_cdf")
         else:
             lo, hi = binom.ppf(tails, d.n[:, None], p[0][:, None]).T

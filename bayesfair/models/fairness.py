@@ -310,9 +310,11 @@ def posterior_fairness(
     check_open_probability(prob, "prob")
     seq = check_seed(random_state)
     rng = np.random.default_rng(seq)
+    group_of, group_labels = _groups_of(d, by)
+    if group_labels == d.labels:
+        by = None  # every attribute in the table's order: the intersections themselves
     if by is not None and include_empty:
         raise ValueError("`include_empty` applies to intersections, not to the groups of `by`")
-    group_of, group_labels = _groups_of(d, by)
     present = (np.bincount(group_of, d.n, len(group_labels)) > 0) | include_empty
     excluded = [lab for lab, pr in zip(group_labels, present, strict=True) if not pr]
     share = d.n / d.n.sum()  # the empirical P(s)

@@ -167,7 +167,7 @@ def add_bayesian_section(
                 "model": n,
                 **({"fitted to": target} if mechanism is not None else {}),
                 **m.diagnostics_,
-                "counts not reproduced": int((m.predictive_check()["p_value"] < 0.05).sum()),
+                "counts not reproduced": int((m._predictive_pvalues() < 0.05).sum()),
                 "warnings": "; ".join(m.warnings_) or "none",
             }
             for target, group in fits.items()
