@@ -155,7 +155,9 @@ def add_bayesian_section(
         mech = None if mechanism is None else mechanism[name]
         rows = []
         for by in [[a] for a in attrs] + [attrs]:
-            s = posterior_fairness(models[name], mech, by=by).summary()
+            # the intersections' row is the section's own result, not computed again
+            fair = results[name] if by == attrs else posterior_fairness(models[name], mech, by=by)
+            s = fair.summary()
             s = s[s["metric"].isin(["epsilon", "epsilon_mechanism"])]
             s.insert(0, "groups", " x ".join(by))
             rows.append(s)
