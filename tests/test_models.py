@@ -365,7 +365,7 @@ def test_negative_cross_entropy_by_hand():
     )
 
 
-def test_models_clone_set_params_and_pickle(synth, tmp_path):
+def test_models_clone_set_params_and_pickle(synth):
     # scikit-learn's clone and set_params work on every model; fitted models pickle (an
     # auditor saves them), including a PyMC model whose MAP is computed after unpickling.
     import pickle
