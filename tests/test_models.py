@@ -52,6 +52,30 @@ def test_dirichlet_multinomial_is_exact(synth):
     np.testing.assert_allclose(fit.p_draws_.var(axis=(0, 1)), var, rtol=0.15)
 
 
+def test_binomial_loglik_is_scipys_logpmf():
+    """The log-likelihood behind LOO and model averaging: scipy's formula with the
+    binomial coefficient taken once per intersection, equal to the last bit, with
+    probabilities of exactly 0 and 1 (clipped) and empty intersections."""
+    from types import SimpleNamespace
+
+    from scipy.stats import binom
+
+    from bayesfair.models.base import binomial_loglik
+
+    rng = np.random.default_rng(3)
+    n = np.r_[0, 1, 7, rng.integers(0, 400, 40)]
+    design = SimpleNamespace(n=n, k=rng.binomial(n, 0.3))
+    p = rng.random((2, 5, n.size))
+    p[0, 0], p[0, 1] = 0.0, 1.0
+    with np.errstate(divide="ignore"):
+        expected = binom.logpmf(design.k, design.n, np.clip(p, 1e-300, 1 - 1e-16))
+    got = binomial_loglik(p, design)
+    assert got.shape == p.shape
+    assert np.all(np.isfinite(got))
+    np.testing.assert_array_equal(got, expected)
+    assert np.all(got[..., 0] == 0.0)  # an empty intersection has likelihood 1
+
+
 def test_inference_data_has_the_groups_arviz_checks_need(synth):
     """Every fit carries observed_data and constant_data, and sample_posterior_predictive()
     adds the counts' posterior predictive, Binomial(n, p) per draw, so ArviZ's posterior

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import gammaln, xlog1py, xlogy
 from scipy.stats import binom
 
 from .. import _arviz
@@ -185,9 +186,16 @@ def sample_nuts(
 
 
 def binomial_loglik(p: np.ndarray, design: Design) -> np.ndarray:
-    """Binomial log-likelihood of every intersection's counts, per draw of P(y=1|s)."""
-    with np.errstate(divide="ignore"):
-        return binom.logpmf(design.k, design.n, np.clip(p, 1e-300, 1 - 1e-16))
+    """Binomial log-likelihood of every intersection's counts, per draw of P(y=1|s).
+
+    scipy's ``binom.logpmf`` by its own formula, with the log binomial coefficient
+    computed once per intersection instead of once per draw and intersection (which
+    took three quarters of a Dirichlet fit of 3,456 intersections x 4,000 draws).
+    """
+    k, n = np.asarray(design.k, dtype=np.float64), np.asarray(design.n, dtype=np.float64)
+    combiln = gammaln(n + 1) - (gammaln(k + 1) + gammaln(n - k + 1))
+    p = np.clip(p, 1e-300, 1 - 1e-16)
+    return combiln + xlogy(k, p) + xlog1py(n - k, -p)
 
 
 class FairnessModel:
