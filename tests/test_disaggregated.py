@@ -287,6 +287,63 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
 
 
+def test_auc_estimate_and_bootstrap_against_sklearn():
+    """AUC per group and per bootstrap resample, computed for all groups (resamples) in one
+    sort, equals scikit-learn's roc_auc_score group by group and resample by resample
+    drawn as rng.choice(rows, len(rows)) draws them; ties in the scores, a group of one
+    class, an empty group, a row selection."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(4)
+    n = 900
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(["p", "q", "r", "s"], n, p=[0.5, 0.3, 0.15, 0.05]),
+            "y": rng.integers(0, 2, n),
+            "score": np.round(rng.random(n), 1),  # many ties
+        }
+    )
+    df.loc[df.a == "s", "y"] = 1  # one class: AUC undefined
+    df = df[df.a != "r"]  # an empty group through the levels
+    gd = GroupedData.from_frame(
+        df.assign(a=pd.Categorical(df.a, categories=["p", "q", "r", "s"])),
+        ["a"],
+        "y",
+        y_score="score",
+    )
+
+    def by_hand(rows):
+        out = []
+        for code in range(gd.n_groups):
+            r = np.flatnonzero((gd.group == code) & rows)
+            ok = len(r) and len(np.unique(gd.y[r])) == 2
+            out.append(roc_auc_score(gd.y[r], gd.score[r]) if ok else np.nan)
+        return np.array(out)
+
+    everything = np.ones(len(gd.group), bool)
+    np.testing.assert_allclose(gd.estimate("auc"), by_hand(everything), rtol=1e-12)
+    some = np.arange(len(gd.group)) % 3 == 0
+    np.testing.assert_allclose(gd.estimate("auc", rows=some), by_hand(some), rtol=1e-12)
+    assert np.isnan(gd.estimate("auc")[2:]).all()
+    assert np.isnan(gd.estimate("auc", rows=np.zeros(len(gd.group), bool))).all()
+
+    var = gd.bootstrap_variance("auc", 50, np.random.default_rng(9))
+    draw = np.random.default_rng(9)
+    for code in range(gd.n_groups):
+        r = np.flatnonzero(gd.group == code)
+        if len(r) < 2:
+            assert np.isnan(var[code])
+            continue
+        vals = []
+        for _ in range(50):
+            b = draw.choice(r, size=len(r))
+            if len(np.unique(gd.y[b])) == 2:
+                vals.append(roc_auc_score(gd.y[b], gd.score[b]))
+        expected = np.var(vals, ddof=1) if len(vals) > 1 else np.nan
+        np.testing.assert_allclose(var[code], expected, rtol=1e-10)
+    assert np.isfinite(var[:2]).all() and np.isnan(var[2:]).all()
+
+
 # ------------------------------------------------------------------ structured regression
 def test_structured_regression_limits():
     df = _frame(4000)

@@ -15,7 +15,7 @@ from .._validation import (
     intersection_labels,
     is_numeric_not_bool,
 )
-from ..metrics.rates import RATE_DEFINITIONS
+from ..metrics.rates import RATE_DEFINITIONS, _grouped_auc
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
 
@@ -35,15 +35,25 @@ def metric_name(m) -> str:
     return _ALIASES.get(m, m)
 
 
-def _auc(y: np.ndarray, s: np.ndarray) -> float:
-    pos = y == 1
-    n1, n0 = pos.sum(), (~pos).sum()
-    if n1 == 0 or n0 == 0:
-        return np.nan
-    from scipy.stats import rankdata
+#: elements of one block of bootstrap resamples of a group's rows (AUC)
+_RESAMPLE_BLOCK = 2**22
 
-    r = rankdata(s)
-    return float((r[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+def _resampled_auc(y: np.ndarray, s: np.ndarray, n_boot: int, rng) -> np.ndarray:
+    """AUC of ``n_boot`` bootstrap resamples of one group's rows, each its own group of
+    :func:`~bayesfair.metrics.rates._grouped_auc` (NaN where a resample has one class).
+    The resamples are drawn as ``n_boot`` calls of ``rng.choice(rows, len(rows))`` would
+    draw them, in blocks of at most ``_RESAMPLE_BLOCK`` elements."""
+    m = len(y)
+    out = np.empty(n_boot)
+    step = max(1, _RESAMPLE_BLOCK // m)
+    for b0 in range(0, n_boot, step):
+        b = min(step, n_boot - b0)
+        idx = rng.integers(0, m, size=(b, m))
+        out[b0 : b0 + b] = _grouped_auc(
+            np.repeat(np.arange(b), m), y[idx].ravel(), s[idx].ravel(), b
+        )[0]
+    return out
 
 
 @dataclass
@@ -270,6 +280,11 @@ class GroupedData:  # numpydoc ignore=PR01
             with np.errstate(invalid="ignore", divide="ignore"):
                 return np.where(m > 0, k / np.maximum(m, 1), np.nan)
         sel = np.arange(len(self.group)) if rows is None else np.flatnonzero(rows)
+        if metric == "auc":
+            self._check_score()
+            if not sel.size:
+                return np.full(self.n_groups, np.nan)
+            return _grouped_auc(self.group[sel], self.y[sel], self.score[sel], self.n_groups)[0]
         out = np.full(self.n_groups, np.nan)
         order = np.argsort(self.group[sel], kind="stable")
         sel = sel[order]
@@ -280,11 +295,11 @@ class GroupedData:  # numpydoc ignore=PR01
                 out[a] = self._row_metric(metric, r)
         return out
 
+    def _check_score(self) -> None:
+        if self.score is None:
+            raise ValueError("AUC needs `y_score`")
+
     def _row_metric(self, metric, r: np.ndarray) -> float:
-        if metric == "auc":
-            if self.score is None:
-                raise ValueError("AUC needs `y_score`")
-            return _auc(self.y[r], self.score[r])
         if callable(metric):
             try:
                 val = metric(
@@ -335,13 +350,18 @@ class GroupedData:  # numpydoc ignore=PR01
                 if ok.sum() > 1:
                     out[a] = np.var(k[ok] / m[ok], ddof=1)
             return out
+        if metric == "auc":
+            self._check_score()
         order = np.argsort(self.group, kind="stable")
         bounds = np.searchsorted(self.group[order], np.arange(self.n_groups + 1))
         for a in np.flatnonzero(n > 1):
             r = order[bounds[a] : bounds[a + 1]]
-            vals = np.array(
-                [self._row_metric(metric, rng.choice(r, size=len(r))) for _ in range(n_boot)]
-            )
+            if metric == "auc":
+                vals = _resampled_auc(self.y[r], self.score[r], n_boot, rng)
+            else:
+                vals = np.array(
+                    [self._row_metric(metric, rng.choice(r, size=len(r))) for _ in range(n_boot)]
+                )
             vals = vals[np.isfinite(vals)]
             if len(vals) > 1:
                 out[a] = np.var(vals, ddof=1)
