@@ -556,6 +556,24 @@ def test_fast_weighted_logit_equals_scikit_learn():
     np.testing.assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=1e-6)
 
 
+def test_merging_identical_rows_leaves_the_weighted_fit_unchanged():
+    """I-hat's models are fitted on the distinct (feature row, class) pairs with their
+    weights summed: the same fit as on every row, whether the row codes are computed or
+    given, with rows of zero weight and a pattern seen in one class only."""
+    from bayesfair.scan.cbs import _fit_weighted, _row_groups, _WeightedLogit
+
+    rng = np.random.default_rng(5)
+    X = np.eye(5)[rng.integers(0, 5, 4000)][:, :4]  # five patterns, one all-zero
+    y = (rng.random(4000) < 0.2 + 0.15 * X[:, 0]).astype(float)
+    y[X[:, 3] == 1] = 1.0  # a pattern of one class
+    w = rng.uniform(0.1, 3, 4000)
+    w[:500] = 0.0
+    full = _WeightedLogit().fit(X, y, w).predict_proba(X)
+    for groups in (None, _row_groups(X)):
+        merged = _fit_weighted(None, X, y, w, True, groups)
+        np.testing.assert_allclose(merged.predict_proba(X), full, rtol=1e-9, atol=1e-12)
+
+
 def test_report_gains_a_scan_section(tmp_path):
     from bayesfair.cli import demo_dataset
     from bayesfair.report import Report, add_scan_section, scan_audit_data

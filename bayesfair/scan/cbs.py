@@ -85,11 +85,12 @@ def _fit_weighted(model, X: np.ndarray, y: np.ndarray, w: np.ndarray, aggregate:
     y = np.asarray(y, float)
     if aggregate and len(X):
         g = _row_groups(X) if groups is None else groups
-        inv = g * 2 + (y > 0.5)
-        uniq, first, inv = np.unique(inv, return_index=True, return_inverse=True)
-        wsum = np.bincount(inv, weights=w, minlength=len(uniq))
-        keep = wsum > 0
-        X, y, w = X[first][keep], y[first][keep], wsum[keep]
+        key = g * 2 + (y > 0.5)  # distinct (row, class), in [0, 2 * n_distinct_rows)
+        wsum = np.bincount(key, weights=w)
+        row = np.empty(len(wsum), np.int64)
+        row[key] = np.arange(len(key))  # a row of each key: all its rows are alike
+        keep = np.flatnonzero(wsum > 0)
+        X, y, w = X[row[keep]], y[row[keep]], wsum[keep]
     if len(np.unique(y)) < 2:
         raise ValueError(
             "the I-hat model sees only one class of its target among the non-protected rows; "
