@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "SeedLike",
     "as_column_list",
     "check_binary",
     "check_count",
@@ -25,6 +26,9 @@ __all__ = [
     "is_numeric_not_bool",
     "require_columns",
 ]
+
+#: what every ``random_state`` argument takes (see :func:`check_seed`)
+SeedLike = int | np.random.SeedSequence | np.random.Generator | np.random.RandomState | None
 
 
 def as_column_list(value: str | Sequence[str] | None, argument: str) -> list[str]:

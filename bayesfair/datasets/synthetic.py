@@ -10,7 +10,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from .._validation import check_count, check_random_state
+from .._validation import SeedLike, check_count, check_random_state
 from ..data import AuditData
 from ..metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from ._base import Dataset
@@ -46,7 +46,7 @@ def make_gaussian_threshold(
     weights: Sequence[float] | None = None,
     threshold: float = 2.5,
     score_noise: float = 0.75,
-    random_state: int | np.random.Generator | None = None,
+    random_state: SeedLike = None,
 ) -> Dataset:
     r"""The Gaussian threshold model of Foulds et al. (Section 5.2), with known P(y|s).
 
@@ -74,7 +74,7 @@ def make_gaussian_threshold(
         The group weights :math:`w_s \in (0, 1)`; default Uniform(0.1, 0.4).
     threshold : float, default 2.5
     score_noise : float, default 0.75
-    random_state : int or numpy Generator, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------
@@ -169,7 +169,7 @@ def make_gaussian_threshold_like(
     offset: float = 0.05,
     target: str = "outcome",
     threshold: float = 2.5,
-    random_state: int | np.random.Generator | None = None,
+    random_state: SeedLike = None,
 ) -> Dataset:
     """The paper's semi-synthetic version of a real data set.
 
@@ -188,7 +188,7 @@ def make_gaussian_threshold_like(
         Whose empirical rates give the weights.
     threshold : float, default 2.5
         Threshold of the Gaussian model (as in :func:`make_gaussian_threshold`).
-    random_state : int or numpy.random.Generator, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------
@@ -243,7 +243,7 @@ def make_cbs_semisynthetic(
     sigma_true: float = 0.6,
     sigma_predict: float = 0.2,
     n_rows: int = 6172,
-    random_state: int | np.random.Generator | None = None,
+    random_state: SeedLike = None,
 ) -> Dataset:
     """Semi-synthetic bias injection of the Conditional Bias Scan paper (Section 4).
 
@@ -277,7 +277,7 @@ def make_cbs_semisynthetic(
         Standard deviations of the noise of the true and the predicted log-odds.
     n_rows : int, default 6172
         Rows of the default covariate frame (ignored with ``covariates``).
-    random_state : int or numpy.random.Generator, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------

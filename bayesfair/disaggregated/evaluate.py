@@ -12,7 +12,7 @@ import pandas as pd
 
 from .. import _arviz
 from .._repr import compact_repr
-from .._validation import check_count, check_open_probability, check_random_state
+from .._validation import SeedLike, check_count, check_open_probability, check_random_state
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import _pinned_down, fit_hierarchical
@@ -361,7 +361,7 @@ def disaggregated_evaluation(
     hb_main_effects: str = "auto",
     hb_point_estimate: str = "mean",
     pos_label: object | None = None,
-    random_state: int | None = None,
+    random_state: SeedLike = None,
 ) -> DisaggregatedResult:
     """Estimate per-group metrics for every intersectional group with several estimators.
 
@@ -445,7 +445,7 @@ def disaggregated_evaluation(
         The value of ``y_true`` that means 1, when it is not coded as bool or 0/1
         (for example ``">50K"``); it applies to ``y_pred`` too when that column is
         coded the same way.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------

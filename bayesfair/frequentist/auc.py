@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples
-from .._validation import check_seed
+from .._validation import SeedLike, check_seed
 from ..data import AuditData
 from ..metrics.rates import _regroup
 from .permutation import (
@@ -95,7 +95,7 @@ def auc_permutation_test(
     n_resamples: int = 999,
     studentize: bool = True,
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: SeedLike = None,
     n_jobs: int | None = 1,
 ) -> PermutationTestResult:
     """Test that the score's AUC is equal in two groups, studentized by DeLong's variance.
@@ -117,7 +117,7 @@ def auc_permutation_test(
     studentize : bool, default True
         Divide the difference by DeLong's standard error.
     alternative : {"two-sided", "greater", "less"}
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import check_seed
+from .._validation import SeedLike, check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["correlation_permutation_test"]
@@ -35,7 +35,7 @@ def correlation_permutation_test(
     n_resamples: int = 999,
     studentize: bool = True,
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: SeedLike = None,
     n_jobs: int | None = 1,
     batch: int = 64,
 ) -> PermutationTestResult:
@@ -56,7 +56,7 @@ def correlation_permutation_test(
     n_resamples : int, default 999
     studentize : bool, default True
     alternative : {"two-sided", "greater", "less"}
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
     batch : int, default 64

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import check_no_missing_groups, check_seed
+from .._validation import SeedLike, check_no_missing_groups, check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -45,7 +45,7 @@ def metric_permutation_test(
     studentize: bool = True,
     n_bootstrap: int = 50,
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: SeedLike = None,
     n_jobs: int | None = 1,
     batch: int = 64,
 ) -> PermutationTestResult:
@@ -74,7 +74,7 @@ def metric_permutation_test(
         Bootstrap resamples per group for the standard error of a callable metric.
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: metric(A) > metric(B).
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
     batch : int, default 64

@@ -13,7 +13,7 @@ from sklearn.base import clone
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
-from .._validation import check_no_missing_groups, check_random_state
+from .._validation import SeedLike, check_no_missing_groups, check_random_state
 
 __all__ = [
     "DiscriminationComparison",
@@ -304,7 +304,7 @@ def group_learning_curves(
     group_test=None,
     level: float = 0.95,
     n_jobs: int | None = 1,
-    random_state: int | None = None,
+    random_state: SeedLike = None,
 ) -> LearningCurveResult:
     """Train ``estimator`` repeatedly at growing training sizes; per-group test loss; fit
     gamma_a(n) = delta_a + alpha_a n^-beta_a (Pow3) to each group's mean curve.
@@ -340,7 +340,7 @@ def group_learning_curves(
         Confidence level of the asymptote's interval.
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------
@@ -492,7 +492,7 @@ def bias_variance_decomposition(
     n_repeats: int = 50,
     y_optimal: np.ndarray | None = None,
     n_jobs: int | None = 1,
-    random_state: int | None = None,
+    random_state: SeedLike = None,
 ) -> pd.DataFrame:
     """Domingos' decomposition of each group's expected loss by repeated training.
 
@@ -528,7 +528,7 @@ def bias_variance_decomposition(
         The optimal prediction at every test row (see above).
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------

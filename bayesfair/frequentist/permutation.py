@@ -19,7 +19,7 @@ from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
 from .._repr import compact_repr
-from .._validation import check_seed
+from .._validation import SeedLike, check_seed
 from ..data import AuditData
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -320,7 +320,7 @@ def permutation_test(
     studentize: bool = True,
     permute: str = "free",
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: SeedLike = None,
     n_jobs: int | None = 1,
 ) -> PermutationTestResult:
     """Test that a confusion-matrix rate is equal in two groups (DiCiccio et al., Algorithm 1).
@@ -351,7 +351,7 @@ def permutation_test(
         when the null is equality of the decision distribution given y).
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: metric(A) > metric(B).
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
 
@@ -399,7 +399,7 @@ def permutation_test_counts(
     studentize: bool = True,
     permute: str = "free",
     alternative: str = "two-sided",
-    random_state: int | None = None,
+    random_state: SeedLike = None,
     n_jobs: int | None = 1,
 ) -> PermutationTestResult:
     """:func:`permutation_test` from the confusion-matrix cells ``(tp, fp, fn, tn)`` of two
@@ -576,7 +576,7 @@ def intersectional_permutation_test(
     n_resamples: int = 9999,
     permute: str = "free",
     pairwise: bool | str = "auto",
-    random_state: int | None = None,
+    random_state: SeedLike = None,
     n_jobs: int | None = 1,
 ) -> IntersectionalPermutationResult:
     """Is the rate equal across all groups?  A max-type studentized permutation test.
@@ -609,7 +609,7 @@ def intersectional_permutation_test(
         As in :func:`permutation_test`.
     pairwise : bool or "auto"
         See above.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _arviz
-from .._validation import check_seed
+from .._validation import SeedLike, check_seed
 from ._design import Design, design_from
 from .base import FairnessModel
 
@@ -28,7 +28,7 @@ class ModelAverage(FairnessModel):
         See :func:`model_average`.
     draws : int, default 4000
         Draws of the mixture posterior.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Attributes
     ----------
@@ -59,7 +59,7 @@ class ModelAverage(FairnessModel):
         method: str = "bma",
         *,
         draws: int = 4000,
-        random_state: int | None = 0,
+        random_state: SeedLike = 0,
     ) -> None:
         super().__init__(method="map", draws=draws, random_state=random_state)
         self.models = models

@@ -13,7 +13,7 @@ from scipy.special import gammaln, xlog1py, xlogy
 from scipy.stats import binom
 
 from .. import _arviz
-from .._validation import check_count, check_open_probability, check_seed
+from .._validation import SeedLike, check_count, check_open_probability, check_seed
 from ..data import AuditData
 from ._design import Design, design_from
 
@@ -231,7 +231,7 @@ class FairnessModel:
         predicts one rate for every intersection (COMPAS: loss 193.9, against 133.7
         from the MAP, notebook 02; ``models/cards/neural_network.md``).
     sampler : {"auto", "nutpie", "pymc"}
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Attributes
     ----------
@@ -294,7 +294,7 @@ class FairnessModel:
         advi_optimizer: str = "adam",
         advi_start: str = "auto",
         sampler: str = "auto",
-        random_state: int | None = None,
+        random_state: SeedLike = None,
     ) -> None:
         self.method = method
         self.draws = draws
@@ -708,7 +708,7 @@ class FairnessModel:
         out.attrs["warnings"] = list(self.warnings_)
         return out
 
-    def sample_posterior_predictive(self, random_state=None):
+    def sample_posterior_predictive(self, random_state: SeedLike = None):
         """Add to ``idata_`` a ``posterior_predictive`` group of every intersection's count
         of positives, ``y ~ Binomial(n, p)`` for every posterior draw of ``p``, as PyMC's
         ``sample_posterior_predictive(extend_inferencedata=True)`` does; ArviZ's checks

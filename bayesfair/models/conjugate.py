@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _arviz
-from .._validation import check_real
+from .._validation import SeedLike, check_real
 from ._design import Design
 from .base import FairnessModel, binomial_loglik
 
@@ -15,7 +15,7 @@ __all__ = ["DirichletMultinomial", "NaiveBayes"]
 class _Conjugate(FairnessModel):
     exact = True
 
-    def __init__(self, *, draws: int = 1000, chains: int = 4, random_state: int | None = None):
+    def __init__(self, *, draws: int = 1000, chains: int = 4, random_state: SeedLike = None):
         super().__init__(
             method="exact", draws=draws, tune=0, chains=chains, random_state=random_state
         )
@@ -45,7 +45,7 @@ class DirichletMultinomial(_Conjugate):
         values on Adult; 1 is the uniform prior.
     draws, chains : int
         Exact posterior draws, arranged as ``chains`` x ``draws``.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Examples
     --------
@@ -64,7 +64,7 @@ class DirichletMultinomial(_Conjugate):
         *,
         draws: int = 1000,
         chains: int = 4,
-        random_state: int | None = None,
+        random_state: SeedLike = None,
     ) -> None:
         super().__init__(draws=draws, chains=chains, random_state=random_state)
         self.alpha = alpha
@@ -121,7 +121,7 @@ class NaiveBayes(_Conjugate):
         P(s_d | y).
     draws, chains : int
         Exact posterior draws, arranged as ``chains`` x ``draws``.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Examples
     --------
@@ -141,7 +141,7 @@ class NaiveBayes(_Conjugate):
         *,
         draws: int = 1000,
         chains: int = 4,
-        random_state: int | None = None,
+        random_state: SeedLike = None,
     ) -> None:
         super().__init__(draws=draws, chains=chains, random_state=random_state)
         self.a_y = a_y

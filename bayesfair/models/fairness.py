@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from .. import _arviz
 from .._repr import compact_repr
 from .._validation import (
+    SeedLike,
     as_column_list,
     check_open_probability,
     check_seed,
@@ -228,7 +229,7 @@ def posterior_fairness(
     point: bool = True,
     p_s: str = "posterior",
     by: str | Sequence[str] | None = None,
-    random_state: int | None = 0,
+    random_state: SeedLike = 0,
 ) -> PosteriorFairness:
     """epsilon-DF and gamma-SF of a fitted model of P(y|s), and the bias amplification of a
     mechanism (Foulds et al. Algorithm 1).
@@ -273,7 +274,7 @@ def posterior_fairness(
         marginal audit can look fairer than the intersectional one, never less fair.
         Groups without rows are left out (``excluded``); ``include_empty`` applies to
         intersections only.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
         Seeds the pairing of draws and the draws of P(s).
 
     Returns

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_count, check_random_state
+from .._validation import SeedLike, check_count, check_random_state
 from .cbs import (
     CBSResult,
     _fit_weighted,
@@ -217,7 +217,7 @@ def posterior_bias_scan(
     chains: int = 2,
     sigma: float = 1.0,
     ordinal: Sequence[str] | str | None = None,
-    random_state: int | None = None,
+    random_state: SeedLike = None,
 ) -> PosteriorScanResult:
     """Conditional Bias Scan against posterior draws of I-hat.
 
@@ -249,7 +249,7 @@ def posterior_bias_scan(
         Scale of the Normal priors of the I-hat logistic regression.
     draws, tune, chains : int
         NUTS settings.
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------

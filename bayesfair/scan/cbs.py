@@ -32,6 +32,7 @@ from sklearn.linear_model import LogisticRegression
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
 from .._validation import (
+    SeedLike,
     check_binary,
     check_no_missing_groups,
     check_probability,
@@ -571,7 +572,7 @@ def conditional_bias_scan(
     propensity_model=None,
     ihat_model=None,
     n_jobs: int | None = 1,
-    random_state: int | None = None,
+    random_state: SeedLike = None,
 ) -> CBSResult:
     """Find the most biased subgroup of a protected class (Conditional Bias Scan).
 
@@ -617,7 +618,7 @@ def conditional_bias_scan(
         ``sample_weight``; default ``LogisticRegression()`` (L2, C=1).
     n_jobs : int, optional
         Workers for the permutations (joblib).
-    random_state : int, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------

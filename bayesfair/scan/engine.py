@@ -26,6 +26,7 @@ import pandas as pd
 
 from .._repr import compact_repr
 from .._validation import (
+    SeedLike,
     check_count,
     check_group_values,
     check_random_state,
@@ -498,7 +499,7 @@ def subset_scan(
     n_restarts: int = 50,
     sigma: float | str = 1.0,
     ordinal: Sequence[str] | str | None = None,
-    random_state: int | np.random.Generator | None = None,
+    random_state: SeedLike = None,
 ) -> ScanResult:
     """Scan for the subgroup whose events deviate most from their expectations.
 
@@ -536,7 +537,7 @@ def subset_scan(
         takes the attributes stored as ordered Categoricals and the numeric
         ones.  Each coordinate step scores every range, so it stays exact.  A
         numeric attribute with more than 10 values left unordered gets a warning.
-    random_state : int or numpy.random.Generator, optional
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
     -------
