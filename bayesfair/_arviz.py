@@ -98,15 +98,25 @@ def diagnostics(idata, var_names: Sequence[str] | None = None) -> dict[str, floa
         out["divergences"] = float(idata.sample_stats["diverging"].sum())
     n_chains = idata.posterior.sizes.get("chain", 1)
     if n_chains >= 2 and idata.posterior.sizes.get("draw", 1) >= 4:
+        names = list(var_names) if var_names else None
+        # not az.summary: it rounds R-hat to two decimals, so 1.0149 read as 1.01 and
+        # passed the R-hat > 1.01 check
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            summ = az.summary(
-                idata, var_names=list(var_names) if var_names else None, kind="diagnostics"
-            )
-        out["r_hat_max"] = float(summ["r_hat"].max())
-        out["ess_bulk_min"] = float(summ["ess_bulk"].min())
-        out["ess_tail_min"] = float(summ["ess_tail"].min())
+            r_hat = az.rhat(idata, var_names=names)
+            bulk = az.ess(idata, var_names=names, method="bulk")
+            tail = az.ess(idata, var_names=names, method="tail")
+        out["r_hat_max"] = _over_variables(r_hat, np.nanmax)
+        out["ess_bulk_min"] = _over_variables(bulk, np.nanmin)
+        out["ess_tail_min"] = _over_variables(tail, np.nanmin)
     return out
+
+
+def _over_variables(ds, reduce) -> float:
+    """``reduce`` of every defined value of every variable of ``ds`` (NaN if none)."""
+    values = np.concatenate([np.ravel(ds[v].to_numpy()) for v in ds.data_vars] or [[]])
+    values = values[np.isfinite(values)]
+    return float(reduce(values)) if values.size else np.nan
 
 
 def r_hat_by_variable(idata, var_names: Sequence[str]) -> dict[str, float]:

@@ -969,6 +969,30 @@ def test_divergence_warning_suggests_target_accept(monkeypatch):
     assert fit.warnings_ == ["HierarchicalLogisticRegression: 3 divergent transitions"]
 
 
+def test_diagnostics_are_not_rounded_before_the_checks():
+    """R-hat 1.0109 is above 1.01 and must warn (az.summary rounds it to 1.01, which did
+    not); the extremes are ArviZ's own rhat and ess over every variable, a variable
+    without a defined R-hat (constant) is skipped."""
+    import arviz as az
+
+    from bayesfair import _arviz
+
+    x = np.random.default_rng(0).normal(size=(4, 500, 3))
+    x[0] += 0.25  # one chain off: R-hat just above 1.01
+    idata = az.from_dict(posterior={"b": x, "c": np.ones((4, 500)), "d": x[..., 0] * 2})
+    r_hat = float(az.rhat(idata, var_names=["b"])["b"].max())
+    assert 1.010 < r_hat < 1.015  # the case rounding hid
+    diag = _arviz.diagnostics(idata, ["b", "c", "d"])
+    assert diag["r_hat_max"] == r_hat
+    assert diag["ess_bulk_min"] == float(az.ess(idata, var_names=["b", "d"])["b"].min())
+    assert diag["ess_tail_min"] == float(
+        min(az.ess(idata, method="tail", var_names=[v])[v].min() for v in ("b", "d"))
+    )
+    assert _arviz.sampler_problems(diag) == [f"R-hat up to {r_hat:.3f} (> 1.01)"]
+    steady = _arviz.diagnostics(idata, ["c"])  # nothing defined
+    assert np.isnan(steady["r_hat_max"]) and _arviz.sampler_problems(steady) == []
+
+
 def test_closed_form_density_mixes_centred_and_noncentred_intersections():
     """Centring some intersections is a change of variables gamma_j = eta_j + sigma2 z_j:
     the density on gamma is the density on z minus log sigma2 for each centred one."""
