@@ -969,6 +969,22 @@ def test_divergence_warning_suggests_target_accept(monkeypatch):
     assert fit.warnings_ == ["HierarchicalLogisticRegression: 3 divergent transitions"]
 
 
+def test_pytensor_blas_note_is_silenced_only_where_the_package_compiles():
+    """PyTensor's "could not link to a BLAS" note (raised once a C-compiled MAP or ADVI
+    graph holds a matrix product, as HLR's on five attributes does) is silenced around
+    the package's own compilation; other warnings pass, and outside it nothing changes."""
+    from bayesfair.models.base import _quiet_pytensor
+
+    note = "PyTensor could not link to a BLAS installation. Operations ... degraded."
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with _quiet_pytensor():
+            warnings.warn(note, UserWarning)
+            warnings.warn("something else", UserWarning)
+        warnings.warn(note, UserWarning)
+    assert [str(w.message) for w in seen] == ["something else", note]
+
+
 def test_diagnostics_are_not_rounded_before_the_checks():
     """R-hat 1.0109 is above 1.01 and must warn (az.summary rounds it to 1.01, which did
     not); the extremes are ArviZ's own rhat and ess over every variable, a variable

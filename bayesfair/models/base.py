@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -183,6 +184,17 @@ def sample_nuts(
             progressbar=False,
             compute_convergence_checks=False,
         )
+
+
+@contextmanager
+def _quiet_pytensor():
+    """PyMC's FutureWarnings and PyTensor's note that its C backend links no BLAS, which
+    the package's C-compiled functions (MAP and ADVI objectives) do not need: they
+    multiply matrices of one row per intersection, and NUTS compiles through numba."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", "PyTensor could not link to a BLAS", UserWarning)
+        yield
 
 
 def binomial_loglik(p: np.ndarray, design: Design) -> np.ndarray:
@@ -476,8 +488,7 @@ class FairnessModel:
         model = self.build_model(design)
         seed = self._seed()
         self._model = model
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
+        with _quiet_pytensor():
             if self.method == "map":
                 idata = _arviz.from_draws(
                     {"p": self.p_point_[None, None, :]},
@@ -568,8 +579,7 @@ class FairnessModel:
         if key not in _MAP_CACHE:
             if "_model" not in self.__dict__:  # unpickled: rebuild the model of the fit
                 self._model = self.build_model(self.design_)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
+            with _quiet_pytensor():
                 _MAP_CACHE[key] = _MapObjective(self._model)
         return _MAP_CACHE[key]
 
@@ -578,8 +588,7 @@ class FairnessModel:
         model transforms, as the samplers see them); also sets ``p_point_``."""
         if "_map" not in self.__dict__:
             obj = self._map_objective()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
+            with _quiet_pytensor():
                 point = obj.solve(
                     self.design_.n,
                     self.design_.k,
