@@ -979,9 +979,9 @@ def test_pytensor_blas_note_is_silenced_only_where_the_package_compiles():
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with _quiet_pytensor():
-            warnings.warn(note, UserWarning)
-            warnings.warn("something else", UserWarning)
-        warnings.warn(note, UserWarning)
+            warnings.warn(note, UserWarning, stacklevel=1)
+            warnings.warn("something else", UserWarning, stacklevel=1)
+        warnings.warn(note, UserWarning, stacklevel=1)
     assert [str(w.message) for w in seen] == ["something else", note]
 
 
