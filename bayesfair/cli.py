@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -80,6 +81,27 @@ def _disaggregated(data: AuditData, bayes: bool, seed: int):
     )
 
 
+def _add_sections(rep, data: AuditData, *, bayes: bool, seed: int) -> None:
+    """The report's sections beyond the empirical audit, each announced on stderr with the
+    time so far (a large audit with ``--bayes`` runs for minutes)."""
+    t0 = time.perf_counter()
+
+    def step(what: str) -> None:
+        print(f"bayesfair: [{time.perf_counter() - t0:6.1f} s] {what}", file=sys.stderr, flush=True)
+
+    if bayes:
+        step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
+        add_bayesian_section(rep, *_bayesian_fits(data, seed))
+    if data.row_decision is not None:
+        step("permutation tests")
+        add_frequentist_section(rep, data)
+        step("conditional bias scans of false positive rates")
+        add_scan_section(rep, scan_audit_data(data))
+        step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
+        add_disaggregated_section(rep, _disaggregated(data, bayes=bayes, seed=seed))
+    step("writing the report")
+
+
 def _finish(rep, result, out: str) -> int:
     """Save the report, print the fairness table and where the report is."""
     path = rep.save(out)
@@ -93,11 +115,7 @@ def _demo(args: argparse.Namespace) -> int:
     data = ds.audit_data()
     result = run_audit(data, alpha=args.alpha, name="synthetic demo", truth=ds.truth)
     rep = result.report()
-    if not args.no_bayes:
-        add_bayesian_section(rep, *_bayesian_fits(data, args.seed))
-    add_frequentist_section(rep, data)
-    add_scan_section(rep, scan_audit_data(data))
-    add_disaggregated_section(rep, _disaggregated(data, bayes=not args.no_bayes, seed=args.seed))
+    _add_sections(rep, data, bayes=not args.no_bayes, seed=args.seed)
     # the data set's description names the model (Foulds et al.'s Gaussian threshold model)
     rep.subtitle = "Synthetic data with known ground truth. " + ds.description
     truth = ds.truth["table"].copy()
@@ -154,12 +172,7 @@ def _audit(args: argparse.Namespace) -> int:
         name = source.name
     result = run_audit(data, alpha=alpha, name=name)
     rep = result.report()
-    if args.bayes:
-        add_bayesian_section(rep, *_bayesian_fits(data, 0))
-    if data.row_decision is not None:
-        add_frequentist_section(rep, data)
-        add_scan_section(rep, scan_audit_data(data))
-        add_disaggregated_section(rep, _disaggregated(data, bayes=args.bayes, seed=0))
+    _add_sections(rep, data, bayes=args.bayes, seed=0)
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))

@@ -89,7 +89,7 @@ def test_diagnostic_counts_render_as_whole_numbers():
     assert "1.5e+03" not in html and "1498.000" not in html and html.count("<td>—</td>") == 4
 
 
-def test_audit_csv(tmp_path):
+def test_audit_csv(tmp_path, capsys):
     rng = np.random.default_rng(0)
     df = pd.DataFrame(
         {
@@ -124,6 +124,17 @@ def test_audit_csv(tmp_path):
     assert "Per-intersection AUC" in html
     # with decisions, the per-group section (disaggregated evaluation) as in the demo
     assert "Per-group estimates for small groups" in html
+    # each section announced on stderr with the time so far; stdout keeps only the table
+    printed = capsys.readouterr()
+    steps = re.findall(r"^bayesfair: \[ *([0-9.]+) s\] (.+)$", printed.err, flags=re.M)
+    assert [what for _, what in steps] == [
+        "permutation tests",
+        "conditional bias scans of false positive rates",
+        "per-group estimates",
+        "writing the report",
+    ]
+    assert [float(t) for t, _ in steps] == sorted(float(t) for t, _ in steps)
+    assert "bayesfair: [" not in printed.out and "epsilon-DF" in printed.out
 
 
 def test_audit_csv_numeric_pos_label(tmp_path, capsys):
