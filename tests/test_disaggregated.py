@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import warnings
 
 import arviz as az
@@ -1537,6 +1538,8 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
                     **kw,
                 )
             idata = res.idata["binomial"]
+            centred = json.loads(idata.posterior.attrs["centred_main_effects"])
+            assert centred == ([] if how == "non-centred" else ["a", "b", "c"]), (how, centred)
             diag = az.summary(
                 idata, var_names=["sigma_a", "sigma_b", "sigma_c"], kind="diagnostics"
             )
@@ -1603,6 +1606,22 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     # nothing to advise when R-hat is fine
     calm = az.from_dict(posterior={"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
     assert _sampler_advice(calm, {"divergences": 0}, labels, np.full(3, 50), **kw) == ""
+    # divergences where "auto" sampled race's main effects partially centred (the fit
+    # records which in the posterior's attributes)
+    part = az.from_dict(posterior={"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
+    part.posterior.attrs["centred_main_effects"] = '["race"]'
+    auto = dict(kw, main_effects="auto")
+    said = _sampler_advice(part, {"divergences": 5}, labels, np.full(3, 5000), **auto)
+    assert "`hb_target_accept` (now 0.95)" in said
+    assert "main effects of ['race'] are sampled partially centred" in said
+    assert "hb_main_effects='non-centred'" in said
+    for quiet in (dict(auto, main_effects="centred"), kw):  # not auto: nothing partial
+        assert "non-centred" not in _sampler_advice(
+            part, {"divergences": 5}, labels, np.full(3, 5000), **quiet
+        )
+    assert "non-centred" not in _sampler_advice(
+        calm, {"divergences": 5}, labels, np.full(3, 5000), **auto
+    )
 
 
 def test_hb_main_effects_is_checked():

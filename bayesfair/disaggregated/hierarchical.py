@@ -30,6 +30,7 @@ divergences.
 
 from __future__ import annotations
 
+import json
 from itertools import combinations
 
 import numpy as np
@@ -365,6 +366,10 @@ def _sample(prob: _Problem, *, draws, tune, chains, target_accept, random_seed):
         chains=chains,
         seed=random_seed,
         target_accept=target_accept if binomial else max(target_accept, 0.99),
+    )
+    # which blocks were sampled (partially) centred: the closed-form density records z only
+    idata.posterior.attrs["centred_main_effects"] = json.dumps(
+        [c for c, w in prob.centring.items() if np.any(np.asarray(w) > 0)]
     )
     if binomial:
         th = idata.posterior["theta"].to_numpy()
