@@ -282,8 +282,6 @@ class GroupedData:  # numpydoc ignore=PR01
         sel = np.arange(len(self.group)) if rows is None else np.flatnonzero(rows)
         if metric == "auc":
             self._check_score()
-            if not sel.size:
-                return np.full(self.n_groups, np.nan)
             return _grouped_auc(self.group[sel], self.y[sel], self.score[sel], self.n_groups)[0]
         out = np.full(self.n_groups, np.nan)
         order = np.argsort(self.group[sel], kind="stable")

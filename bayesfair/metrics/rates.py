@@ -153,9 +153,11 @@ def _regroup(data: AuditData, cols: Sequence[str]) -> np.ndarray:
 def _grouped_auc(
     group: np.ndarray, y: np.ndarray, score: np.ndarray, n_groups: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(group)
+    if n == 0:  # no rows: every group's AUC undefined
+        return np.full(n_groups, np.nan), np.zeros(n_groups, np.int64), np.zeros(n_groups, np.int64)
     order = np.lexsort((score, group))
     g, s, yy = group[order], score[order], y[order]
-    n = len(g)
     # Blocks of equal (group, score): ties share their mid-rank.
     new_block = np.empty(n, dtype=bool)
     new_block[0] = True
