@@ -16,6 +16,7 @@ __all__ = [
     "SeedLike",
     "as_column_list",
     "check_binary",
+    "check_by",
     "check_count",
     "check_no_missing_groups",
     "check_open_probability",
@@ -230,6 +231,19 @@ def check_open_probability(value: object, argument: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
         raise ValueError(f"`{argument}` must be a number in (0, 1), got {value!r}")
     return float(value)
+
+
+def check_by(by: str | Sequence[str] | None, protected: Sequence[str]) -> list[str]:
+    """The protected columns ``by`` names (all of ``protected`` for None), each once."""
+    if by is None:
+        return list(protected)
+    cols = as_column_list(by, "by")  # refuses a column named twice
+    if not cols:
+        raise ValueError("`by` must name at least one protected column")
+    unknown = [c for c in cols if c not in protected]
+    if unknown:
+        raise ValueError(f"`by` names {unknown}, which are not protected columns {list(protected)}")
+    return cols
 
 
 def intersection_labels(rows: Iterable[tuple], columns: Sequence[str]) -> list[str]:

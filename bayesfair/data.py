@@ -17,6 +17,7 @@ import pandas as pd
 from ._validation import (
     as_column_list,
     check_binary,
+    check_by,
     check_group_values,
     check_no_missing_groups,
     check_probability,
@@ -300,17 +301,7 @@ class AuditData:
         return np.transpose(reduced, order).reshape(-1)
 
     def _check_by(self, by: str | Sequence[str] | None) -> list[str]:
-        if by is None:
-            return list(self.protected)
-        cols = as_column_list(by, "by")
-        if not cols:
-            raise ValueError("`by` must name at least one protected column")
-        unknown = [c for c in cols if c not in self.protected]
-        if unknown:
-            raise ValueError(
-                f"`by` names {unknown}, which are not protected columns {list(self.protected)}"
-            )
-        return cols
+        return check_by(by, self.protected)
 
     def _check_target(self, target: str) -> None:
         if target not in _TARGETS:

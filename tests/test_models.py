@@ -195,8 +195,10 @@ def test_posterior_fairness_by_a_subset_of_attributes(synth):
         assert sub.x["epsilon"] == pytest.approx(eps)
         assert set(sub.pairs["high"]) <= set(emp.groups["intersection"])
         assert emp.by == tuple(by)
-    with pytest.raises(ValueError, match=r"`by` must name protected attributes"):
+    with pytest.raises(ValueError, match=r"`by` names \['income'\], which are not protected"):
         posterior_fairness(fit, by=["income"])
+    with pytest.raises(ValueError, match=r"`by` names a column more than once"):
+        posterior_fairness(fit, by=[attrs[0], attrs[0]])
     with pytest.raises(ValueError, match="include_empty"):
         posterior_fairness(fit, by=attrs[:1], include_empty=True)
 

@@ -14,7 +14,7 @@ from .. import _arviz
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
-    as_column_list,
+    check_by,
     check_open_probability,
     check_seed,
     intersection_labels,
@@ -188,12 +188,7 @@ def _groups_of(d: Design, by: str | Sequence[str] | None) -> tuple[np.ndarray, l
     themselves, or the groups of the protected attributes ``by`` (in ``by``'s order)."""
     if by is None:
         return np.arange(d.n_groups), list(d.labels)
-    cols = as_column_list(by, "by")
-    unknown = [c for c in cols if c not in d.levels]
-    if not cols or unknown or len(set(cols)) < len(cols):
-        raise ValueError(
-            f"`by` must name protected attributes {d.attributes} (each once), got {by!r}"
-        )
+    cols = check_by(by, d.attributes)
     index = [d.attributes.index(c) for c in cols]
     shape = tuple(len(d.levels[c]) for c in cols)
     group_of = np.ravel_multi_index(tuple(d.codes[i] for i in index), shape)
