@@ -744,11 +744,16 @@ class FairnessModel:
         )
         return self.idata_
 
-    def _predictive_pvalues(self) -> np.ndarray:
+    def _draws_in_unit_interval(self) -> np.ndarray:
+        """The draws of P(y=1|s), (draw, intersection), clipped to [0, 1]."""
+        return np.clip(self.p_draws_.reshape(-1, self.design_.n_groups), 0.0, 1.0)
+
+    def _predictive_pvalues(self, p: np.ndarray | None = None) -> np.ndarray:
         """Two-sided posterior predictive p-value of every intersection's count (NaN
-        without rows), as the average of exact binomial tails over the draws."""
+        without rows), as the average of exact binomial tails over the draws ``p``
+        (default: :meth:`_draws_in_unit_interval`)."""
         d = self.design_
-        p = np.clip(self.p_draws_.reshape(-1, d.n_groups), 0.0, 1.0)
+        p = self._draws_in_unit_interval() if p is None else p
         with np.errstate(invalid="ignore"):
             below = binom.cdf(d.k, d.n, p).mean(axis=0)  # P(y_rep <= y)
             above = binom.sf(d.k - 1, d.n, p).mean(axis=0)  # P(y_rep >= y)
@@ -791,8 +796,8 @@ class FairnessModel:
         self._check_fitted()
         check_open_probability(prob, "prob")
         d = self.design_
-        p = np.clip(self.p_draws_.reshape(-1, d.n_groups), 0.0, 1.0)
-        pvalue = self._predictive_pvalues()
+        p = self._draws_in_unit_interval()
+        pvalue = self._predictive_pvalues(p)
         tails = [(1 - prob) / 2, (1 + prob) / 2]
         if p.shape[0] > 1:
             ppc = self.sample_posterior_predictive().posterior_predictive
