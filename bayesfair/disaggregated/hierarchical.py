@@ -219,47 +219,91 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
     little, w -> 1 (centred) where they pin u down.  The same weight interpolates here
     between the two coordinates of the scale (``_effects``: the effects are scale
     rho^(1 - w) u with u ~ ZeroSumNormal(rho^w)), a heuristic that the measurements in
-    ``fit_hierarchical`` support, not an optimality result.  I is the smallest
-    information among the attribute's values (the pooled counts' m p (1 - p) on the
-    log-odds scale; for Fay-Herriot the summed precisions 1 / se^2), and sigma^2 is not
-    the estimate of the values' spread (the method-of-moments variance of their pooled
-    estimates, less their noise) but its lower ``level`` confidence bound (chi-square
-    with L - 1 degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
+    ``fit_hierarchical`` support, not an optimality result.
+
+    I is the smallest information among the attribute's values about the value's
+    effect, and it counts what the model puts between that effect and the data: a
+    value's pooled estimate (the log-odds of its pooled counts; for Fay-Herriot the
+    precision-weighted mean of its standard estimates) is an average over the groups
+    that have the value, each of which carries its own interactions and group effect.
+    With ``_residual_variance`` tau^2 of the groups beyond the main effects and w_g the
+    groups' shares of the value's precision, 1 / I = 1 / (pooled precision) + tau^2
+    sum_g w_g^2: a value spread over a few heterogeneous groups pins its effect down
+    far less than its row count says.  sigma^2 is not the estimate of the values'
+    spread (the method-of-moments variance of their pooled estimates, less their
+    noise 1 / I) but its lower ``level`` confidence bound (chi-square with L - 1
+    degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
     is small for the data's precision, and a spread resting on one or two contrasts can
     be much smaller than its estimate.  Only an attribute that ``_pinned_down`` accepts
     (three or more values, each with 1,000 rows or more of ``sizes``, the rows per
     group) gets a weight; the others stay non-centred.  Without that rule, the partial
     weights that the simulated Adult audit's attributes got (its sex has two values,
     its race and age bands small ones) gave 11 divergent transitions in 40 fits where
-    non-centred gave none."""
+    non-centred gave none; without tau^2, the demo's data (24 groups of 10-5,558 rows
+    with fitted group effects of spread about 0.6) got weights 0.47-0.88 and 13-35 divergent
+    transitions per fit, where non-centred had none."""
     from scipy.stats import chi2
 
-    out = {}
-    for c in prob.attributes:
-        codes, n_values = prob.codes[c], len(prob.levels[c])
-        w = np.zeros(prob.M)
-        out[c] = w
-        if sizes is None or not _pinned_down(prob.labels[c], sizes):
-            continue
-        for i in range(prob.M):
+    pinned = [
+        c for c in prob.attributes if sizes is not None and _pinned_down(prob.labels[c], sizes)
+    ]
+    out = {c: np.zeros(prob.M) for c in prob.attributes}
+    for i in range(prob.M):
+        if not pinned:
+            break
+        # each group's estimate (log-odds or standard estimate) and its precision
+        if prob.binomial:
+            kk, mm = np.nan_to_num(k[i]), np.nan_to_num(m[i])
+            pg = (kk + 0.5) / (mm + 1.0)
+            est, prec = np.log(pg / (1 - pg)), mm * pg * (1 - pg)
+        else:
+            ok = np.isfinite(s[i]) & np.isfinite(se[i]) & (se[i] > 0)
+            est = np.where(ok, s[i], 0.0)
+            prec = np.where(ok, 1 / np.where(ok, se[i], 1.0) ** 2, 0.0)
+        tau2 = _residual_variance(prob, est, prec)
+        for c in pinned:
+            codes, n_values = prob.codes[c], len(prob.levels[c])
+            total = np.bincount(codes, prec, n_values)
             if prob.binomial:
-                kk, mm = np.nan_to_num(k[i]), np.nan_to_num(m[i])
                 pos, tot = np.bincount(codes, kk, n_values), np.bincount(codes, mm, n_values)
                 p = (pos + 0.5) / (tot + 1.0)
-                info, u = tot * p * (1 - p), np.log(p / (1 - p))
+                pooled, u = tot * p * (1 - p), np.log(p / (1 - p))
             else:
-                ok = np.isfinite(s[i]) & np.isfinite(se[i]) & (se[i] > 0)
-                info = np.bincount(codes[ok], 1 / se[i][ok] ** 2, n_values)
-                u = np.bincount(codes[ok], s[i][ok] / se[i][ok] ** 2, n_values)
-                u = u / np.maximum(info, 1e-300)
-            seen = info > 0
+                pooled = total
+                u = np.bincount(codes, est * prec, n_values) / np.maximum(total, 1e-300)
+            seen = (pooled > 0) & (total > 0)
             dof = int(seen.sum()) - 1
             if dof < 1:
                 continue
-            spread = max(0.0, np.var(u[seen], ddof=1) - np.mean(1 / info[seen]))
-            ratio = info[seen].min() * spread * chi2.ppf(level, dof) / dof  # I sigma^2
-            w[i] = ratio / (1 + ratio)
+            shares2 = np.bincount(codes, prec**2, n_values)[seen] / total[seen] ** 2
+            info = 1 / (1 / pooled[seen] + tau2 * shares2)
+            spread = max(0.0, np.var(u[seen], ddof=1) - np.mean(1 / info))
+            ratio = info.min() * spread * chi2.ppf(level, dof) / dof  # I sigma^2
+            out[c][i] = ratio / (1 + ratio)
     return out
+
+
+def _residual_variance(prob: _Problem, est: np.ndarray, prec: np.ndarray) -> float:
+    """Variance of the groups' estimates ``est`` beyond an additive model of the
+    attributes' main effects and beyond their noise 1 / ``prec`` (interactions and
+    group effects together): the DerSimonian-Laird moment estimate of a weighted
+    least-squares fit, tau^2 = (Q - df) / (tr W - tr((X'WX)^-1 X'W^2X)), floored at 0.
+    Groups with ``prec`` 0 (no data) take no part."""
+    ok = prec > 0
+    cols = [np.ones(prob.G)] + [
+        (prob.codes[c] == v).astype(float)
+        for c in prob.attributes
+        for v in range(1, len(prob.levels[c]))
+    ]
+    X, y, w = np.column_stack(cols)[ok], est[ok], prec[ok]
+    xtw = X.T * w
+    inv = np.linalg.pinv(xtw @ X)
+    resid = y - X @ (inv @ (xtw @ y))
+    df = len(y) - np.linalg.matrix_rank(X)
+    denom = w.sum() - np.trace(inv @ ((xtw * w) @ X))
+    if df < 1 or denom <= 0:
+        return 0.0
+    return max(0.0, (float(np.sum(w * resid**2)) - df) / denom)
 
 
 def _effects(pm, name, sd, sc, w, dims):
@@ -315,9 +359,17 @@ def fit_hierarchical(
     Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), and leaves the
     others non-centred.  Measured at 4 x 1,000 draws (R-hat max / bulk ESS min / divergences):
 
-    * 243 groups (5 three-valued attributes, 50,000 rows, 3 count metrics; the
-      benchmark's data, seeds 0-3): non-centred 1.10-1.13 / 27-43 / 0-4, centred
-      1.01 / 485-812 / 2-47, auto 1.01 / 644-749 / 2-6.
+    * 243 groups (5 three-valued attributes, 50,000 rows, 3 count metrics, additive
+      log-odds; the benchmark's data, seeds 0-3): non-centred 1.10-1.13 / 27-43 / 0-4,
+      centred 1.01 / 485-812 / 2-47, auto 1.007-1.010 / 650-875 / 0-6.
+    * the same design with other main effects and a group effect of spread 0.5 (seeds 0-1):
+      non-centred 1.005-1.008 / 909-1,214 / 0-1 in 86-94 s, auto 1.027-1.028 / 208-225
+      / 0-1 in 35-36 s (weights 0.09-0.64); before the information counted the groups'
+      heterogeneity (weights 0.47-0.94), 1.017-1.029 / 232-288 / 1-3.
+    * the demo's data (24 groups of 10-5,558 rows, fitted group effects of spread about 0.6; seeds
+      2024, 0, 1): auto 1.004-1.007 / 1,244-1,334 / 0 (weights under 0.05); before the
+      information counted the groups' heterogeneity (weights 0.47-0.88), 13-35
+      divergent transitions per fit.
     * the simulated Adult audit (32 groups, 5,000 rows, two- and four-valued
       attributes, some values with few rows; 4 evaluation draws; binomial and
       Fay-Herriot models): non-centred 1.01-1.02 / 320-404 / 0 and 0, centred
@@ -326,8 +378,13 @@ def fit_hierarchical(
       weights for all attributes had given 1.01-1.02 / 344-501 / 0 and 0 on these 4
       draws but 11 divergent transitions in 6 of the 40 fits of notebook 04's 20 draws,
       where non-centred had none.
-    * 729 groups (6 three-valued attributes, 100,000 rows): non-centred 1.04 / 110
-      / 14, auto 1.01 / 407 / 18.  COMPAS' race x sex x age and the 32-group
+    * 729 groups (6 three-valued attributes, 100,000 rows, additive log-odds, seeds
+      0-2): auto 1.04-1.07 / 55-105 / 10-53; before the information counted the groups'
+      heterogeneity 1.05-1.09 / 64-136 / 4-28 (non-centred, seed 0: 1.05 / 85 / 16).
+      Weights that differed only past the third decimal gave 1.04-1.12 / 30-98 / 21-37:
+      here the diagnostics move that much from run to run.  The slowest variables are
+      the scales of interactions that the data do not have; the group values' R-hat is
+      at most 1.007 in all.  COMPAS' race x sex x age and the 32-group
       benchmark have an attribute value under 1,000 rows: auto is non-centred there.
     """
     nuts = dict(
