@@ -248,9 +248,7 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
         c for c in prob.attributes if sizes is not None and _pinned_down(prob.labels[c], sizes)
     ]
     out = {c: np.zeros(prob.M) for c in prob.attributes}
-    for i in range(prob.M):
-        if not pinned:
-            break
+    for i in range(prob.M if pinned else 0):
         # each group's estimate (log-odds or standard estimate) and its precision
         if prob.binomial:
             kk, mm = np.nan_to_num(k[i]), np.nan_to_num(m[i])
