@@ -62,7 +62,9 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int = 1000) -> tuple[dict,
     return labels, decisions
 
 
-def _disaggregated(data: AuditData, bayes: bool, seed: int):
+def _disaggregated(
+    data: AuditData, bayes: bool, seed: int, draws: int = 1000, hb_main_effects: str = "auto"
+):
     from .disaggregated import disaggregated_evaluation
 
     f = pd.DataFrame({c: data.frame[c] for c in data.protected})
@@ -77,13 +79,25 @@ def _disaggregated(data: AuditData, bayes: bool, seed: int):
         metrics=["selection_rate", "fpr", "fnr"],
         estimators=est + (["hierarchical"] if bayes else []),
         n_bootstrap=200,
-        random_state=seed,  # hierarchical Bayes at the package's NUTS defaults (4 x 1,000)
+        hb_draws=draws,
+        hb_tune=draws,
+        hb_main_effects=hb_main_effects,
+        random_state=seed,
     )
 
 
-def _add_sections(rep, data: AuditData, *, bayes: bool, seed: int) -> None:
+def _add_sections(
+    rep,
+    data: AuditData,
+    *,
+    bayes: bool,
+    seed: int,
+    draws: int = 1000,
+    hb_main_effects: str = "auto",
+) -> None:
     """The report's sections beyond the empirical audit, each announced on stderr with the
-    time so far (a large audit with ``--bayes`` runs for minutes)."""
+    time so far (a large audit with ``--bayes`` runs for minutes).  ``draws``: NUTS draws
+    (and tuning steps) per chain of the HLR fits and of hierarchical Bayes."""
     t0 = time.perf_counter()
 
     def step(what: str) -> None:
@@ -91,14 +105,15 @@ def _add_sections(rep, data: AuditData, *, bayes: bool, seed: int) -> None:
 
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
-        add_bayesian_section(rep, *_bayesian_fits(data, seed))
+        add_bayesian_section(rep, *_bayesian_fits(data, seed, draws))
     if data.row_decision is not None:
         step("permutation tests")
         add_frequentist_section(rep, data)
         step("conditional bias scans of false positive rates")
         add_scan_section(rep, scan_audit_data(data))
         step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
-        add_disaggregated_section(rep, _disaggregated(data, bayes=bayes, seed=seed))
+        per_group = _disaggregated(data, bayes, seed, draws, hb_main_effects)
+        add_disaggregated_section(rep, per_group)
     step("writing the report")
 
 
@@ -115,7 +130,7 @@ def _demo(args: argparse.Namespace) -> int:
     data = ds.audit_data()
     result = run_audit(data, alpha=args.alpha, name="synthetic demo", truth=ds.truth)
     rep = result.report()
-    _add_sections(rep, data, bayes=not args.no_bayes, seed=args.seed)
+    _add_sections(rep, data, bayes=not args.no_bayes, **_sampler_options(args))
     # the data set's description names the model (Foulds et al.'s Gaussian threshold model)
     rep.subtitle = "Synthetic data with known ground truth. " + ds.description
     truth = ds.truth["table"].copy()
@@ -172,7 +187,7 @@ def _audit(args: argparse.Namespace) -> int:
         name = source.name
     result = run_audit(data, alpha=alpha, name=name)
     rep = result.report()
-    _add_sections(rep, data, bayes=args.bayes, seed=0)
+    _add_sections(rep, data, bayes=args.bayes, **_sampler_options(args))
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))
@@ -196,6 +211,40 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sampler_options(args: argparse.Namespace) -> dict:
+    return dict(seed=args.seed, draws=args.draws, hb_main_effects=args.hb_main_effects)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
+    """Options of the Bayesian fits (the names the SamplerWarning's advice uses are
+    those of the Python API: hb_draws is --draws, hb_main_effects --hb-main-effects)."""
+    p.add_argument("--seed", type=int, default=seed, help=f"random seed (default {seed})")
+    p.add_argument(
+        "--draws",
+        type=_positive_int,
+        default=1000,
+        help="NUTS draws and tuning steps per chain of the HLR fits and of hierarchical "
+        "Bayes per group (default 1000; raise it when a SamplerWarning reports R-hat)",
+    )
+    p.add_argument(
+        "--hb-main-effects",
+        choices=["auto", "non-centred", "centred"],
+        default="auto",
+        help="coordinates of hierarchical Bayes' main effects (default auto; "
+        "non-centred when a SamplerWarning suggests it)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesfair", description="Audit predictive models for intersectional bias."
@@ -204,9 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="audit synthetic data with known truth and write a report")
     d.add_argument("--out", default="report.html", help="report path (default: report.html)")
     d.add_argument("--n-rows", type=int, default=20_000)
-    d.add_argument("--seed", type=int, default=2024)
     d.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
+    _add_sampler_arguments(d, seed=2024)
     a = sub.add_parser("audit", help="audit a CSV file or run a spec from models/specs/")
     a.add_argument("source", help="a CSV file, or a .toml audit spec")
     a.add_argument("--protected", nargs="+", help="sensitive attribute columns")
@@ -222,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add the Bayesian section (EDF, HLR fits) and hierarchical Bayes per group",
     )
+    _add_sampler_arguments(a, seed=0)
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
     r = sub.add_parser("reproduce", help="run a paper reproduction spec ([study] section)")
     r.add_argument("spec", help="a .toml spec with a [study] section, from models/specs/")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +167,54 @@ def test_cli_errors_exit_2(tmp_path, capsys):
     assert "'y'" in capsys.readouterr().err
     assert main(["audit", str(tmp_path / "missing.csv")]) == 2
     assert main(["audit", str(csv)]) == 2
+
+
+def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
+    """--seed, --draws and --hb-main-effects of ``audit --bayes`` reach the HLR fits and
+    hierarchical Bayes (the options a SamplerWarning's advice asks for); bad values exit
+    with argparse's usage error."""
+    import bayesfair.disaggregated as dis
+    import bayesfair.models as models
+
+    seen = {}
+    real_hlr, real_dis = models.HierarchicalLogisticRegression, dis.disaggregated_evaluation
+
+    def hlr(*args, **kw):
+        seen.setdefault("hlr", []).append(kw)
+        return real_hlr(*args, **kw)
+
+    def evaluation(*args, **kw):
+        seen["hb"] = kw
+        return real_dis(*args, **kw)
+
+    monkeypatch.setattr(models, "HierarchicalLogisticRegression", hlr)
+    monkeypatch.setattr(dis, "disaggregated_evaluation", evaluation)
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b"], 400),
+            "y": rng.integers(0, 2, 400),
+            "d": rng.integers(0, 2, 400),
+        }
+    )
+    csv = tmp_path / "d.csv"
+    df.to_csv(csv, index=False)
+    common = ["audit", str(csv), "--protected", "g", "--outcome", "y", "--decision", "d"]
+    options = ["--bayes", "--seed", "5", "--draws", "60", "--hb-main-effects", "non-centred"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 4 x 60 draws: the sampler checks may warn
+        assert main([*common, *options, "--out", str(tmp_path / "r.html")]) == 0
+    assert [kw["draws"] for kw in seen["hlr"]] == [60, 60]  # labels and decisions
+    assert [kw["tune"] for kw in seen["hlr"]] == [60, 60]
+    assert [kw["random_state"] for kw in seen["hlr"]] == [6, 16]
+    hb = seen["hb"]
+    assert (hb["hb_draws"], hb["hb_tune"], hb["hb_main_effects"]) == (60, 60, "non-centred")
+    assert hb["random_state"] == 5 and "hierarchical" in hb["estimators"]
+    for bad in (["--draws", "0"], ["--draws", "many"], ["--hb-main-effects", "centered"]):
+        with pytest.raises(SystemExit) as exit_:
+            main([*common, *bad])
+        assert exit_.value.code == 2
+    assert "expected a positive integer, got '0'" in capsys.readouterr().err
 
 
 SPECS = sorted((REPO / "models" / "specs").glob("*.toml"))
