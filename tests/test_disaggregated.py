@@ -1603,6 +1603,13 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     # the same R-hat where every race has thousands of rows: centring, not more draws
     said = _sampler_advice(idata, {"divergences": 0}, labels, np.full(3, 5000), **kw)
     assert "hb_main_effects='centred'" in said and "hb_draws" not in said
+    assert "non-centred" not in said  # the user's choice was non-centred
+    # under "auto" (partially centred already) either way out, with when each helps
+    said = _sampler_advice(
+        idata, {"divergences": 0}, labels, np.full(3, 5000), **dict(kw, main_effects="auto")
+    )
+    assert "hb_main_effects='centred' usually mixes it better where the groups" in said
+    assert "'non-centred' where they do (interactions, group effects)" in said
     # nothing to advise when R-hat is fine
     calm = az.from_dict(posterior={"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
     assert _sampler_advice(calm, {"divergences": 0}, labels, np.full(3, 50), **kw) == ""

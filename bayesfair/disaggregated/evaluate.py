@@ -307,7 +307,10 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     centred, non-centred main effects (on the demo's data, 24 groups of 10-8,500 rows,
     auto gave 12-35 divergent transitions in 4 x 1,000 draws, target acceptance 0.99
     still 6-13, non-centred none); centred main effects when the worst R-hat is in the
-    main effect of an attribute whose values all have many rows (see ``_pinned_down``);
+    main effect of an attribute whose values all have many rows (see ``_pinned_down``),
+    and under ``"auto"`` non-centred ones as the other way out (243 groups with a group
+    effect of spread 0.5: auto R-hat 1.027 with the worst in such a main effect's scale,
+    centred 1.022, non-centred 1.008);
     otherwise, for an R-hat problem without divergences, more draws (slow mixing, which
     on COMPAS' race x sex x age_cat, 36 groups, left R-hat 1.008-1.014 at 4 x 1,000
     draws and 1.004-1.006 at 4 x 2,000 on four seeds)."""
@@ -330,10 +333,16 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
         and main_effects != "centred"
         and _pinned_down(labels[attribute], sizes)
     ):
-        return advice + (
+        said = (
             f"; the largest R-hat is in the main effect of {attribute!r}, whose values "
             "all have many rows: hb_main_effects='centred' usually mixes it better"
         )
+        if main_effects == "auto":  # partially centred already: either way may help
+            said += (
+                " where the groups differ little beyond their main effects, "
+                "'non-centred' where they do (interactions, group effects)"
+            )
+        return advice + said
     if diag["divergences"] == 0:
         advice += (
             f"; the largest R-hat is in `{worst}`, and with no divergent transitions that is "
