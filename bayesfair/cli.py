@@ -96,8 +96,9 @@ def _add_sections(
     hb_main_effects: str = "auto",
 ) -> None:
     """The report's sections beyond the empirical audit, each announced on stderr with the
-    time so far (a large audit with ``--bayes`` runs for minutes).  ``draws``: NUTS draws
-    (and tuning steps) per chain of the HLR fits and of hierarchical Bayes."""
+    time so far (a large audit with ``--bayes`` runs for minutes).  ``seed`` seeds every
+    random step (permutations, scans' restarts, samplers); ``draws``: NUTS draws (and
+    tuning steps) per chain of the HLR fits and of hierarchical Bayes."""
     t0 = time.perf_counter()
 
     def step(what: str) -> None:
@@ -108,9 +109,9 @@ def _add_sections(
         add_bayesian_section(rep, *_bayesian_fits(data, seed, draws))
     if data.row_decision is not None:
         step("permutation tests")
-        add_frequentist_section(rep, data)
+        add_frequentist_section(rep, data, random_state=seed)
         step("conditional bias scans of false positive rates")
-        add_scan_section(rep, scan_audit_data(data))
+        add_scan_section(rep, scan_audit_data(data, random_state=seed))
         step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
         per_group = _disaggregated(data, bayes, seed, draws, hb_main_effects)
         add_disaggregated_section(rep, per_group)
@@ -228,7 +229,12 @@ def _positive_int(text: str) -> int:
 def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
     """Options of the Bayesian fits (the names the SamplerWarning's advice uses are
     those of the Python API: hb_draws is --draws, hb_main_effects --hb-main-effects)."""
-    p.add_argument("--seed", type=int, default=seed, help=f"random seed (default {seed})")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=seed,
+        help=f"seed of every random step: permutations, scans, samplers (default {seed})",
+    )
     p.add_argument(
         "--draws",
         type=_positive_int,

@@ -171,8 +171,9 @@ def test_cli_errors_exit_2(tmp_path, capsys):
 
 def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     """--seed, --draws and --hb-main-effects of ``audit --bayes`` reach the HLR fits and
-    hierarchical Bayes (the options a SamplerWarning's advice asks for); bad values exit
-    with argparse's usage error."""
+    hierarchical Bayes (the options a SamplerWarning's advice asks for), and --seed the
+    permutation tests and scans too; bad values exit with argparse's usage error."""
+    import bayesfair.cli as cli
     import bayesfair.disaggregated as dis
     import bayesfair.models as models
 
@@ -187,6 +188,17 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
         seen["hb"] = kw
         return real_dis(*args, **kw)
 
+    def seeded(name):
+        real = getattr(cli, name)
+
+        def wrapper(*args, **kw):
+            seen[name] = kw["random_state"]
+            return real(*args, **kw)
+
+        monkeypatch.setattr(cli, name, wrapper)
+
+    seeded("add_frequentist_section")
+    seeded("scan_audit_data")
     monkeypatch.setattr(models, "HierarchicalLogisticRegression", hlr)
     monkeypatch.setattr(dis, "disaggregated_evaluation", evaluation)
     rng = np.random.default_rng(2)
@@ -210,6 +222,7 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     hb = seen["hb"]
     assert (hb["hb_draws"], hb["hb_tune"], hb["hb_main_effects"]) == (60, 60, "non-centred")
     assert hb["random_state"] == 5 and "hierarchical" in hb["estimators"]
+    assert seen["add_frequentist_section"] == seen["scan_audit_data"] == 5
     for bad in (["--draws", "0"], ["--draws", "many"], ["--hb-main-effects", "centered"]):
         with pytest.raises(SystemExit) as exit_:
             main([*common, *bad])
