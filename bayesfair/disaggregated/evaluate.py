@@ -306,7 +306,8 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     acceptance for divergences, or, where ``"auto"`` sampled some main effects partially
     centred, non-centred main effects (on the demo's data, 24 groups of 10-8,500 rows,
     auto gave 12-35 divergent transitions in 4 x 1,000 draws, target acceptance 0.99
-    still 6-13, non-centred none); centred main effects when the worst R-hat is in the
+    still 6-13, non-centred none, until auto's weights counted the groups'
+    heterogeneity; see ``_partial_centring``); centred main effects when the worst R-hat is in the
     main effect of an attribute whose values all have many rows (see ``_pinned_down``),
     and under ``"auto"`` non-centred ones as the other way out (243 groups with a group
     effect of spread 0.5: auto R-hat 1.027 with the worst in such a main effect's scale,
