@@ -118,11 +118,14 @@ def _add_sections(
     step("writing the report")
 
 
-def _finish(rep, result, out: str) -> int:
-    """Save the report, print the fairness table and where the report is."""
-    path = rep.save(out)
+def _finish(rep, result, args: argparse.Namespace) -> int:
+    """Save the report (and its tables, with ``--tables``), print the fairness table and
+    where they are."""
+    path = rep.save(args.out)
     print(result.fairness_table().to_string(index=False))
     print(f"\nreport written to {path}")
+    if args.tables:
+        print(f"tables written to {rep.save_tables(args.tables).parent} (see index.csv)")
     return 0
 
 
@@ -143,7 +146,7 @@ def _demo(args: argparse.Namespace) -> int:
         )
     )
     sec.add(Table(truth, float_format="{:.4f}"))
-    return _finish(rep, result, args.out)
+    return _finish(rep, result, args)
 
 
 def _cli_label(label: str | None, column: pd.Series | None):
@@ -192,7 +195,7 @@ def _audit(args: argparse.Namespace) -> int:
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))
-    return _finish(rep, result, args.out)
+    return _finish(rep, result, args)
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -210,6 +213,12 @@ def _reproduce(args: argparse.Namespace) -> int:
         table.to_csv(args.csv, index=False)
         print(f"\ntable written to {Path(args.csv).resolve()}")
     return 0
+
+
+_TABLES_HELP = (
+    "also write every table of the report in full (the HTML shows at most 200 rows of each) "
+    "as CSV files to this folder, listed in its index.csv"
+)
 
 
 def _sampler_options(args: argparse.Namespace) -> dict:
@@ -258,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="audit synthetic data with known truth and write a report")
     d.add_argument("--out", default="report.html", help="report path (default: report.html)")
+    d.add_argument("--tables", help=_TABLES_HELP)
     d.add_argument("--n-rows", type=int, default=20_000)
     d.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
@@ -279,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_sampler_arguments(a, seed=0)
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
+    a.add_argument("--tables", help=_TABLES_HELP)
     r = sub.add_parser("reproduce", help="run a paper reproduction spec ([study] section)")
     r.add_argument("spec", help="a .toml spec with a [study] section, from models/specs/")
     r.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")

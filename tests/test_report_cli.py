@@ -119,10 +119,18 @@ def test_audit_csv(tmp_path, capsys):
         "0.5",
         "--out",
         str(out),
+        "--tables",
+        str(tmp_path / "tables"),
     ]
     assert main(argv) == 0
     html = out.read_text()
     assert "Per-intersection AUC" in html
+    # --tables: every table of the report as CSV, listed in index.csv
+    index = pd.read_csv(tmp_path / "tables" / "index.csv")
+    assert html.count("<table") == len(index) and len(index) > 5
+    assert all((tmp_path / "tables" / f).is_file() for f in index.file)
+    counts = index[index.caption.str.startswith("Per-intersection counts", na=False)]
+    assert counts.rows.tolist() == [6]  # 2 x 3 intersections
     # with decisions, the per-group section (disaggregated evaluation) as in the demo
     assert "Per-group estimates for small groups" in html
     # each section announced on stderr with the time so far; stdout keeps only the table
@@ -136,6 +144,37 @@ def test_audit_csv(tmp_path, capsys):
     ]
     assert [float(t) for t, _ in steps] == sorted(float(t) for t, _ in steps)
     assert "bayesfair: [" not in printed.out and "epsilon-DF" in printed.out
+    assert "tables written to" in printed.out
+
+
+def test_save_tables_writes_every_row_that_the_html_cuts(tmp_path):
+    """The HTML shows at most max_rows rows of a table (and says so); save_tables writes
+    each table in full, unrounded, with an index of files, sections, captions and rows."""
+    rng = np.random.default_rng(0)
+    big = pd.DataFrame({"group": [f"g{i}" for i in range(450)], "rate": rng.random(450)})
+    small = pd.DataFrame({"a": [1, 2], "b": ["x, y", 'say "z"']})
+    rep = Report("t")
+    rep.section("Per-group rates (all 450)").add(Text("450 groups")).add(
+        Table(big, caption="Rates.", float_format="{:.2f}")
+    )
+    rep.section("Other / more").add(Table(small)).add(Table(small.iloc[:0]))
+    html = rep.to_html()
+    assert "first 200 of 450 rows; Report.save_tables" in html and "g449" not in html
+    index = pd.read_csv(rep.save_tables(tmp_path / "out"))
+    assert index.file.tolist() == [
+        "01-1_per-group-rates-all-450.csv",
+        "02-1_other-more.csv",
+        "02-2_other-more.csv",
+    ]
+    assert index.rows.tolist() == [450, 2, 0]
+    assert index.section.tolist()[:2] == ["Per-group rates (all 450)", "Other / more"]
+    assert index.caption.tolist()[0] == "Rates." and index.caption.isna().tolist()[1:] == [
+        True,
+        True,
+    ]
+    back = pd.read_csv(tmp_path / "out" / index.file[0])
+    pd.testing.assert_frame_equal(back, big)  # every row, every digit
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / index.file[1]), small)
 
 
 def test_audit_csv_numeric_pos_label(tmp_path, capsys):

@@ -12,6 +12,7 @@ import html
 import io
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,10 @@ class Table:
             df = df.rename_axis(columns=None)
         note = ""
         if len(df) > self.max_rows:
-            note = f" (first {self.max_rows} of {len(df)} rows)"
+            note = (
+                f" (first {self.max_rows} of {len(df)} rows; Report.save_tables or the "
+                "command line's --tables writes them all)"
+            )
             df = df.head(self.max_rows)
         body = df.to_html(
             index=False,
@@ -314,3 +318,55 @@ class Report:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.to_html(), encoding="utf-8")
         return path.resolve()
+
+    def save_tables(self, folder: str | os.PathLike) -> Path:
+        """Write every table of the report in full as a CSV file, with an index.
+
+        The HTML shows at most ``max_rows`` rows of a table; the CSV files hold every row,
+        unrounded, for an auditor's own analysis.  Files are named
+        ``<section>-<table>_<section title>.csv`` (numbers as in the report's table of
+        contents) and listed in ``index.csv`` with their section, caption and row count.
+
+        Parameters
+        ----------
+        folder : str or os.PathLike
+            Created if missing.
+
+        Returns
+        -------
+        pathlib.Path
+            The absolute path of ``index.csv``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> import pandas as pd
+        >>> from bayesfair.report import Report, Table
+        >>> rep = Report("Audit")
+        >>> _ = rep.section("Rates by group").add(Table(pd.DataFrame({"x": range(500)})))
+        >>> index = pd.read_csv(rep.save_tables(tempfile.mkdtemp()))
+        >>> index[["file", "rows"]].values.tolist()
+        [['01-1_rates-by-group.csv', 500]]
+        """
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        listed = []
+        for i, sec in enumerate(self.sections, 1):
+            tables = [b for b in sec.blocks if isinstance(b, Table)]
+            slug = re.sub(r"[^a-z0-9]+", "-", sec.title.lower()).strip("-")[:60] or "section"
+            for j, table in enumerate(tables, 1):
+                name = f"{i:02d}-{j}_{slug}.csv"
+                table.frame.to_csv(folder / name, index=False)
+                listed.append(
+                    {
+                        "file": name,
+                        "section": sec.title,
+                        "caption": table.caption,
+                        "rows": len(table.frame),
+                    }
+                )
+        index = folder / "index.csv"
+        pd.DataFrame(listed, columns=["file", "section", "caption", "rows"]).to_csv(
+            index, index=False
+        )
+        return index.resolve()
