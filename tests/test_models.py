@@ -987,6 +987,28 @@ def test_pytensor_blas_note_is_silenced_only_where_the_package_compiles():
     assert [str(w.message) for w in seen] == ["something else", note]
 
 
+def test_pytensor_blas_log_record_is_silenced_only_where_the_package_compiles(caplog):
+    """The neural network's MAP compiles a general matrix product, and PyTensor logs
+    "Using NumPy C-API based implementation for BLAS functions." at WARNING level; that
+    record is hidden around the package's compilation (the logger's level restored after,
+    even on error), other loggers' warnings pass."""
+    import logging
+
+    from bayesfair.models.base import _quiet_pytensor
+
+    blas = logging.getLogger("pytensor.tensor.blas")
+    before = blas.level
+    with caplog.at_level(logging.WARNING):
+        with _quiet_pytensor():
+            blas.warning("Using NumPy C-API based implementation for BLAS functions.")
+            logging.getLogger("pytensor.other").warning("kept")
+        blas.warning("outside")
+        with pytest.raises(RuntimeError), _quiet_pytensor():
+            raise RuntimeError("compilation failed")
+    assert [r.getMessage() for r in caplog.records] == ["kept", "outside"]
+    assert blas.level == before
+
+
 def test_diagnostics_are_not_rounded_before_the_checks():
     """R-hat 1.0109 is above 1.01 and must warn (az.summary rounds it to 1.01, which did
     not); the extremes are ArviZ's own rhat and ess over every variable, a variable

@@ -188,13 +188,22 @@ def sample_nuts(
 
 @contextmanager
 def _quiet_pytensor():
-    """PyMC's FutureWarnings and PyTensor's note that its C backend links no BLAS, which
+    """PyMC's FutureWarnings and PyTensor's notes that its C backend links no BLAS, which
     the package's C-compiled functions (MAP and ADVI objectives) do not need: they
-    multiply matrices of one row per intersection, and NUTS compiles through numba."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        warnings.filterwarnings("ignore", "PyTensor could not link to a BLAS", UserWarning)
-        yield
+    multiply matrices of one row per intersection, and NUTS compiles through numba.  The
+    notes are a UserWarning and, for a graph with a general matrix product (the neural
+    network's layers), a log record of the ``pytensor.tensor.blas`` logger at WARNING
+    level, which the logger's level hides here and only here."""
+    blas_log = logging.getLogger("pytensor.tensor.blas")
+    level = blas_log.level
+    blas_log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.filterwarnings("ignore", "PyTensor could not link to a BLAS", UserWarning)
+            yield
+    finally:
+        blas_log.setLevel(level)
 
 
 def binomial_loglik(p: np.ndarray, design: Design) -> np.ndarray:
