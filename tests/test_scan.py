@@ -609,6 +609,28 @@ def test_posterior_bias_scan_small():
     assert "coef" in res.idata.posterior
     assert res.summary().shape[0] == 1
     res.plot()
+    # without `attributes`: every categorical column but the roles and the protected
+    # column, as conditional_bias_scan (it used to refuse); race is dropped here so that
+    # the default is the covariates
+    kw = dict(
+        protected="protected",
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        draws=50,
+        tune=50,
+        chains=2,
+        n_draws_scanned=5,
+        n_restarts=3,
+        random_state=1,
+    )
+    frame = ds.frame.drop(columns="race")
+    bf = __import__("bayesfair")
+    named = bf.posterior_bias_scan(frame, attributes=list(ds.covariates), **kw)
+    default = bf.posterior_bias_scan(frame, **kw)
+    assert list(default.inclusion["attribute"].unique()) == list(ds.covariates)
+    np.testing.assert_array_equal(default.score_draws, named.score_draws)
 
 
 def test_posterior_ihat_closed_form_density_equals_pymc():

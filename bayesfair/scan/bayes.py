@@ -236,7 +236,10 @@ def posterior_bias_scan(
     outcome, score, decision : str, optional
     condition_value : {None, 0, 1}
     direction : {"positive", "negative"}
-    attributes : list of str
+    attributes : list of str, optional
+        Scan attributes; default every categorical (non-numeric) column except the
+        roles and the protected attribute, as in
+        :func:`~bayesfair.scan.conditional_bias_scan`.
     ihat_attributes : list of str, optional
     penalty : float, default 1
     n_restarts : int, default 20
@@ -277,10 +280,10 @@ def posterior_bias_scan(
     if not prior_scale > 0:
         raise ValueError(f"`prior_scale` must be positive, got {prior_scale!r}")
     A, label, attr = _protected_mask(data, protected)
-    if attributes is None:
-        raise ValueError("`attributes` must name the scan attributes")
-    attributes, ihat_attributes = scan_attributes(data, attributes, ihat_attributes, attr, label)
     roles = {"outcome": outcome, "score": score, "decision": decision}
+    attributes, ihat_attributes = scan_attributes(
+        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected
+    )
     pipe = _Pipeline(
         data,
         roles,

@@ -415,10 +415,23 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
     )
 
 
-def scan_attributes(data, attributes, ihat_attributes, attr: str | None, label: str):
+def scan_attributes(
+    data, attributes, ihat_attributes, attr: str | None, label: str, *, roles=None, protected=None
+):
     """The scan and I-hat attributes as lists, without the protected attribute ``attr``
     (within the protected class it takes one value; leaving it out is warned about when
-    the caller named it).  Raises if none is left or one is not a column."""
+    the caller named it).  ``attributes=None``: every categorical (non-numeric) column
+    but the ``roles``' columns, a boolean ``protected`` column and ``attr``.  Raises if
+    none is left or one is not a column."""
+    if attributes is None:
+        used = {c for c in (roles or {}).values() if c} | (
+            {protected} if isinstance(protected, str) else set()
+        )
+        attributes = [
+            c
+            for c in data.columns
+            if c not in used and c != attr and not pd.api.types.is_numeric_dtype(data[c])
+        ]
     attributes = [attributes] if isinstance(attributes, str) else list(attributes)
     if attr is not None and attr in attributes:
         attributes.remove(attr)
@@ -640,16 +653,9 @@ def conditional_bias_scan(
         raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
     A, label, attr = _protected_mask(data, protected)
     roles = {"outcome": outcome, "score": score, "decision": decision}
-    if attributes is None:
-        used = {c for c in roles.values() if c} | (
-            {protected} if isinstance(protected, str) else set()
-        )
-        attributes = [
-            c
-            for c in data.columns
-            if c not in used and c != attr and not pd.api.types.is_numeric_dtype(data[c])
-        ]
-    attributes, ihat_attributes = scan_attributes(data, attributes, ihat_attributes, attr, label)
+    attributes, ihat_attributes = scan_attributes(
+        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected
+    )
     from .engine import _check_common
 
     _check_common(penalty, n_restarts)
