@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LinearRegression
+from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
 
 from bayesfair.frequentist import (
@@ -105,6 +105,40 @@ def test_learning_curves_recover_group_noise():
             y_test=y[:10],
             group_test=g_missing[:10],
         )
+
+
+def test_pow3_asymptote_of_a_nonnegative_loss_is_nonnegative():
+    """delta + alpha n^-beta: a clean curve is recovered; a flat or slightly rising
+    curve of a non-negative loss (the model has nothing left to learn) gets an asymptote
+    in [0, max loss] and a finite bootstrap interval there, where beta near 0 had let
+    delta run to -878,858; a loss that can be negative keeps an unbounded asymptote."""
+    from bayesfair.frequentist.learning import _fit_pow3
+
+    n = np.array([50.0, 100, 200, 400, 800, 1600])
+    np.testing.assert_allclose(_fit_pow3(n, 0.1 + 2.0 * n**-0.5), [0.1, 2.0, 0.5], rtol=1e-5)
+    rising = np.array([0.675, 0.676, 0.678, 0.679, 0.681, 0.682])
+    delta, alpha, _ = _fit_pow3(n, rising)
+    assert 0.0 <= delta <= rising.max() and alpha >= 0
+    shifted = _fit_pow3(n, -0.5 + 2.0 * n**-0.5)  # negative values: no floor on delta
+    np.testing.assert_allclose(shifted, [-0.5, 2.0, 0.5], rtol=1e-5)
+    # end to end: a group whose model learns nothing (pure noise, 0-1 loss)
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(3000, 2)), rng.integers(0, 2, 3000)
+    g = np.repeat(["a", "b"], 1500)
+    res = group_learning_curves(
+        LogisticRegression(),
+        X,
+        y,
+        g,
+        sizes=[20, 40, 80, 160],
+        n_repeats=10,
+        loss="zero_one",
+        random_state=0,
+    )
+    for d in res.boot_deltas.values():
+        assert ((d >= 0) & (d <= 1)).all()
+    assert res.fits[["delta", "delta_low", "delta_high"]].apply(np.isfinite).all().all()
+    assert (res.fits["delta_low"] >= 0).all()
 
 
 def test_bias_variance_noise_add_up_for_squared_loss():

@@ -229,17 +229,27 @@ def _check_lengths(X, y, group, names: tuple[str, str, str]) -> None:
 
 
 def _fit_pow3(n, y):
-    """Least-squares fit of delta + alpha n^-beta with alpha >= 0 and 0 <= beta <= 5.
+    """Least-squares fit of delta + alpha n^-beta with alpha >= 0, 0 <= beta <= 5 and,
+    when every loss in ``y`` is non-negative (every named loss), delta >= 0.
 
-    For fixed beta the model is linear in (delta, alpha), solved in closed form; the
-    profile error over beta is scanned on a grid and refined by a bounded scalar search
-    (fast enough to refit hundreds of bootstrap curves)."""
+    For fixed beta the model is linear in (delta, alpha), solved in closed form under its
+    bounds; the profile error over beta is scanned on a grid and refined by a bounded
+    scalar search (fast enough to refit hundreds of bootstrap curves).  Without the bound
+    on delta, a curve that barely falls (or rises) over the sizes was fitted by beta near
+    0, where n^-beta is nearly constant and delta and alpha trade off without limit: a
+    loss averaging 0.68 got a bootstrap asymptote of -878,858.  The asymptote of a
+    non-negative loss is non-negative."""
     from scipy.optimize import minimize_scalar
 
     n = np.asarray(n, float)
     y = np.asarray(y, float)
     if len(n) < 3 or not np.isfinite(y).all():
         return np.array([np.nan] * 3)
+    floor = 0.0 if (y >= 0).all() else -np.inf
+
+    def sse(delta, alpha, x):
+        r = y - delta - alpha * x
+        return float(r @ r), delta, alpha
 
     def solve(beta):
         x = np.power(n, -beta)
@@ -247,19 +257,22 @@ def _fit_pow3(n, y):
         sxx = float(xc @ xc)
         alpha = max(float(xc @ yc) / sxx, 0.0) if sxx > 1e-300 else 0.0
         delta = float(y.mean() - alpha * x.mean())
-        r = y - delta - alpha * x
-        return float(r @ r), delta, alpha
+        if delta >= floor:
+            return sse(delta, alpha, x)
+        # the bound on delta is active: the best fit with delta = 0 (alpha >= 0), or with
+        # alpha = 0 (delta = mean(y) >= 0), whichever is closer
+        return min(sse(0.0, max(float(x @ y) / float(x @ x), 0.0), x), sse(y.mean(), 0.0, x))
 
     grid = np.linspace(0.0, 5.0, 101)
-    sse = np.array([solve(b)[0] for b in grid])
-    i = int(np.argmin(sse))
+    sse_grid = np.array([solve(b)[0] for b in grid])
+    i = int(np.argmin(sse_grid))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     beta = grid[i]
     if hi > lo:
         res = minimize_scalar(
             lambda b: solve(b)[0], bounds=(lo, hi), method="bounded", options={"xatol": 1e-8}
         )
-        if res.fun <= sse[i]:
+        if res.fun <= sse_grid[i]:
             beta = float(res.x)
     _, delta, alpha = solve(beta)
     return np.array([delta, alpha, beta])
