@@ -588,13 +588,17 @@ def test_report_gains_a_scan_section(tmp_path):
 
 def test_posterior_bias_scan_small():
     ds = _semi(mu_sep=1.5)
-    res = __import__("bayesfair").posterior_bias_scan(
-        ds.frame,
+    bf = __import__("bayesfair")
+    roles = dict(
         protected="protected",
         outcome="y",
         decision="p_bin",
         scan_type="separation_recommendations",
         condition_value=0,
+    )
+    res = bf.posterior_bias_scan(
+        ds.frame,
+        **roles,
         attributes=list(ds.covariates),
         draws=100,
         tune=200,
@@ -612,21 +616,8 @@ def test_posterior_bias_scan_small():
     # without `attributes`: every categorical column but the roles and the protected
     # column, as conditional_bias_scan (it used to refuse); race is dropped here so that
     # the default is the covariates
-    kw = dict(
-        protected="protected",
-        outcome="y",
-        decision="p_bin",
-        scan_type="separation_recommendations",
-        condition_value=0,
-        draws=50,
-        tune=50,
-        chains=2,
-        n_draws_scanned=5,
-        n_restarts=3,
-        random_state=1,
-    )
+    kw = dict(roles, draws=50, tune=50, chains=2, n_draws_scanned=5, n_restarts=3, random_state=1)
     frame = ds.frame.drop(columns="race")
-    bf = __import__("bayesfair")
     named = bf.posterior_bias_scan(frame, attributes=list(ds.covariates), **kw)
     default = bf.posterior_bias_scan(frame, **kw)
     assert list(default.inclusion["attribute"].unique()) == list(ds.covariates)
