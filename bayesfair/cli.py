@@ -43,7 +43,7 @@ def demo_dataset(n_rows: int = 20_000, seed: int = 2024):
     return make_gaussian_threshold(DEMO_LEVELS, group_sizes=sizes, random_state=rng)
 
 
-def _bayesian_fits(data: AuditData, seed: int, draws: int = 1000) -> tuple[dict, dict | None]:
+def _bayesian_fits(data: AuditData, seed: int, draws: int) -> tuple[dict, dict | None]:
     """Dirichlet-multinomial and HLR fits of the labels (and of the decisions, if any)."""
     from .models import DirichletMultinomial, HierarchicalLogisticRegression
 
@@ -62,9 +62,7 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int = 1000) -> tuple[dict,
     return labels, decisions
 
 
-def _disaggregated(
-    data: AuditData, bayes: bool, seed: int, draws: int = 1000, hb_main_effects: str = "auto"
-):
+def _disaggregated(data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str):
     from .disaggregated import disaggregated_evaluation
 
     f = pd.DataFrame({c: data.frame[c] for c in data.protected})
@@ -92,13 +90,14 @@ def _add_sections(
     *,
     bayes: bool,
     seed: int,
-    draws: int = 1000,
-    hb_main_effects: str = "auto",
+    draws: int,
+    hb_main_effects: str,
 ) -> None:
     """The report's sections beyond the empirical audit, each announced on stderr with the
     time so far (a large audit with ``--bayes`` runs for minutes).  ``seed`` seeds every
     random step (permutations, scans' restarts, samplers); ``draws``: NUTS draws (and
-    tuning steps) per chain of the HLR fits and of hierarchical Bayes."""
+    tuning steps) per chain of the HLR fits and of hierarchical Bayes.  Their defaults
+    are the command line's (``_add_sampler_arguments``)."""
     t0 = time.perf_counter()
 
     def step(what: str) -> None:
