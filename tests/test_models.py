@@ -682,39 +682,157 @@ def test_compiled_model_cache_keeps_each_data_sets_coords():
 
 
 @pytest.mark.slow
-def test_hlr_point_estimate_depends_on_the_coordinates_and_the_report_says_so():
-    """HLR's "O" is find_MAP in the model's coordinates: on the demo's data the
-    non-centred and centred parameterizations give point estimates 0.56 apart on the
-    log-odds scale (mean over intersections) while their posterior means agree to 0.01;
-    the report's Bayesian section says so whenever it shows an HLR."""
+def _pymc_laplace(fit, sigma2: float) -> tuple[float, np.ndarray]:
+    """Independent of bayesfair.models._laplace: the Laplace log marginal log p(y, sigma2)
+    (up to a constant) of the PyMC model ``fit`` builds, in its own coordinates: the
+    conditional mode by L-BFGS on PyMC's log density with ``log sigma2`` held fixed, the
+    Hessian by central differences of PyMC's gradient. Returns it and p at the mode."""
+    import pymc as pm
+    from pymc.blocking import DictToArrayBijection, RaveledVars
+    from scipy.optimize import minimize
+
+    obj = fit._map_objective()
+    with obj.model:
+        pm.set_data({"n": fit.design_.n, "k": fit.design_.k})
+    names = [name for name, *_ in obj.info]
+    sizes = [int(np.prod(shape)) for _, shape, *_ in obj.info]
+    at = int(np.cumsum([0, *sizes])[names.index("sigma2_log__")])
+    free = np.ones(sum(sizes), bool)
+    free[at] = False
+
+    def full(x):
+        out = np.empty(free.size)
+        out[free], out[at] = x, np.log(sigma2)
+        return RaveledVars(out, obj.info)
+
+    def cost(x):
+        v = full(x)
+        return -float(obj.logp(v)), -np.asarray(obj.dlogp(v), float)[free]
+
+    res = minimize(
+        cost,
+        obj.x0[free],
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 10_000, "gtol": 1e-10, "ftol": 1e-15},
+    )
+    h, dim = 1e-5, int(free.sum())
+    hess = np.array(
+        [(cost(res.x + h * e)[1] - cost(res.x - h * e)[1]) / (2 * h) for e in np.eye(dim)]
+    )
+    logdet = np.linalg.slogdet(0.5 * (hess + hess.T))[1]
+    point = DictToArrayBijection.rmap(full(res.x), obj.start)
+    return -res.fun - 0.5 * logdet, obj.p(point)
+
+
+def test_hlr_point_estimate_is_the_marginal_mode_in_every_parameterization():
+    """HLR's "O" (empirical Bayes) is the mode of sigma2's Laplace marginal and the
+    conditional mode given it, of the very PyMC model each parameterization builds
+    (checked with PyMC's own density, not the package's Newton solver); so it is the
+    same in all three, where the joint modes (find_MAP) differ by 0.3+ on the log-odds
+    scale while the posterior means agree to 0.05. The report says which O it shows."""
     from bayesfair.cli import demo_dataset
     from bayesfair.report import Report
     from bayesfair.report.bayesian import add_bayesian_section
 
     data = demo_dataset(20_000, 2024).audit_data()
     ok = data.group_sizes() > 0
-    kw = dict(draws=300, tune=300, chains=2, random_state=1)
-    fits = {
-        par: HierarchicalLogisticRegression(parameterization=par, **kw).fit(data)
-        for par in ("noncentered", "centered")
-    }
 
     def logit(p):
         return np.log(p / (1 - p))
 
-    nc, c = fits["noncentered"], fits["centered"]
+    points = {}
+    for par in ("noncentered", "centered", "marginal"):
+        fit = HierarchicalLogisticRegression(parameterization=par, method="map").fit(data)
+        s2 = fit._laplace_point().sigma2
+        assert s2 > 0.1  # the demo's intersections are not additive in the log-odds
+        lap = {f: _pymc_laplace(fit, s2 * f) for f in (0.8, 1.0, 1.25)}
+        values = {f: v[0] for f, v in lap.items()}
+        assert values[1.0] >= max(values[0.8], values[1.25]), (par, values)
+        np.testing.assert_allclose(fit.p_point_, lap[1.0][1], rtol=0, atol=2e-5)
+        points[par] = fit.p_point_
+    np.testing.assert_allclose(points["centered"], points["noncentered"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(points["marginal"], points["noncentered"], rtol=0, atol=1e-6)
+
+    kw = dict(draws=300, tune=300, chains=2, random_state=1, point_estimate="joint_map")
+    joint = {
+        par: HierarchicalLogisticRegression(parameterization=par, **kw).fit(data)
+        for par in ("noncentered", "centered")
+    }
+    nc, c = joint["noncentered"], joint["centered"]
     point_gap = np.mean(np.abs(logit(nc.p_point_) - logit(c.p_point_))[ok])
-    post = {k: np.asarray(f.p_draws_).reshape(-1, ok.size).mean(0) for k, f in fits.items()}
+    post = {k: np.asarray(f.p_draws_).reshape(-1, ok.size).mean(0) for k, f in joint.items()}
     post_gap = np.mean(np.abs(logit(post["noncentered"]) - logit(post["centered"]))[ok])
-    print(f"HLR log-odds gap between parameterizations: O {point_gap:.2f}, mean {post_gap:.3f}")
-    assert point_gap > 0.3 and post_gap < 0.05, (point_gap, post_gap)
-    html = add_bayesian_section(Report("t"), {"HLR": nc}).to_html()
-    assert "depends on the coordinates" in html
-    edf = DirichletMultinomial(draws=100, random_state=0).fit(data)
-    assert (
-        "depends on the coordinates"
-        not in add_bayesian_section(Report("t"), {"EDF": edf}).to_html()
+    eb_gap = np.mean(np.abs(logit(points["noncentered"]) - logit(post["noncentered"]))[ok])
+    print(
+        f"HLR log-odds gaps: joint modes {point_gap:.2f}, posterior means {post_gap:.3f}, "
+        f"empirical Bayes to the posterior mean {eb_gap:.3f}"
     )
+    assert point_gap > 0.3 and post_gap < 0.05, (point_gap, post_gap)
+    assert eb_gap < point_gap / 2, (eb_gap, point_gap)
+    joint_html = add_bayesian_section(Report("t"), {"HLR": nc}).to_html()
+    assert "depends on the coordinates" in joint_html and "empirical-Bayes" not in joint_html
+    nc.set_params(point_estimate="empirical_bayes")
+    eb_html = add_bayesian_section(Report("t"), {"HLR": nc.fit(data)}).to_html()
+    assert "empirical-Bayes" in eb_html and "depends on the coordinates" not in eb_html
+    edf = DirichletMultinomial(draws=100, random_state=0).fit(data)
+    html = add_bayesian_section(Report("t"), {"EDF": edf}).to_html()
+    assert "depends on the coordinates" not in html and "empirical-Bayes" not in html
+
+
+def _grid_design(levels: dict, n: np.ndarray, k: np.ndarray) -> Design:
+    """A Design over every combination of ``levels`` (first attribute slowest)."""
+    import itertools
+
+    combos = list(itertools.product(*[range(len(v)) for v in levels.values()]))
+    codes = np.array(combos, dtype=np.int64).T
+    labels = [
+        ", ".join(str(v[c]) for v, c in zip(levels.values(), cs, strict=True)) for cs in combos
+    ]
+    return Design(np.asarray(n), np.asarray(k), codes, levels, labels, "outcome")
+
+
+def test_hlr_point_estimate_without_heterogeneity_is_the_logistic_regression_map():
+    """With sigma2's prior pinned at 0 (lam huge), HLR is logistic regression: its
+    empirical-Bayes estimate has sigma2 = 0 and equals LogisticRegression's find_MAP."""
+    levels = {"a": ["x", "y", "z"], "b": ["u", "v"]}
+    n, k = np.array([40, 25, 60, 10, 33, 50]), np.array([12, 11, 30, 2, 20, 31])
+    design = _grid_design(levels, n, k)
+    hlr = HierarchicalLogisticRegression(lam=1e6, method="map").fit(design)
+    assert hlr._laplace_point().sigma2 == 0.0
+    lr = LogisticRegression(method="map").fit(design)
+    np.testing.assert_allclose(hlr.p_point_, lr.p_point_, rtol=0, atol=1e-6)
+
+
+def test_hlr_point_estimate_recovers_the_heterogeneity_and_the_epsilon():
+    """Over 20 simulated data sets of 48 intersections with known deviations (sigma2 = 0.5)
+    and 20 of an additive model (sigma2 = 0), the empirical-Bayes sigma2 lands near the
+    truth, and its epsilon is closer to the true epsilon than the joint mode's."""
+    rng = np.random.default_rng(2026)
+    levels = {"a": list("pqrs"), "b": list("uvw"), "c": list("xy"), "d": list("mn")}
+    codes = _grid_design(levels, np.ones(48, int), np.zeros(48, int)).codes.T
+    est, err = {0.5: [], 0.0: []}, {"empirical_bayes": [], "joint_map": []}
+    for true_s2 in (0.5, 0.0):
+        for _ in range(20):
+            effects = [rng.normal(0, 0.5, len(v)) for v in levels.values()]
+            gamma = -0.5 + sum(e[codes[:, j]] for j, e in enumerate(effects))
+            gamma = gamma + true_s2 * rng.normal(size=48)
+            n = rng.integers(40, 400, 48)
+            k = rng.binomial(n, 1 / (1 + np.exp(-gamma)))
+            d = _grid_design(levels, n, k)
+            truth = epsilon_df(outcome_probabilities(1 / (1 + np.exp(-gamma))))
+            for kind in err:
+                fit = HierarchicalLogisticRegression(method="map", point_estimate=kind).fit(d)
+                err[kind].append(abs(epsilon_df(outcome_probabilities(fit.p_point_)) - truth))
+                if kind == "empirical_bayes":
+                    est[true_s2].append(fit._laplace_point().sigma2)
+    print(
+        {s: np.round(np.quantile(v, [0.1, 0.5, 0.9]), 3) for s, v in est.items()},
+        {k: round(float(np.mean(v)), 3) for k, v in err.items()},
+    )
+    assert 0.35 < np.median(est[0.5]) < 0.65, est[0.5]
+    assert np.median(est[0.0]) < 0.1, est[0.0]
+    assert np.mean(err["empirical_bayes"]) < np.mean(err["joint_map"]), err
 
 
 def test_cached_map_equals_find_map_for_each_data_set():
@@ -726,7 +844,9 @@ def test_cached_map_equals_find_map_for_each_data_set():
     for M in (LogisticRegression, HierarchicalLogisticRegression):
         for seed in (1, 2):
             data = make_gaussian_threshold(levels, n_rows=300, random_state=seed).audit_data()
-            fit = M(method="map", random_state=0).fit(data)
+            # HLR's default point estimate is empirical Bayes; find_MAP is its joint mode
+            kind = {"point_estimate": "joint_map"} if M is HierarchicalLogisticRegression else {}
+            fit = M(method="map", random_state=0, **kind).fit(data)
             with fit._model, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 ref = np.asarray(pm.find_MAP(progressbar=False)["p"])

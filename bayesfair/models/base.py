@@ -264,8 +264,8 @@ class FairnessModel:
     p_draws_ : numpy.ndarray, shape (chain, draw, n_intersections)
         Draws of P(y = 1 | s); one draw for ``method="map"``.
     p_point_ : numpy.ndarray, shape (n_intersections,)
-        The point estimate ("PE", the paper's "O"): MAP, or counts for
-        conjugate models.
+        The point estimate ("PE", the paper's "O"): MAP (HLR: empirical Bayes), or
+        counts for conjugate models.
     diagnostics_ : dict
         Divergences, largest R-hat, smallest ESS (NUTS); the final ADVI loss and its
         fall over the last tenth of the iterations (ADVI); with ``advi_start="best"``
@@ -594,26 +594,31 @@ class FairnessModel:
 
     def _map_point(self) -> dict[str, np.ndarray]:
         """The MAP as a point of the model's value variables (transformed where the
-        model transforms, as the samplers see them); also sets ``p_point_``."""
+        model transforms, as the samplers see them)."""
         if "_map" not in self.__dict__:
             obj = self._map_objective()
             with _quiet_pytensor():
-                point = obj.solve(
+                self._map = obj.solve(
                     self.design_.n,
                     self.design_.k,
                     restarts=self._map_restarts,
                     jitter=self._start_jitter,
                     rng=self._seed() + 2,
                 )
-                self._map = point
-                self._p_point = obj.p(point)
         return self._map
+
+    def _point_estimate(self) -> np.ndarray:
+        """P(y=1|s) at the point estimate: here the MAP."""
+        point = self._map_point()
+        with _quiet_pytensor():
+            return self._map_objective().p(point)
 
     @property
     def p_point_(self) -> np.ndarray:
-        """The point estimate ("PE", the paper's "O"): the MAP, computed on first use."""
+        """The point estimate ("PE", the paper's "O"), computed on first use: the MAP
+        (HLR: empirical Bayes, see its ``point_estimate``)."""
         if "_p_point" not in self.__dict__:
-            self._map_point()
+            self._p_point = np.asarray(self._point_estimate(), dtype=float)
         return self._p_point
 
     @p_point_.setter

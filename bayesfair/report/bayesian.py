@@ -110,15 +110,31 @@ def add_bayesian_section(
         s.insert(0, "model", name)
         rows.append(s)
     sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
-    hier = [n for n, m in models.items() if isinstance(m, HierarchicalLogisticRegression)]
-    if hier:
+    hier = {
+        kind: [
+            n
+            for n, m in models.items()
+            if isinstance(m, HierarchicalLogisticRegression) and m.point_estimate == kind
+        ]
+        for kind in ("empirical_bayes", "joint_map")
+    }
+    if hier["empirical_bayes"]:
         sec.add(
             Text(
-                f"{', '.join(hier)}: the mode of a hierarchical model depends on the coordinates "
-                "it is computed in (in the centred ones its density has no maximum), so its O, "
-                "PyMC's find_MAP in the sampler's coordinates, can sit far from the posterior; "
-                "Foulds et al. report no point estimate for HLR. Read it through X and the "
-                "posterior."
+                f"{', '.join(hier['empirical_bayes'])}: O is the empirical-Bayes point estimate "
+                "of a hierarchical model (sigma2 at the mode of its marginal posterior, the "
+                "effects at their mode given it), the same in every parameterization; "
+                "Foulds et al. report no point estimate for HLR."
+            )
+        )
+    if hier["joint_map"]:
+        sec.add(
+            Text(
+                f"{', '.join(hier['joint_map'])}: the joint mode of a hierarchical model depends "
+                "on the coordinates it is computed in (in the centred ones its density has no "
+                "maximum), so its O, PyMC's find_MAP in the sampler's coordinates, can sit far "
+                "from the posterior. Read it through X and the posterior, or use "
+                "point_estimate='empirical_bayes'."
             )
         )
     sec.add(
