@@ -195,11 +195,11 @@ class HierarchicalLogisticRegression(LogisticRegression):
     every parameterization, beside the posterior predictive's 2.142 (``make bench``;
     one solve 0.012 s, find_MAP's 0.058 s).  ``pytest tests/test_models.py -k
     hlr_point_estimate`` checks it against the Laplace marginal of PyMC's own density
-    in each parameterization, on the demo's data (joint modes 0.56 apart on the log-odds scale, empirical Bayes
-    0.01 from the posterior mean), and on 40 simulated data sets with known
-    ``sigma2``.  Like any mode of a variance, it can sit at ``sigma2 = 0`` (the
-    additive model) when the intersections show no heterogeneity beyond what the
-    prior expects.
+    in each parameterization, on the demo's data (joint modes 0.56 apart on the
+    log-odds scale, empirical Bayes 0.01 from the posterior mean), and on 40
+    simulated data sets with known ``sigma2``.  Like any mode of a variance, it can
+    sit at ``sigma2 = 0`` (the additive model) when the intersections show no
+    heterogeneity beyond what the prior expects.
 
     Examples
     --------
