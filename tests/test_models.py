@@ -780,6 +780,26 @@ def test_hlr_point_estimate_is_the_marginal_mode_in_every_parameterization():
     assert "depends on the coordinates" not in html and "empirical-Bayes" not in html
 
 
+@pytest.mark.parametrize(
+    "prior",
+    [dict(mu=0.5, sigma1=2.0, lam=3.0), dict(mu=-0.3, sigma1=0.7, lam=1.0, effects="one_hot")],
+)
+def test_hlr_point_estimate_follows_the_priors(prior):
+    """Other priors and the one-hot coding: the empirical-Bayes estimate is still the
+    Laplace marginal mode and conditional mode of the PyMC model's own density."""
+    levels = {"a": list("xyz"), "b": list("uv"), "c": list("pq")}
+    data = make_gaussian_threshold(levels, n_rows=3000, random_state=3).audit_data()
+    fit = HierarchicalLogisticRegression(method="map", parameterization="noncentered", **prior).fit(
+        data
+    )
+    s2 = fit._laplace_point().sigma2
+    assert s2 > 0.1
+    lap = {f: _pymc_laplace(fit, s2 * f) for f in (0.8, 1.0, 1.25)}
+    values = {f: v[0] for f, v in lap.items()}
+    assert values[1.0] >= max(values[0.8], values[1.25]), values
+    np.testing.assert_allclose(fit.p_point_, lap[1.0][1], rtol=0, atol=2e-5)
+
+
 def _grid_design(levels: dict, n: np.ndarray, k: np.ndarray) -> Design:
     """A Design over every combination of ``levels`` (first attribute slowest)."""
     import itertools
