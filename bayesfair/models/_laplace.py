@@ -40,9 +40,6 @@ class EmpiricalBayesPoint:
 
     p: np.ndarray  # P(y=1|s) per intersection
     sigma2: float  # the mode of sigma2's (Laplace) marginal posterior
-    f: np.ndarray  # the fixed effects (intercept, effects) at the conditional mode
-    z: np.ndarray  # the standardised deviations at the conditional mode
-    log_marginal: float  # log p(y, sigma2) at the mode, up to a constant
 
 
 class _Conditional:
@@ -93,7 +90,7 @@ class _Conditional:
             dz = (gz - s * w * (self.xf @ da)) / d
             step = np.concatenate([da, dz])
             decrement = float(ga @ da + gz @ dz)
-            if decrement < 1e-12:
+            if decrement < 1e-12:  # converged: the parts are the Hessian's at the mode
                 break
             t = 1.0
             while True:  # backtracking (Armijo) on a strictly convex objective
@@ -103,7 +100,8 @@ class _Conditional:
                     break
                 t *= 0.5
             theta, obj = new, new_obj
-        w, _, _, d, chol = self._newton_parts(theta, s)
+        else:  # out of iterations: the Hessian where the last step ended
+            _, _, _, d, chol = self._newton_parts(theta, s)
         logdet = float(np.sum(np.log(d)) + 2.0 * np.sum(np.log(np.diag(chol[0]))))
         self.theta = theta
         return theta, obj, logdet
@@ -167,12 +165,5 @@ def hlr_empirical_bayes(
         )
         if -r.fun > values[b]:
             best = float(np.exp(r.x))
-    value, theta = cache[best]
-    a, z = cond._split(theta)
-    return EmpiricalBayesPoint(
-        p=expit(cond.eta(theta, best)),
-        sigma2=float(best),
-        f=cond.prior_mu + a,
-        z=z,
-        log_marginal=float(value),
-    )
+    theta = cache[best][1]
+    return EmpiricalBayesPoint(p=expit(cond.eta(theta, best)), sigma2=float(best))
