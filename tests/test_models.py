@@ -870,6 +870,50 @@ def test_hlr_point_estimate_on_any_table_is_finite_and_order_free():
     check()
 
 
+def test_hlr_laplace_marginal_tracks_the_exact_marginal_on_small_counts():
+    """The Laplace approximation behind HLR's point estimate against the exact marginal
+    log p(y, sigma2) by importance sampling (multivariate t around the conditional mode,
+    50,000 draws) on 6 intersections of 5-40 rows: over sigma2 in [0, 4] the two profiles
+    differ by less than 0.2 nats up to a constant, so their modes nearly agree."""
+    from scipy import stats
+    from scipy.special import expit, logsumexp
+
+    from bayesfair.models._laplace import _Conditional
+
+    rng = np.random.default_rng(5)
+    levels = {"a": list("xy"), "b": list("uvw")}
+    n = rng.integers(5, 40, 6)
+    k = rng.binomial(n, expit(rng.normal(-0.5, 1.5, 6)))
+    cond = _Conditional(_grid_design(levels, n, k), 0.0, 1.0, "sum_to_zero")
+    xf, p = cond.xf, cond.xf.shape[1]
+    sig = np.r_[0.0, np.geomspace(0.05, 4, 12)]
+    laplace, exact = [], []
+    for s2 in sig:
+        theta, obj, logdet = cond.mode(s2)
+        laplace.append(-obj - 0.5 * logdet)
+        w = cond.n * expit(cond.eta(theta, s2)) * (1 - expit(cond.eta(theta, s2)))
+        hess = np.block(
+            [
+                [xf.T @ (w[:, None] * xf) + cond.prec * np.eye(p), s2 * xf.T * w],
+                [s2 * (xf.T * w).T, np.diag(s2 * s2 * w + 1)],
+            ]
+        )
+        proposal = stats.multivariate_t(theta, np.linalg.inv(hess), df=5)
+        x = proposal.rvs(50_000, random_state=1)
+        a, z = x[:, :p], x[:, p:]
+        eta = cond.base + a @ xf.T + s2 * z
+        logp = (cond.k * eta - cond.n * np.logaddexp(0, eta)).sum(1)
+        logp -= 0.5 * cond.prec * (a * a).sum(1) + 0.5 * (z * z).sum(1)
+        exact.append(
+            logsumexp(logp - proposal.logpdf(x))
+            - np.log(len(x))
+            - 0.5 * x.shape[1] * np.log(2 * np.pi)
+        )
+    gap = (np.array(laplace) - laplace[0]) - (np.array(exact) - exact[0])
+    print(f"Laplace minus exact log marginal over sigma2 in [0, 4]: {np.round(gap, 3)}")
+    assert np.max(np.abs(gap)) < 0.2, gap
+
+
 def test_hlr_point_estimate_recovers_the_heterogeneity_and_the_epsilon():
     """Over 20 simulated data sets of 48 intersections with known deviations (sigma2 = 0.5)
     and 20 of an additive model (sigma2 = 0), the empirical-Bayes sigma2 lands near the

@@ -17,6 +17,11 @@ in ``theta = (f - prior_mu, z)``, and its Hessian ``[[X'WX + I/sigma1^2, s X'W],
 s^2 W + I]]`` (``W = n p (1 - p)``, ``s = sigma2``) has a diagonal lower block, so each
 Newton step and the log determinant cost a ``P x P`` Cholesky factorisation (``P``: the
 fixed effects) and linear work in the intersections.
+
+The Laplace approximation is least accurate on small counts.  On 6 intersections of 5-40
+rows its log marginal over ``sigma2`` in [0, 4] stays within 0.1 nats of the exact one
+computed by importance sampling, up to a constant (``pytest -s tests/test_models.py -k
+tracks_the_exact``).
 """
 
 from __future__ import annotations
