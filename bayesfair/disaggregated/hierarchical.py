@@ -252,8 +252,7 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
         # each group's estimate (log-odds or standard estimate) and its precision
         if prob.binomial:
             kk, mm = np.nan_to_num(k[i]), np.nan_to_num(m[i])
-            pg = (kk + 0.5) / (mm + 1.0)
-            est, prec = np.log(pg / (1 - pg)), mm * pg * (1 - pg)
+            est, prec = _smoothed_logit(kk, mm)
         else:
             ok = np.isfinite(s[i]) & np.isfinite(se[i]) & (se[i] > 0)
             est = np.where(ok, s[i], 0.0)
@@ -264,8 +263,7 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
             total = np.bincount(codes, prec, n_values)
             if prob.binomial:
                 pos, tot = np.bincount(codes, kk, n_values), np.bincount(codes, mm, n_values)
-                p = (pos + 0.5) / (tot + 1.0)
-                pooled, u = tot * p * (1 - p), np.log(p / (1 - p))
+                u, pooled = _smoothed_logit(pos, tot)
             else:
                 pooled = total
                 u = np.bincount(codes, est * prec, n_values) / np.maximum(total, 1e-300)
@@ -279,6 +277,13 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
             ratio = info.min() * spread * chi2.ppf(level, dof) / dof  # I sigma^2
             out[c][i] = ratio / (1 + ratio)
     return out
+
+
+def _smoothed_logit(k: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Log-odds of ``k`` positives in ``m`` trials, smoothed as (k + 1/2) / (m + 1), and
+    their information m p (1 - p) (0 without trials)."""
+    p = (k + 0.5) / (m + 1.0)
+    return np.log(p / (1 - p)), m * p * (1 - p)
 
 
 def _residual_variance(prob: _Problem, est: np.ndarray, prec: np.ndarray) -> float:
