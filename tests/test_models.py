@@ -624,20 +624,35 @@ def test_advi_best_survives_a_failed_start(monkeypatch):
         NeuralNetwork(advi_start="map", **kw).fit(data)
 
 
-def test_refit_replaces_the_point_estimate():
-    """A second fit of the same estimator on other data gives that data's MAP, not the
-    first fit's (the point estimate is computed on first use and cached)."""
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LogisticRegression(method="map"),
+        lambda: HierarchicalLogisticRegression(method="map"),
+        lambda: HierarchicalLogisticRegression(method="map", point_estimate="joint_map"),
+    ],
+    ids=["LR", "HLR", "HLR-joint"],
+)
+def test_refit_replaces_the_point_estimate(make):
+    """A second fit of the same estimator on other data gives that data's point estimate
+    (and HLR's sigma2 at it), not the first fit's: both are computed on first use and
+    cached."""
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"a": rng.integers(0, 2, 500), "b": rng.integers(0, 2, 500)})
-    df["y"] = (rng.random(500) < 0.3 + 0.3 * df["a"]).astype(int)
-    other = df.assign(y=(rng.random(500) < 0.5).astype(int))
-    model = LogisticRegression(method="map")
-    first = model.fit(AuditData(df, ["a", "b"], "y")).p_point_.copy()
+    df = pd.DataFrame({"a": rng.integers(0, 3, 800), "b": rng.integers(0, 2, 800)})
+    df["y"] = (rng.random(800) < 0.3 + 0.3 * df["a"] * df["b"]).astype(int)
+    other = df.assign(y=(rng.random(800) < 0.5).astype(int))
+    model = make()
+    first = model.fit(AuditData(df, ["a", "b"], "y"))
+    first_p = first.p_point_.copy()
+    first_s2 = getattr(first, "sigma2_point_", None)
     again = model.fit(AuditData(other, ["a", "b"], "y"))
-    fresh = LogisticRegression(method="map").fit(AuditData(other, ["a", "b"], "y"))
+    fresh = make().fit(AuditData(other, ["a", "b"], "y"))
     np.testing.assert_array_equal(again.p_point_, fresh.p_point_)
     np.testing.assert_array_equal(again.p_draws_, fresh.p_draws_)
-    assert np.abs(first - fresh.p_point_).max() > 0.1
+    assert np.abs(first_p - fresh.p_point_).max() > 0.1
+    if first_s2 is not None:
+        assert again.sigma2_point_ == fresh.sigma2_point_
+        assert abs(first_s2 - fresh.sigma2_point_) > 0.1, (first_s2, fresh.sigma2_point_)
 
 
 @pytest.mark.slow
@@ -741,10 +756,10 @@ def test_hlr_point_estimate_is_the_marginal_mode_in_every_parameterization():
     def logit(p):
         return np.log(p / (1 - p))
 
-    points = {}
+    points, points_s2 = {}, {}
     for par in ("noncentered", "centered", "marginal"):
         fit = HierarchicalLogisticRegression(parameterization=par, method="map").fit(data)
-        s2 = fit._laplace_point().sigma2
+        s2 = points_s2[par] = fit.sigma2_point_
         assert s2 > 0.1  # the demo's intersections are not additive in the log-odds
         lap = {f: _pymc_laplace(fit, s2 * f) for f in (0.8, 1.0, 1.25)}
         values = {f: v[0] for f, v in lap.items()}
@@ -775,6 +790,7 @@ def test_hlr_point_estimate_is_the_marginal_mode_in_every_parameterization():
     nc.set_params(point_estimate="empirical_bayes")
     eb_html = add_bayesian_section(Report("t"), {"HLR": nc.fit(data)}).to_html()
     assert "empirical-Bayes" in eb_html and "depends on the coordinates" not in eb_html
+    assert f"(0: additive): HLR {points_s2['noncentered']:.3g}." in eb_html
     edf = DirichletMultinomial(draws=100, random_state=0).fit(data)
     html = add_bayesian_section(Report("t"), {"EDF": edf}).to_html()
     assert "depends on the coordinates" not in html and "empirical-Bayes" not in html
@@ -792,7 +808,7 @@ def test_hlr_point_estimate_follows_the_priors(prior):
     fit = HierarchicalLogisticRegression(method="map", parameterization="noncentered", **prior).fit(
         data
     )
-    s2 = fit._laplace_point().sigma2
+    s2 = fit.sigma2_point_
     assert s2 > 0.1
     lap = {f: _pymc_laplace(fit, s2 * f) for f in (0.8, 1.0, 1.25)}
     values = {f: v[0] for f, v in lap.items()}
@@ -819,7 +835,7 @@ def test_hlr_point_estimate_without_heterogeneity_is_the_logistic_regression_map
     n, k = np.array([40, 25, 60, 10, 33, 50]), np.array([12, 11, 30, 2, 20, 31])
     design = _grid_design(levels, n, k)
     hlr = HierarchicalLogisticRegression(lam=1e6, method="map").fit(design)
-    assert hlr._laplace_point().sigma2 == 0.0
+    assert hlr.sigma2_point_ == 0.0
     lr = LogisticRegression(method="map").fit(design)
     np.testing.assert_allclose(hlr.p_point_, lr.p_point_, rtol=0, atol=1e-6)
 
@@ -935,7 +951,7 @@ def test_hlr_point_estimate_recovers_the_heterogeneity_and_the_epsilon():
                 fit = HierarchicalLogisticRegression(method="map", point_estimate=kind).fit(d)
                 err[kind].append(abs(epsilon_df(outcome_probabilities(fit.p_point_)) - truth))
                 if kind == "empirical_bayes":
-                    est[true_s2].append(fit._laplace_point().sigma2)
+                    est[true_s2].append(fit.sigma2_point_)
     print(
         {s: np.round(np.quantile(v, [0.1, 0.5, 0.9]), 3) for s, v in est.items()},
         {k: round(float(np.mean(v)), 3) for k, v in err.items()},
@@ -959,8 +975,10 @@ def test_cached_map_equals_find_map_for_each_data_set():
             fit = M(method="map", random_state=0, **kind).fit(data)
             with fit._model, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ref = np.asarray(pm.find_MAP(progressbar=False)["p"])
-            np.testing.assert_allclose(fit.p_point_, ref, atol=1e-5)
+                ref = pm.find_MAP(progressbar=False)
+            np.testing.assert_allclose(fit.p_point_, np.asarray(ref["p"]), atol=1e-5)
+            if M is HierarchicalLogisticRegression:
+                np.testing.assert_allclose(fit.sigma2_point_, float(ref["sigma2"]), atol=1e-5)
 
 
 def _unravel(vector: np.ndarray, names: list[str], shapes: list[tuple]) -> dict:

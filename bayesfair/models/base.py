@@ -459,6 +459,9 @@ class FairnessModel:
         return {k: v for k, v in self.get_params().items() if k not in base}
 
     # ------------------------------------------------------------------ fitting
+    # attributes computed on first use from a fit, which a refit must drop
+    _fit_caches: tuple[str, ...] = ("_map", "_p_point", "advi_start_")
+
     def fit(self, data: AuditData | Design, target: str = "outcome") -> FairnessModel:
         """Fit the model to the table of ``data``.
 
@@ -480,7 +483,7 @@ class FairnessModel:
         self.warnings_: list[str] = []
         self.diagnostics_: dict[str, float] = {}
         # a refit must not keep the previous fit's point estimate (computed on first use)
-        for stale in ("_map", "_p_point", "advi_start_"):
+        for stale in self._fit_caches:
             self.__dict__.pop(stale, None)
         if self.exact:
             self._fit_exact(design)

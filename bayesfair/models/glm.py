@@ -10,7 +10,7 @@ from .._validation import check_real
 from ._design import Design
 from ._fastlogp import MarginalLayout, logistic_nutpie_model
 from ._laplace import EmpiricalBayesPoint, hlr_empirical_bayes
-from .base import FairnessModel
+from .base import FairnessModel, _quiet_pytensor
 
 __all__ = ["HierarchicalLogisticRegression", "LogisticRegression", "NeuralNetwork"]
 
@@ -161,6 +161,13 @@ class HierarchicalLogisticRegression(LogisticRegression):
         Inference settings of :class:`~bayesfair.models.FairnessModel` (``method``,
         ``draws``, ``chains``, ``random_state``, ...).
 
+    Attributes
+    ----------
+    sigma2_point_ : float
+        ``sigma2`` at the point estimate (empirical Bayes: the mode of its marginal
+        posterior; 0 is the additive model), beside the fitted attributes of
+        :class:`~bayesfair.models.FairnessModel`.
+
     Notes
     -----
     Defaults: sum-to-zero effects, automatic centring and
@@ -214,6 +221,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
     name = "HLR"
 
     _sigma_argument = "sigma1"
+    _fit_caches = (*FairnessModel._fit_caches, "_eb_point")
 
     def __init__(
         self,
@@ -298,17 +306,37 @@ class HierarchicalLogisticRegression(LogisticRegression):
             )
 
     def _laplace_point(self) -> EmpiricalBayesPoint:
-        """The empirical-Bayes point estimate of the fitted counts (sigma2, effects, p)."""
+        """The empirical-Bayes point estimate of the fitted counts (sigma2, p), computed
+        on first use."""
         if not hasattr(self, "design_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet")
-        return hlr_empirical_bayes(
-            self.design_, mu=self.mu, sigma1=self.sigma1, lam=self.lam, effects=self.effects
-        )
+        if "_eb_point" not in self.__dict__:
+            self._eb_point = hlr_empirical_bayes(
+                self.design_, mu=self.mu, sigma1=self.sigma1, lam=self.lam, effects=self.effects
+            )
+        return self._eb_point
 
     def _point_estimate(self) -> np.ndarray:
         if self.point_estimate == "joint_map":
             return super()._point_estimate()
         return self._laplace_point().p
+
+    @property
+    def sigma2_point_(self) -> float:
+        """``sigma2`` (the spread of the intersections' deviations from the additive
+        model, on the log-odds scale) at the point estimate ``p_point_``.
+
+        The mode of its marginal posterior by default; its value at the joint mode with
+        ``point_estimate="joint_map"``.  0 means the point estimate is the additive
+        model: the intersections show no heterogeneity beyond what the prior expects.
+        The posterior's draws are in ``idata_.posterior["sigma2"]``.
+        """
+        self._check_fitted()
+        if self.point_estimate == "joint_map":
+            with _quiet_pytensor():
+                point = self._map_objective().constrained(self._map_point())
+            return float(point["sigma2"])
+        return float(self._laplace_point().sigma2)
 
     def resolved_parameterization(self, design: Design) -> str:
         """The parameterisation ``"auto"`` picks for ``design`` (see the class docstring).

@@ -119,12 +119,15 @@ def add_bayesian_section(
         for kind in ("empirical_bayes", "joint_map")
     }
     if hier["empirical_bayes"]:
+        spread = ", ".join(f"{n} {models[n].sigma2_point_:.3g}" for n in hier["empirical_bayes"])
         sec.add(
             Text(
                 f"{', '.join(hier['empirical_bayes'])}: O is the empirical-Bayes point estimate "
                 "of a hierarchical model (sigma2 at the mode of its marginal posterior, the "
                 "effects at their mode given it), the same in every parameterization; "
-                "Foulds et al. report no point estimate for HLR."
+                "Foulds et al. report no point estimate for HLR. sigma2 there, the spread of "
+                "the intersections' log-odds around the additive model (0: additive): "
+                f"{spread}."
             )
         )
     if hier["joint_map"]:
