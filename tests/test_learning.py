@@ -222,3 +222,61 @@ def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
         bias_variance_decomposition(
             LogisticRegression(), X, rare, X, rare, g, train_size=20, n_repeats=2, random_state=0
         )
+
+
+def test_learning_curves_take_a_dataframe_for_estimators_that_select_columns_by_name():
+    """A pipeline whose ColumnTransformer selects columns by name needs X as a DataFrame:
+    the curves and the decomposition keep it one, and give what the same pipeline gives on
+    the numpy array with columns selected by position."""
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    X = pd.DataFrame({"age": rng.normal(40, 10, n), "job": rng.choice(["x", "y", "z"], n)})
+    g = rng.choice(["a", "b"], n, p=[0.7, 0.3])
+    y = ((X["age"] - 40) / 10 + (X["job"] == "x") + rng.normal(size=n) > 0.5).astype(int)
+
+    def pipe(job, age):
+        return make_pipeline(
+            make_column_transformer((OneHotEncoder(), job), (StandardScaler(), age)),
+            LogisticRegression(),
+        )
+
+    by_name, by_position = pipe(["job"], ["age"]), pipe([1], [0])
+    kw = dict(sizes=[50, 200], n_repeats=4, loss="log", random_state=0)
+    frame = group_learning_curves(by_name, X, y, g, **kw)
+    array = group_learning_curves(by_position, X.to_numpy(object), y.to_numpy(), g, **kw)
+    np.testing.assert_array_equal(frame.curves["loss"], array.curves["loss"])
+    assert np.isfinite(frame.curves["loss"]).all()
+    kw = dict(loss="zero_one", n_repeats=4, train_size=300, random_state=0)
+    frame = bias_variance_decomposition(by_name, X[:800], y[:800], X[800:], y[800:], g[800:], **kw)
+    Xa = X.to_numpy(object)
+    array = bias_variance_decomposition(
+        by_position, Xa[:800], y[:800], Xa[800:], y[800:], g[800:], **kw
+    )
+    pd.testing.assert_frame_equal(frame, array)
+
+
+def test_learning_curves_split_off_every_groups_share_of_test_rows():
+    """The held-out test set takes round(test_size n_a) rows of every group (so a small
+    group is neither left out nor over-represented by chance); a group left without test
+    rows is named in a warning, not dropped silently."""
+    from bayesfair.frequentist.learning import _stratified_split
+
+    rng = np.random.default_rng(1)
+    g = np.repeat(["a", "b", "c", "d"], [500, 37, 8, 2])
+    rng.shuffle(g)
+    te, tr = _stratified_split(g, 0.2, np.random.default_rng(0))
+    assert len(np.intersect1d(te, tr)) == 0 and len(te) + len(tr) == len(g)
+    counts = {k: int((g[te] == k).sum()) for k in "abcd"}
+    assert counts == {"a": 100, "b": 7, "c": 2, "d": 0}
+    X = rng.normal(size=(len(g), 1))
+    y = X[:, 0] + rng.normal(size=len(g))
+    with pytest.warns(UserWarning, match=r"\['d'\] have no rows in the test set"):
+        res = group_learning_curves(
+            LinearRegression(), X, y, g, sizes=[20, 100], n_repeats=2, random_state=0
+        )
+    assert sorted(res.fits["group"]) == ["a", "b", "c"]

@@ -3,6 +3,7 @@ group, and the bias/variance/noise decomposition of each group's loss."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -216,10 +217,36 @@ class LearningCurveResult:  # numpydoc ignore=PR01
         return ax
 
 
+def _as_rows(X):
+    """``X`` as given when it is a pandas object (an estimator may select its columns by
+    name, as a ColumnTransformer does), else as a numpy array."""
+    return X if hasattr(X, "iloc") else np.asarray(X)
+
+
+def _take(X, idx: np.ndarray):
+    """The rows ``idx`` of ``X`` (by position; a pandas object keeps its columns)."""
+    return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
+
+
+def _stratified_split(group: np.ndarray, test_size: float, rng: np.random.Generator):
+    """Test and training positions with round(test_size n_a) of every group's n_a rows in
+    the test set."""
+    perm = rng.permutation(len(group))
+    _, codes = np.unique(group[perm], return_inverse=True)
+    order = perm[np.argsort(codes, kind="stable")]  # rows by group, shuffled within
+    sizes = np.bincount(codes)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    k = np.round(sizes * test_size).astype(int)
+    in_test = np.zeros(len(group), bool)
+    for start, m in zip(starts, k, strict=True):
+        in_test[order[start : start + m]] = True
+    return np.flatnonzero(in_test), np.flatnonzero(~in_test)
+
+
 def _check_lengths(X, y, group, names: tuple[str, str, str]) -> None:
     """``X`` has one row per entry of the 1-d ``y`` and ``group``; ``group`` has no missing
     values."""
-    lengths = {names[0]: X.shape[0] if X.ndim else 0, names[1]: len(y), names[2]: len(group)}
+    lengths = {names[0]: X.shape[0] if np.ndim(X) else 0, names[1]: len(y), names[2]: len(group)}
     if len(set(lengths.values())) != 1 or y.ndim != 1 or group.ndim != 1:
         raise ValueError(
             f"{', '.join(f'`{k}`' for k in names)} must have one row per sample (1-d `{names[1]}` "
@@ -324,7 +351,8 @@ def group_learning_curves(
 
     The asymptote delta_a estimates the group's loss with unlimited data (bias plus
     noise); its interval comes from refitting the curve to bootstrap resamples of the
-    repeats.  A held-out test set is split off once (``test_size``) unless given.
+    repeats.  A held-out test set is split off once (``test_size`` of every group's rows)
+    unless given.  A group without test rows has no curve, which a warning says.
 
     ``loss`` is ``"squared"`` or ``"zero_one"`` on ``estimator.predict``, ``"brier"``
     (squared error) or ``"log"`` (cross-entropy, probabilities clipped to [1e-15,
@@ -336,7 +364,8 @@ def group_learning_curves(
     estimator : scikit-learn estimator
         Cloned and refitted for every size and repeat.
     X, y : array_like
-        Features and outcome, one row per individual.
+        Features and outcome, one row per individual.  A pandas DataFrame ``X`` stays
+        one (rows taken by position), for estimators that select columns by name.
     group : array_like
         Group label of every row.
     sizes : sequence of int
@@ -372,23 +401,17 @@ def group_learning_curves(
     ['a', 'b']
     """
     rng = check_random_state(random_state)
-    X, y, group = np.asarray(X), np.asarray(y, float), np.asarray(group)
+    X, y, group = _as_rows(X), np.asarray(y, float), np.asarray(group)
     _check_lengths(X, y, group, ("X", "y", "group"))
     if X_test is not None:
         if y_test is None or group_test is None:
             raise ValueError("give `y_test` and `group_test` with `X_test`")
-        _check_lengths(
-            np.asarray(X_test),
-            np.asarray(y_test),
-            np.asarray(group_test),
-            ("X_test", "y_test", "group_test"),
-        )
-    if X_test is None:
-        perm = rng.permutation(len(y))
-        k = round(len(y) * test_size)
-        te, tr = perm[:k], perm[k:]
-        X_test, y_test, group_test = X[te], y[te], group[te]
-        X, y, group = X[tr], y[tr], group[tr]
+        X_test, y_test, group_test = _as_rows(X_test), np.asarray(y_test), np.asarray(group_test)
+        _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
+    else:
+        te, tr = _stratified_split(group, test_size, rng)
+        X_test, y_test, group_test = _take(X, te), y[te], group[te]
+        X, y, group = _take(X, tr), y[tr], group[tr]
     sizes = _training_sizes(sizes)
     if sizes.max() > len(y):
         raise ValueError(f"largest training size {sizes.max()} exceeds the {len(y)} training rows")
@@ -416,13 +439,21 @@ def group_learning_curves(
         return model.predict_proba(X_)[:, classes.index(1)]
 
     labels = sorted(pd.unique(group_test), key=str)
+    untested = sorted(set(pd.unique(group).tolist()) - set(pd.unique(group_test).tolist()), key=str)
+    if untested:
+        warnings.warn(
+            f"group(s) {untested} have no rows in the test set, so no learning curve "
+            "(give more rows, a larger `test_size` or a test set that holds them)",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def chunk(size: int, r: np.random.Generator) -> np.ndarray:
         out = np.empty((size, len(sizes), len(labels)))
         for b in range(size):
             for i, n in enumerate(sizes):
                 idx = r.choice(len(y), size=n, replace=False)
-                model = _fit_sample(estimator, X[idx], y[idx], "`sizes`")
+                model = _fit_sample(estimator, _take(X, idx), y[idx], "`sizes`")
                 lv = loss_fn(y_test, predict(model, X_test))
                 out[b, i] = [lv[group_test == g].mean() for g in labels]
         return out
@@ -528,7 +559,7 @@ def bias_variance_decomposition(
     estimator : scikit-learn estimator
         Cloned and refitted on every bootstrap sample.
     X_train, y_train : array_like
-        The training data.
+        The training data (a pandas DataFrame ``X_train`` stays one).
     X_test, y_test : array_like
         The test data.
     group_test : array_like
@@ -563,7 +594,7 @@ def bias_variance_decomposition(
     ['a', 'b']
     """
     rng = check_random_state(random_state)
-    X_train, y_train = np.asarray(X_train), np.asarray(y_train)
+    X_train, y_train, X_test = _as_rows(X_train), np.asarray(y_train), _as_rows(X_test)
     y_test, group_test = np.asarray(y_test), np.asarray(group_test)
     if loss not in ("squared", "zero_one"):
         raise ValueError(f"`loss` must be 'squared' or 'zero_one', got {loss!r}")
@@ -573,7 +604,7 @@ def bias_variance_decomposition(
         out = np.empty((size, len(y_test)))
         for b in range(size):
             idx = r.integers(0, len(y_train), m)
-            model = _fit_sample(estimator, X_train[idx], y_train[idx], "`train_size`")
+            model = _fit_sample(estimator, _take(X_train, idx), y_train[idx], "`train_size`")
             out[b] = model.predict(X_test)
         return out
 
