@@ -847,6 +847,32 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
     assert res.sigma2["auc"] == 0 and (defined["estimate"] == 0.5).all()
 
 
+@pytest.mark.parametrize("block", [2**22, 7])
+def test_resampled_auc_of_small_groups_against_sklearn(monkeypatch, block):
+    """The bootstrap AUC of one group's rows, counted without sorting each resample,
+    equals roc_auc_score on the very resamples rng.choice(rows, len(rows)) draws: tied
+    scores, resamples with one class (NaN), one row, and resamples drawn in several
+    blocks (a block of 7 elements)."""
+    from sklearn.metrics import roc_auc_score
+
+    from bayesfair.disaggregated import groups
+
+    monkeypatch.setattr(groups, "_RESAMPLE_BLOCK", block)
+    rng = np.random.default_rng(11)
+    for case in range(40):
+        m = int(rng.integers(1, 25))
+        y = (rng.random(m) < rng.uniform(0.1, 0.9)).astype(float)
+        s = rng.integers(0, 4, m) / 3 if case % 2 else rng.random(m)
+        got = groups._resampled_auc(y, s, 30, np.random.default_rng(case))
+        draw = np.random.default_rng(case)
+        for val in got:
+            b = draw.choice(m, size=m)
+            if len(np.unique(y[b])) < 2:
+                assert np.isnan(val)
+            else:
+                assert val == pytest.approx(roc_auc_score(y[b], s[b]), abs=1e-12)
+
+
 def test_callable_metric_and_auc_run():
     df = _frame(1500)
 
