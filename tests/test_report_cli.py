@@ -366,6 +366,29 @@ def test_posterior_probability_beside_pvalues():
         posterior_probability_higher(data, "fnx", ["g"], "a")
 
 
+def test_frequentist_table_flags_the_group_attaining_max_t_with_both_rates():
+    """Over several groups every p-value sits at the permutation floor; the flagged group is
+    the one whose gap attains the max-T statistic (here the one with a far lower FPR, which
+    the smallest-p rule missed: it took the first group in the table), shown with its rate
+    and the other rows' rate, so that P(rate higher | data) near 0 reads as 'lower'."""
+    from bayesfair.report import Report, add_frequentist_section
+    from bayesfair.report.html import Table
+
+    rng = np.random.default_rng(0)
+    g = np.repeat(["a", "b", "c", "d"], [3000, 3000, 3000, 3000])
+    fpr = {"a": 0.5, "b": 0.35, "c": 0.3, "d": 0.05}
+    df = pd.DataFrame({"g": g, "y": 0})
+    df["d"] = (rng.random(len(df)) < df["g"].map(fpr)).astype(int)
+    data = AuditData(df, "g", "y", decision="d")
+    sec = add_frequentist_section(Report("t"), data, ["fpr"], n_resamples=199).sections[0]
+    table = next(b.frame for b in sec.blocks if isinstance(b, Table)).iloc[0]
+    assert table["pvalue"] == pytest.approx(1 / 200)
+    assert table["flagged group"] == "d"
+    assert table["its rate"] == pytest.approx(df.d[df.g == "d"].mean())
+    assert table["rest's rate"] == pytest.approx(df.d[df.g != "d"].mean())
+    assert table["P(flagged rate higher | data)"] < 0.01
+
+
 def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
     """The report's per-group table: one row per group by size, each estimator's estimate
     and interval as in the result's table; a wide table scrolls inside the page."""

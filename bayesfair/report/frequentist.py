@@ -58,14 +58,34 @@ def posterior_probability_higher(
             f"`group` {group!r} is not a group of {by!r}; the groups are "
             f"{t['intersection'].tolist()[:10]}"
         )
+    (kg, ng), (kr, nr) = _group_and_rest(t, metric, group)
+    rng = np.random.default_rng(seed)
+    a = rng.beta(kg + 0.5, ng - kg + 0.5, n_draws)
+    b = rng.beta(kr + 0.5, nr - kr + 0.5, n_draws)
+    return float(np.mean(a > b))
+
+
+def _group_and_rest(t: pd.DataFrame, metric: str, group: str) -> tuple[tuple, tuple]:
+    """(numerator, denominator) of ``metric`` in ``group`` and in the other rows of ``t``."""
+    from ..metrics.rates import RATE_DEFINITIONS
+
     num, den = RATE_DEFINITIONS[metric]
     k = t[list(num)].sum(axis=1).to_numpy(float)
     n = t[list(den)].sum(axis=1).to_numpy(float)
     is_g = (t["intersection"] == group).to_numpy()
-    rng = np.random.default_rng(seed)
-    a = rng.beta(k[is_g].sum() + 0.5, n[is_g].sum() - k[is_g].sum() + 0.5, n_draws)
-    b = rng.beta(k[~is_g].sum() + 0.5, n[~is_g].sum() - k[~is_g].sum() + 0.5, n_draws)
-    return float(np.mean(a > b))
+    return (k[is_g].sum(), n[is_g].sum()), (k[~is_g].sum(), n[~is_g].sum())
+
+
+def _flagged(data: AuditData, metric: str, by, group: str) -> dict:
+    """The flagged group, its rate and the other rows' rate, and the posterior probability
+    that its rate is the higher one."""
+    (kg, ng), (kr, nr) = _group_and_rest(data.table_for(by), metric, group)
+    return {
+        "flagged group": group,
+        "its rate": kg / ng if ng else np.nan,
+        "rest's rate": kr / nr if nr else np.nan,
+        "P(flagged rate higher | data)": posterior_probability_higher(data, metric, by, group),
+    }
 
 
 def add_frequentist_section(
@@ -121,11 +141,13 @@ def add_frequentist_section(
                         "test": "two groups, studentized",
                         "statistic": r.studentized_statistic,
                         "pvalue": r.pvalue,
-                        "flagged group": r.estimates.loc[r.estimates["value"].idxmax(), "group"],
+                        **_flagged(
+                            data,
+                            metric,
+                            by,
+                            r.estimates.loc[r.estimates["value"].idxmax(), "group"],
+                        ),
                     }
-                )
-                rows[-1]["P(flagged rate higher | data)"] = posterior_probability_higher(
-                    data, metric, by, rows[-1]["flagged group"]
                 )
             else:
                 with warnings.catch_warnings():
@@ -139,8 +161,9 @@ def add_frequentist_section(
                         pairwise=False,
                         random_state=random_state,
                     )
-                g = r.groups.dropna(subset=["pvalue_maxT"])
-                worst = g.loc[g["pvalue_maxT"].idxmin(), "group"]
+                g = r.groups.dropna(subset=["z_vs_rest"])
+                # the group that attains the max-T statistic (p-values tie at their floor)
+                worst = g.loc[g["z_vs_rest"].abs().idxmax(), "group"]
                 over = f"{len(g)} groups"
                 if len(g) < len(r.groups):
                     over = f"{len(g)} of {len(r.groups)} groups ({metric} undefined in the rest)"
@@ -151,11 +174,8 @@ def add_frequentist_section(
                         "test": f"max-T over {over}, studentized",
                         "statistic": r.statistic,
                         "pvalue": r.pvalue,
-                        "flagged group": worst,
+                        **_flagged(data, metric, by, worst),
                     }
-                )
-                rows[-1]["P(flagged rate higher | data)"] = posterior_probability_higher(
-                    data, metric, by, worst
                 )
     sec = report.section("Frequentist companions: permutation tests")
     sec.add(
@@ -165,7 +185,8 @@ def add_frequentist_section(
             "hypergeometric tables. "
             "For more than two groups the statistic is the largest studentized gap of a group from "
             "the rest, which controls the family-wise error over groups. Flagged group: the one "
-            "with the higher rate (two groups) or the smallest adjusted p-value (max-T). Beside "
+            "with the higher rate (two groups) or the one whose gap attains the max-T statistic, "
+            "whether its rate is higher or lower than the rest's (both rates are shown). Beside "
             "each p-value, the posterior probability (Jeffreys priors) that the flagged group's "
             "rate is higher than that of the other rows: the Bayesian reading of the same data."
         )
