@@ -365,6 +365,12 @@ def test_cbs_detects_injected_separation_bias():
     union = ((found | truth) & keep).sum()
     assert inter / union > 0.6
     assert res.rate_protected > res.expected_rate
+    # in words: the subgroup among the protected class and among the rest, both with y == 0
+    comp = subgroup_mask(ds.frame, res.subgroup) & ~ds.frame["protected"].to_numpy() & keep
+    assert res.describe() == (
+        f"{res.scan.describe()} among protected with y == 0 ({(found & keep).sum()} rows) vs "
+        f"{res.scan.describe()} among the rest with y == 0 ({comp.sum()} rows)"
+    )
 
 
 def test_cbs_scan_types_and_validation():

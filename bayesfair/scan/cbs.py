@@ -322,10 +322,13 @@ class CBSResult:  # numpydoc ignore=PR01
         -------
         str
         """
-        sub = self.scan.describe()
-        who = f"{self.protected_label}" + ("" if not self.scan.subgroup else f"; {sub}")
-        comp = f"not {self.protected_label}" + ("" if not self.scan.subgroup else f"; {sub}")
-        return f"{who} ({self.n_protected}) vs {comp} ({self.n_comparison})"
+        kept = self.settings.get("kept")
+        where = f" with {kept}" if kept else ""
+        sub = f"{self.scan.describe()} among " if self.scan.subgroup else ""
+        return (
+            f"{sub}{self.protected_label}{where} ({self.n_protected} rows) vs {sub}the rest"
+            f"{where} ({self.n_comparison} rows)"
+        )
 
     def summary(self) -> pd.DataFrame:
         """One-row table in the layout of the paper's Table 4.
@@ -723,5 +726,6 @@ def conditional_bias_scan(
             "penalty": penalty,
             "n_restarts": n_restarts,
             "sigma": prep.sigma,
+            "kept": pipe.kept,
         },
     )
