@@ -447,6 +447,32 @@ def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
     assert "The 4 smallest of 6 groups; the result&#x27;s table (DisaggregatedResult" in html
 
 
+def test_per_group_section_names_groups_without_rows():
+    """Groups declared but without rows get model-based estimates only; the section names
+    them and says that structured regression's interval there is the surface's alone, and
+    says nothing when every group has rows."""
+    from bayesfair import disaggregated_evaluation
+    from bayesfair.report.disaggregated import add_disaggregated_section
+    from bayesfair.report.html import Report
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 2000), "b": rng.choice(["u", "v"], 2000)})
+    df["y"] = 0
+    df["d"] = (rng.random(2000) < 0.2 + 0.4 * ((df.a == "y") & (df.b == "u"))).astype(int)
+    kw = dict(metrics=["fpr"], estimators=["standard", "structured"], random_state=0)
+    kw.update(n_bootstrap_variance=30, n_bootstrap=50)
+    full = disaggregated_evaluation(df, ["a", "b"], "y", "d", **kw)
+    assert "have no rows" not in add_disaggregated_section(Report("t"), full).to_html()
+    gone = df[~((df.a == "z") & (df.b == "v"))].assign(
+        a=lambda f: pd.Categorical(f.a, categories=["x", "y", "z"])
+    )
+    res = disaggregated_evaluation(gone, ["a", "b"], "y", "d", **kw)
+    html = add_disaggregated_section(Report("t"), res).to_html()
+    assert "1 group(s) have no rows (z, v): their model-based estimates" in html
+    sr = res.table[(res.table.estimator == "structured") & (res.table.n == 0)]
+    assert len(sr) == 1 and np.isfinite(sr[["estimate", "lower", "upper"]].to_numpy()).all()
+
+
 def test_rate_charts_leave_no_blank_band_on_many_intersections(monkeypatch):
     """The per-intersection charts list hundreds of groups; their y-range is the rows and
     half a row either side (matplotlib's default 5% margin left a dozen blank rows),

@@ -96,6 +96,20 @@ def add_disaggregated_section(
                 "disaggregated_evaluation(..., sr_ridge='rows') gives conservative ones."
             )
         )
+        empty = result.grouped.sizes() == 0
+        if empty.any():
+            names = result.grouped.group_names()
+            listed = ", ".join(str(names[i]) for i in np.flatnonzero(empty)[:5])
+            more = f" and {int(empty.sum()) - 5} more" if empty.sum() > 5 else ""
+            sec.add(
+                Text(
+                    f"{int(empty.sum())} group(s) have no rows ({listed}{more}): their "
+                    "model-based estimates come from the other groups alone. Structured "
+                    "regression's interval there is the fitted surface's only, and says nothing "
+                    "of how far the group itself departs from it; the hierarchical model's "
+                    "interval includes that departure (its group effect)."
+                )
+            )
     if "empirical_bayes" in set(result.table["estimator"]):
         if result.eb_interval == "posterior":
             eb_text = (
