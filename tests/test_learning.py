@@ -87,6 +87,9 @@ def test_learning_curves_recover_group_noise():
         group_learning_curves(
             LinearRegression(), X, y, g, sizes=[50], X_test=X[:10], y_test=y[:9], group_test=g[:10]
         )
+    for bad in (0, 1.0, -0.1, 2, "0.2", True):
+        with pytest.raises(ValueError, match=r"`test_size` must be a number in \(0, 1\)"):
+            group_learning_curves(LinearRegression(), X, y, g, sizes=[50], test_size=bad)
     with pytest.raises(ValueError, match="give `y_test` and `group_test`"):
         group_learning_curves(LinearRegression(), X, y, g, sizes=[50], X_test=X[:10])
     # a row without a group is refused, not made into a group of its own

@@ -14,7 +14,12 @@ from sklearn.base import clone
 
 from .._parallel import chunked_resamples
 from .._repr import compact_repr
-from .._validation import SeedLike, check_no_missing_groups, check_random_state
+from .._validation import (
+    SeedLike,
+    check_no_missing_groups,
+    check_open_probability,
+    check_random_state,
+)
 
 __all__ = [
     "DiscriminationComparison",
@@ -409,7 +414,7 @@ def group_learning_curves(
         X_test, y_test, group_test = _as_rows(X_test), np.asarray(y_test), np.asarray(group_test)
         _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
     else:
-        te, tr = _stratified_split(group, test_size, rng)
+        te, tr = _stratified_split(group, check_open_probability(test_size, "test_size"), rng)
         X_test, y_test, group_test = _take(X, te), y[te], group[te]
         X, y, group = _take(X, tr), y[tr], group[tr]
     sizes = _training_sizes(sizes)
