@@ -287,6 +287,9 @@ def test_discrimination_test_by_hand():
     assert cont.method == "Wald"
     with pytest.raises(ValueError, match="exactly two"):
         discrimination_test(np.zeros(3), np.array(["a", "b", "c"]))
+    for bad in (0, 1, 2, 95):
+        with pytest.raises(ValueError, match=r"`level` must be a number in \(0, 1\)"):
+            discrimination_test(np.r_[a, b], g, level=bad)
 
 
 def test_discrimination_test_needs_two_rows_per_group():
@@ -513,6 +516,10 @@ def test_metric_permutation_test_mean_and_callable():
         metric_permutation_test(v, np.where(np.arange(600) == 5, None, g))
     with pytest.raises(ValueError, match="'mean' or a callable"):
         metric_permutation_test(v, g, "median")
+    # one bootstrap difference has no spread: the standard error would be NaN
+    for stud in (True, False):
+        with pytest.raises(ValueError, match="`n_bootstrap` must be an integer of at least 2"):
+            metric_permutation_test(v, g, np.median, n_bootstrap=1, studentize=stud)
 
 
 @pytest.mark.slow

@@ -87,6 +87,18 @@ def test_learning_curves_recover_group_noise():
         group_learning_curves(
             LinearRegression(), X, y, g, sizes=[50], X_test=X[:10], y_test=y[:9], group_test=g[:10]
         )
+    for arg, bad, match in [
+        ("n_repeats", 1, "`n_repeats` must be an integer of at least 2, got 1"),
+        ("n_repeats", 2.5, "`n_repeats` must be an integer of at least 2"),
+        ("level", 1.5, r"`level` must be a number in \(0, 1\)"),
+        ("level", 0, r"`level` must be a number in \(0, 1\)"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            group_learning_curves(LinearRegression(), X, y, g, sizes=[20, 40, 80], **{arg: bad})
+    # two sizes cannot pin the three parameters of the curve: said, not silently NaN
+    with pytest.warns(UserWarning, match="`sizes` has 2 distinct value"):
+        two = group_learning_curves(LinearRegression(), X, y, g, sizes=[20, 40], n_repeats=2)
+    assert two.fits["delta"].isna().all()
     for bad in (0, 1.0, -0.1, 2, "0.2", True):
         with pytest.raises(ValueError, match=r"`test_size` must be a number in \(0, 1\)"):
             group_learning_curves(LinearRegression(), X, y, g, sizes=[50], test_size=bad)
@@ -179,6 +191,22 @@ def test_bias_variance_noise_add_up_for_squared_loss():
         random_state=0,
     )
     assert blind["noise"].isna().all()
+    # refused before any work, each naming its argument (train_size=10**9 drew 10**9
+    # indices per repeat until memory ran out)
+    bvd = bias_variance_decomposition
+    tree = DecisionTreeRegressor(max_depth=3)
+    for kw, match in [
+        (dict(train_size=10**9), "`train_size` 1000000000 exceeds the 3000 training rows"),
+        (dict(train_size=-5), "`train_size` must be a positive integer, got -5"),
+        (dict(train_size=2.5), "`train_size` must be a positive integer"),
+        (dict(n_repeats=1), "`n_repeats` must be an integer of at least 2"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            bvd(tree, X[tr], y[tr], X[te], y[te], g[te], **kw)
+    with pytest.raises(ValueError, match="`X_train` and `y_train` must have one row per"):
+        bvd(tree, X[:10], y[tr], X[te], y[te], g[te])
+    with pytest.raises(ValueError, match=r"`X_test`, `y_test`, `group_test` must have one row"):
+        bvd(tree, X[tr], y[tr], X[te], y[te][:5], g[te])
 
 
 def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
@@ -201,7 +229,7 @@ def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
             X[tr],
             y[tr],
             g[tr],
-            sizes=[300, 600],
+            sizes=[150, 300, 600],
             n_repeats=3,
             loss=loss,
             X_test=X[te],
@@ -220,7 +248,7 @@ def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
         group_learning_curves(LogisticRegression(), X, y, g, sizes=[100], loss="hinge")
     rare = np.r_[np.ones(899, int), 0]  # one negative in 900: a sample of 20 has one class
     with pytest.raises(ValueError, match=r"sample of 20 rows, which holds one class only .*2 cl"):
-        group_learning_curves(LogisticRegression(), X, rare, g, sizes=[20], n_repeats=2)
+        group_learning_curves(LogisticRegression(), X, rare, g, sizes=[20, 40, 80], n_repeats=2)
     with pytest.raises(ValueError, match=r"20 rows, which holds one class only .*`train_size`"):
         bias_variance_decomposition(
             LogisticRegression(), X, rare, X, rare, g, train_size=20, n_repeats=2, random_state=0
@@ -249,7 +277,7 @@ def test_learning_curves_take_a_dataframe_for_estimators_that_select_columns_by_
         )
 
     by_name, by_position = pipe(["job"], ["age"]), pipe([1], [0])
-    kw = dict(sizes=[50, 200], n_repeats=4, loss="log", random_state=0)
+    kw = dict(sizes=[50, 100, 200], n_repeats=4, loss="log", random_state=0)
     frame = group_learning_curves(by_name, X, y, g, **kw)
     array = group_learning_curves(by_position, X.to_numpy(object), y.to_numpy(), g, **kw)
     np.testing.assert_array_equal(frame.curves["loss"], array.curves["loss"])
@@ -280,6 +308,6 @@ def test_learning_curves_split_off_every_groups_share_of_test_rows():
     y = X[:, 0] + rng.normal(size=len(g))
     with pytest.warns(UserWarning, match=r"\['d'\] have no rows in the test set"):
         res = group_learning_curves(
-            LinearRegression(), X, y, g, sizes=[20, 100], n_repeats=2, random_state=0
+            LinearRegression(), X, y, g, sizes=[20, 50, 100], n_repeats=2, random_state=0
         )
     assert sorted(res.fits["group"]) == ["a", "b", "c"]

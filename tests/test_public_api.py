@@ -110,7 +110,7 @@ def test_random_state_is_taken_alike_everywhere():
             df[["score"]].to_numpy(),
             y,
             g,
-            sizes=[100, 200],
+            sizes=[50, 100, 200],
             n_repeats=2,
             random_state=rs,
         ).curves["loss"],

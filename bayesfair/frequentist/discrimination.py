@@ -9,7 +9,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from .._repr import compact_repr
-from .._validation import check_no_missing_groups
+from .._validation import check_no_missing_groups, check_open_probability
 from ..data import AuditData
 from .learning import ROW_LOSSES
 
@@ -147,6 +147,7 @@ def discrimination_test(
     >>> res.pvalue < 0.05
     True
     """
+    check_open_probability(level, "level")
     if isinstance(loss, str):
         loss = _row_loss(loss, data)
         if group is None:

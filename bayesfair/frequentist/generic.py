@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import SeedLike, check_no_missing_groups, check_seed
+from .._validation import SeedLike, check_count, check_no_missing_groups, check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -120,6 +120,9 @@ def metric_permutation_test(
         est = [float(v[is_a].mean()), float(v[~is_a].mean())]
         name = "mean"
     elif callable(metric):
+        # the standard error (of the studentized statistic, reported either way) is the
+        # spread of the bootstrap differences
+        check_count(n_bootstrap, "n_bootstrap", minimum=2)
         take = (
             (lambda idx: values.iloc[idx])
             if isinstance(values, pd.DataFrame)

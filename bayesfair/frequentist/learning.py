@@ -16,6 +16,7 @@ from .._parallel import chunked_resamples
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
+    check_count,
     check_no_missing_groups,
     check_open_probability,
     check_random_state,
@@ -406,6 +407,9 @@ def group_learning_curves(
     ['a', 'b']
     """
     rng = check_random_state(random_state)
+    # the asymptote's interval resamples the repeats: one repeat would give it zero width
+    check_count(n_repeats, "n_repeats", minimum=2)
+    check_open_probability(level, "level")
     X, y, group = _as_rows(X), np.asarray(y, float), np.asarray(group)
     _check_lengths(X, y, group, ("X", "y", "group"))
     if X_test is not None:
@@ -434,6 +438,14 @@ def group_learning_curves(
             raise TypeError(f"loss={loss!r} needs an estimator with predict_proba")
         if not np.isin(np.concatenate([y, np.asarray(y_test, float)]), (0, 1)).all():
             raise ValueError(f"loss={loss!r} needs a 0/1 outcome `y`")
+    if len(np.unique(sizes)) < 3:
+        warnings.warn(
+            f"`sizes` has {len(np.unique(sizes))} distinct value(s); the curve delta + alpha "
+            "n^-beta has three parameters, so its fit (delta, alpha, beta and the interval) "
+            "is NaN: give three or more sizes",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def predict(model, X_):
         if not proba:
@@ -599,11 +611,21 @@ def bias_variance_decomposition(
     ['a', 'b']
     """
     rng = check_random_state(random_state)
+    # the variance term compares the repeats' predictions: one repeat would make it 0
+    check_count(n_repeats, "n_repeats", minimum=2)
     X_train, y_train, X_test = _as_rows(X_train), np.asarray(y_train), _as_rows(X_test)
     y_test, group_test = np.asarray(y_test), np.asarray(group_test)
+    if np.ndim(X_train) == 0 or X_train.shape[0] != len(y_train) or y_train.ndim != 1:
+        raise ValueError(
+            "`X_train` and `y_train` must have one row per sample (1-d `y_train`); got "
+            f"{np.shape(X_train)} and {y_train.shape}"
+        )
+    _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
     if loss not in ("squared", "zero_one"):
         raise ValueError(f"`loss` must be 'squared' or 'zero_one', got {loss!r}")
-    m = len(y_train) if train_size is None else int(train_size)
+    m = len(y_train) if train_size is None else check_count(train_size, "train_size")
+    if m > len(y_train):
+        raise ValueError(f"`train_size` {m} exceeds the {len(y_train)} training rows it resamples")
 
     def chunk(size: int, r: np.random.Generator) -> np.ndarray:
         out = np.empty((size, len(y_test)))
