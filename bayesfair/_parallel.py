@@ -33,6 +33,12 @@ def chunked_resamples(
     ``fn`` returns an array whose first axis has length ``size``.
     """
     check_count(n_resamples, "n_resamples")
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"`n_jobs` must be None or a non-zero integer (-1: every core), got {n_jobs!r}"
+        )
     # a SeedSequence is used as it is (callers spawn from one before passing it on)
     seq = (
         random_state

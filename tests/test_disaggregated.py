@@ -255,8 +255,9 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"])
     with pytest.raises(ValueError, match="AUC needs"):
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
-    with pytest.raises(ValueError, match="levels"):
-        disaggregated_evaluation(df, ["race"], "y", "d", levels=[95])
+    for bad in ([95], ["x"], [None], [True]):  # 'x' and None failed with '<' not supported
+        with pytest.raises(ValueError, match=r"`levels` must be numbers in \(0, 1\)"):
+            disaggregated_evaluation(df, ["race"], "y", "d", levels=bad)
     with pytest.raises(ValueError, match="`sr_ridge`"):
         disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="cols")
     with pytest.raises(ValueError, match="`eb_interval`"):

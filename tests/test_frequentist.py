@@ -113,6 +113,10 @@ def test_permutation_errors():
         permutation_test(data, "fnr", permute="rows")
     with pytest.raises(ValueError, match="two distinct labels"):
         permutation_test(data, "fnr", groups=("A", "C"))
+    # joblib's n_jobs: None or a non-zero integer (2.5 and True were taken, inf overflowed)
+    for bad in (0, 2.5, True, np.inf, "2"):
+        with pytest.raises(ValueError, match="`n_jobs` must be None or a non-zero integer"):
+            permutation_test(data, "fnr", groups=("A", "B"), n_resamples=99, n_jobs=bad)
     three = AuditData(
         pd.DataFrame({"g": list("abcabc"), "y": [1, 0, 1, 0, 1, 0], "d": [1, 1, 0, 0, 1, 0]}),
         "g",

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.metrics import roc_auc_score
 
-from bayesfair import AuditData
+from bayesfair import AuditData, run_audit
 from bayesfair.metrics import (
     bias_amplification,
     df_bias_amplification,
@@ -190,6 +190,12 @@ def test_edf_matches_counts_and_lists_exclusions():
     assert inc.excluded == [] and bool(inc.groups["in_epsilon"].all())
     with pytest.raises(ValueError, match="alpha > 0"):
         empirical_fairness(d, include_empty=True)
+    # alpha is checked where it comes in (inf failed deep inside: '`p1` is NaN ...')
+    for bad in (np.inf, -1.0, np.nan):
+        with pytest.raises(ValueError, match="`alpha` must be a finite non-negative number"):
+            empirical_fairness(d, alpha=bad)
+    with pytest.raises(ValueError, match="`alpha` must be a finite non-negative number"):
+        run_audit(d, alpha=np.inf)
     assert list(est.summary()["metric"]) == ["epsilon-DF", "gamma-SF"]
 
 

@@ -300,6 +300,8 @@ def test_scan_categorical_attribute_with_an_unused_category():
         (dict(observed="p"), "0/1"),
         (dict(expected="y"), None),
         (dict(sigma=0, score="gaussian", observed="p"), "sigma"),
+        (dict(sigma="x"), "`sigma` must be a positive number or 'estimate', got 'x'"),
+        (dict(sigma=np.nan), "`sigma` must be a finite positive number"),
     ],
 )
 def test_scan_bad_input(kwargs, match):
@@ -453,6 +455,25 @@ def test_cbs_scan_types_and_validation():
         conditional_bias_scan(
             f, scan_type="separation_recommendations", **{**common, "protected": 3}
         )
+    # arguments are checked where they come in, each named (True was taken as 1 permutation
+    # and refused as `n_resamples`; sigma is unused by a Bernoulli scan but 'x' was taken)
+    recs = dict(scan_type="separation_recommendations", **common)
+    for kw, match in [
+        (dict(n_permutations=True), "`n_permutations` must be an integer of at least 0"),
+        (dict(n_permutations=-1), "`n_permutations` must be an integer of at least 0"),
+        (dict(sigma="x"), "`sigma` must be a positive number or 'estimate', got 'x'"),
+        (dict(sigma=np.nan), "`sigma` must be a finite positive number"),
+        (dict(n_permutations=9, n_jobs=2.5), "`n_jobs` must be None or a non-zero integer"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            conditional_bias_scan(f, **recs, **kw)
+    for kw, match in [
+        (dict(prior_scale=np.inf), "`prior_scale` must be a finite positive number"),
+        (dict(tune=-1), "`tune` must be an integer of at least 0"),
+        (dict(sigma=-1.0), "`sigma` must be a finite positive number"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            posterior_bias_scan(f, **recs, **kw)
 
 
 def test_cbs_permutation_pvalue_is_backend_independent():

@@ -7,6 +7,7 @@ import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 import pandas as pd
@@ -511,7 +512,9 @@ def disaggregated_evaluation(
     if not metrics:
         raise ValueError("`metrics` must name at least one metric")
     levels = list(levels)
-    if not levels or not all(0 < lv < 1 for lv in levels):
+    if not levels or not all(
+        isinstance(lv, Real) and not isinstance(lv, bool) and 0 < lv < 1 for lv in levels
+    ):
         raise ValueError(f"`levels` must be numbers in (0, 1), got {levels!r}")
     if isinstance(metrics, Mapping):
         names, metrics = [str(k) for k in metrics], list(metrics.values())

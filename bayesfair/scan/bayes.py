@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import SeedLike, check_count, check_random_state
+from .._validation import SeedLike, check_count, check_random_state, check_real
 from .cbs import (
     CBSResult,
     _fit_weighted,
@@ -274,11 +274,11 @@ def posterior_bias_scan(
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
-    _check_common(penalty, n_restarts)
+    _check_common(penalty, n_restarts, sigma)
     for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
         check_count(val, name)
-    if not prior_scale > 0:
-        raise ValueError(f"`prior_scale` must be positive, got {prior_scale!r}")
+    check_count(tune, "tune", minimum=0)
+    check_real(prior_scale, "prior_scale", "positive")
     A, label, attr = _protected_mask(data, protected)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(

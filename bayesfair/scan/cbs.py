@@ -34,6 +34,7 @@ from .._repr import compact_repr
 from .._validation import (
     SeedLike,
     check_binary,
+    check_count,
     check_no_missing_groups,
     check_probability,
     check_seed,
@@ -661,9 +662,8 @@ def conditional_bias_scan(
     )
     from .engine import _check_common
 
-    _check_common(penalty, n_restarts)
-    if not isinstance(n_permutations, (int, np.integer)) or n_permutations < 0:
-        raise ValueError(f"`n_permutations` must be a non-negative integer, got {n_permutations!r}")
+    _check_common(penalty, n_restarts, sigma)
+    check_count(n_permutations, "n_permutations", minimum=0)
     pipe = _Pipeline(
         data,
         roles,

@@ -482,9 +482,15 @@ class _Prepared:
         )
 
 
-def _check_common(penalty, n_restarts):
+def _check_common(penalty, n_restarts, sigma=1.0):
     check_count(n_restarts, "n_restarts")
     check_real(penalty, "penalty", "non-negative")
+    # sigma scales the Gaussian score only, but a meaningless one is refused for every score
+    if isinstance(sigma, str):
+        if sigma != "estimate":
+            raise ValueError(f"`sigma` must be a positive number or 'estimate', got {sigma!r}")
+    else:
+        check_real(sigma, "sigma", "positive")
 
 
 def subset_scan(
@@ -572,7 +578,7 @@ def subset_scan(
         raise ValueError(f"scan attributes not in the data: {missing}")
     if not attributes:
         raise ValueError("`attributes` must name at least one column")
-    _check_common(penalty, n_restarts)
+    _check_common(penalty, n_restarts, sigma)
     check_attribute_values(data, attributes, "scan attribute")
     codes, values = _codes(data, attributes)
     obs = _as_array(data, observed, "observed")
