@@ -269,7 +269,8 @@ def test_bad_input_is_named():
         ("n_bootstrap_variance", 1.0, "an integer of at least 2"),
         ("hb_draws", 0, "a positive integer"),
         ("hb_chains", True, "a positive integer"),
-        ("hb_tune", -1, "an integer of at least 0"),
+        ("hb_tune", 0, "a positive integer"),  # nutpie panicked: 'early_end < num_tune'
+        ("hb_tune", -1, "a positive integer"),
     ]:
         with pytest.raises(ValueError, match=f"`{arg}` must be {expected}, got {bad!r}"):
             disaggregated_evaluation(df, ["race"], "y", "d", **{arg: bad})

@@ -439,6 +439,16 @@ def test_model_validation(synth):
         LogisticRegression(effects="dummy").fit(data)
     with pytest.raises(ValueError, match="draws"):
         HierarchicalLogisticRegression(draws=0).fit(data)
+    # NUTS cannot run untuned: nutpie panicked ('early_end < num_tune', a PanicException
+    # that is no Exception); MAP and ADVI ignore tune, so 0 is theirs to take
+    for model in (LogisticRegression(tune=0), HierarchicalLogisticRegression(tune=0)):
+        with pytest.raises(ValueError, match="`tune` must be a positive integer for NUTS"):
+            model.fit(data)
+    with pytest.raises(ValueError, match="`tune` must be an integer of at least 0, got True"):
+        LogisticRegression(tune=True, method="map").fit(data)
+    assert LogisticRegression(tune=0, method="map").fit(data).p_point_.shape == (
+        data.n_intersections,
+    )
     with pytest.raises(ValueError, match="parameterization"):
         HierarchicalLogisticRegression(parameterization="wide").fit(data)
     with pytest.raises(ValueError, match="hidden"):

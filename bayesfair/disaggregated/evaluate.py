@@ -494,7 +494,7 @@ def disaggregated_evaluation(
     check_count(n_bootstrap, "n_bootstrap", minimum=2)
     check_count(n_bootstrap_variance, "n_bootstrap_variance", minimum=2)
     check_count(hb_draws, "hb_draws")
-    check_count(hb_tune, "hb_tune", minimum=0)
+    check_count(hb_tune, "hb_tune")  # NUTS adapts while tuning (nutpie panics without)
     check_count(hb_chains, "hb_chains")
     if hb_main_effects not in ("auto", "non-centred", "centred"):
         raise ValueError(

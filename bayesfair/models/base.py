@@ -402,8 +402,12 @@ class FairnessModel:
             )
         if self.advi_start not in ADVI_STARTS:
             raise ValueError(f"`advi_start` must be one of {ADVI_STARTS}, got {self.advi_start!r}")
-        if not isinstance(self.tune, (int, np.integer)) or self.tune < 0:
-            raise ValueError(f"`tune` must be a non-negative integer, got {self.tune!r}")
+        check_count(self.tune, "tune", minimum=0)
+        if self.method == "nuts" and self.tune < 1:
+            raise ValueError(
+                "`tune` must be a positive integer for NUTS, which adapts its step size and "
+                f"mass matrix while tuning (nutpie panics without), got {self.tune!r}"
+            )
         check_open_probability(self.target_accept, "target_accept")
         check_seed(self.random_state)
         if self.sampler not in ("auto", "nutpie", "pymc"):
