@@ -478,6 +478,10 @@ def test_model_validation(synth):
     fit = DirichletMultinomial(draws=50, random_state=0).fit(data)
     with pytest.raises(TypeError, match=r"`mechanism` must be a fitted .*got AuditData"):
         posterior_fairness(fit, data)
+    # flags are flags ('x' failed in numpy with "ufunc 'bitwise_or' not supported")
+    for kw in (dict(include_empty="x"), dict(include_empty=None), dict(point="no")):
+        with pytest.raises(TypeError, match=r"`(include_empty|point)` must be True or False"):
+            posterior_fairness(fit, **kw)
     # a held-out table missing a level: the error says which intersections and the fix
     frame = synth.frame
     first = data.protected[0]
