@@ -185,6 +185,13 @@ def check_real(value: object, argument: str, sign: str | None = None) -> float:
     return float(value)
 
 
+def check_flag(value: object, argument: str) -> bool:
+    """Validate a True/False switch (numpy's bool too): 'no' or None is not one."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{argument}` must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_count(value: object, argument: str, minimum: int = 1) -> int:
     """Validate an integer count of at least ``minimum`` (draws, chains, resamples)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:

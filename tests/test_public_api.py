@@ -133,3 +133,51 @@ def _null_and_pairs(res):
     import numpy as np
 
     return np.concatenate([res.null_distribution, res.pairwise.select_dtypes("number").stack()])
+
+
+def test_switches_must_be_true_or_false():
+    """A True/False argument given anything else is refused with its name ('no' was taken
+    as True and None as False; 'x' failed in numpy for include_empty)."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from bayesfair.frequentist import correlation_permutation_test
+
+    rng = np.random.default_rng(0)
+    n = 200
+    df = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b"], n),
+            "y": rng.integers(0, 2, n),
+            "d": rng.integers(0, 2, n),
+            "score": rng.uniform(0.05, 0.95, n),
+        }
+    )
+    data = bf.AuditData(df, "g", "y", decision="d", score="score")
+    y, g = df["y"].to_numpy(), df["g"].to_numpy()
+    calls = {
+        "studentize": [
+            lambda v: bf.permutation_test(data, "fpr", n_resamples=9, studentize=v),
+            lambda v: bf.auc_permutation_test(data, n_resamples=9, studentize=v),
+            lambda v: bf.metric_permutation_test(y, g, n_resamples=9, studentize=v),
+            lambda v: correlation_permutation_test(y, df["score"], n_resamples=9, studentize=v),
+        ],
+        "include_empty": [lambda v: bf.empirical_fairness(data, alpha=1.0, include_empty=v)],
+        "interactions": [
+            lambda v: bf.disaggregated_evaluation(
+                df, ["g"], "y", "d", estimators=["standard"], interactions=v
+            )
+        ],
+        "outcome_rates": [
+            lambda v: bf.disaggregated_evaluation(
+                df, ["g"], "y", "d", estimators=["standard"], outcome_rates=v
+            )
+        ],
+    }
+    for name, fns in calls.items():
+        for fn in fns:
+            for bad in ("no", None, 1):
+                with pytest.raises(TypeError, match=f"`{name}` must be True or False"):
+                    fn(bad)
+            fn(np.True_)  # numpy's bool is a bool

@@ -14,7 +14,13 @@ import pandas as pd
 
 from .. import _arviz
 from .._repr import compact_repr
-from .._validation import SeedLike, check_count, check_open_probability, check_random_state
+from .._validation import (
+    SeedLike,
+    check_count,
+    check_flag,
+    check_open_probability,
+    check_random_state,
+)
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import _pinned_down, fit_hierarchical
@@ -509,6 +515,8 @@ def disaggregated_evaluation(
         raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
     if "structured" in estimators:
         check_rblpr_options(sr_interval, sr_ridge, names=("sr_interval", "sr_ridge"))
+    check_flag(interactions, "interactions")
+    check_flag(outcome_rates, "outcome_rates")
     if not metrics:
         raise ValueError("`metrics` must name at least one metric")
     levels = list(levels)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples
-from .._validation import SeedLike, check_seed
+from .._validation import SeedLike, check_flag, check_seed
 from ..data import AuditData
 from ..metrics.rates import _regroup
 from .permutation import (
@@ -138,6 +138,7 @@ def auc_permutation_test(
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     if data.row_score is None:
         raise ValueError("an AUC test needs a score: give `score=` to AuditData")
+    check_flag(studentize, "studentize")
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     cols = data._check_by(by)

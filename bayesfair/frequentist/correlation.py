@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import SeedLike, check_seed
+from .._validation import SeedLike, check_flag, check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["correlation_permutation_test"]
@@ -84,6 +84,7 @@ def correlation_permutation_test(
         raise ValueError("`x` and `error` must be finite")
     if len(x) < 3 or x.std() == 0 or e.std() == 0:
         raise ValueError("need at least 3 rows and non-constant `x` and `error`")
+    check_flag(studentize, "studentize")
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     obs_r = float(_stat(x, e, False)) / np.sqrt(len(x))

@@ -10,7 +10,13 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import SeedLike, check_count, check_no_missing_groups, check_seed
+from .._validation import (
+    SeedLike,
+    check_count,
+    check_flag,
+    check_no_missing_groups,
+    check_seed,
+)
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -101,6 +107,7 @@ def metric_permutation_test(
     keep = np.isin(g, labels)
     if not keep.all():
         raise ValueError(f"`group` has values other than {labels}: pass only the two groups' rows")
+    check_flag(studentize, "studentize")
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     is_a = g == labels[0]

@@ -19,7 +19,7 @@ from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
 from .._repr import compact_repr
-from .._validation import SeedLike, check_seed
+from .._validation import SeedLike, check_flag, check_seed
 from ..data import AuditData
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -430,6 +430,7 @@ def permutation_test_counts(
     (-0.2, True)
     """
     _check_common(metric, alternative, permute)
+    check_flag(studentize, "studentize")
     a = np.asarray(cells_a, dtype=np.int64)
     b = np.asarray(cells_b, dtype=np.int64)
     if a.shape != (4,) or b.shape != (4,) or (a < 0).any() or (b < 0).any():

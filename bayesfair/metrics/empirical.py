@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_real
+from .._validation import check_flag, check_real
 from ..data import AuditData
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 
@@ -130,6 +130,7 @@ def empirical_fairness(
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     alpha = check_real(alpha, "alpha", "non-negative")
+    check_flag(include_empty, "include_empty")
     if include_empty and not alpha > 0:
         raise ValueError(
             "include_empty=True needs alpha > 0: P(y|s) of an empty group is undefined"

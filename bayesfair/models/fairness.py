@@ -15,6 +15,7 @@ from .._repr import compact_repr
 from .._validation import (
     SeedLike,
     check_by,
+    check_flag,
     check_open_probability,
     check_seed,
     intersection_labels,
@@ -304,9 +305,8 @@ def posterior_fairness(
     if p_s not in ("empirical", "posterior"):
         raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
     check_open_probability(prob, "prob")
-    for name, flag in (("include_empty", include_empty), ("point", point)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"`{name}` must be True or False, got {flag!r}")
+    check_flag(include_empty, "include_empty")
+    check_flag(point, "point")
     seq = check_seed(random_state)
     rng = np.random.default_rng(seq)
     group_of, group_labels = _groups_of(d, by)
