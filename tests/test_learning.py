@@ -304,6 +304,9 @@ def test_learning_curves_split_off_every_groups_share_of_test_rows():
     assert len(np.intersect1d(te, tr)) == 0 and len(te) + len(tr) == len(g)
     counts = {k: int((g[te] == k).sum()) for k in "abcd"}
     assert counts == {"a": 100, "b": 7, "c": 2, "d": 0}
+    mixed = np.array(["a", 1] * 10, dtype=object)  # labels numpy cannot sort
+    te, _ = _stratified_split(mixed, 0.5, np.random.default_rng(0))
+    assert sorted(map(str, mixed[te])) == ["1"] * 5 + ["a"] * 5
     X = rng.normal(size=(len(g), 1))
     y = X[:, 0] + rng.normal(size=len(g))
     with pytest.warns(UserWarning, match=r"\['d'\] have no rows in the test set"):

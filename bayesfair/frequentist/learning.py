@@ -238,7 +238,7 @@ def _stratified_split(group: np.ndarray, test_size: float, rng: np.random.Genera
     """Test and training positions with round(test_size n_a) of every group's n_a rows in
     the test set."""
     perm = rng.permutation(len(group))
-    _, codes = np.unique(group[perm], return_inverse=True)
+    codes, _ = pd.factorize(group[perm])  # any labels, mixed types too
     order = perm[np.argsort(codes, kind="stable")]  # rows by group, shuffled within
     sizes = np.bincount(codes)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
