@@ -255,6 +255,8 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"])
     with pytest.raises(ValueError, match="AUC needs"):
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
+    with pytest.raises(ValueError, match="the DataFrame has no rows"):
+        disaggregated_evaluation(df.iloc[:0], ["race"], "y", "d")  # was an empty table
     for bad in ([95], ["x"], [None], [True]):  # 'x' and None failed with '<' not supported
         with pytest.raises(ValueError, match=r"`levels` must be numbers in \(0, 1\)"):
             disaggregated_evaluation(df, ["race"], "y", "d", levels=bad)

@@ -145,6 +145,8 @@ class GroupedData:  # numpydoc ignore=PR01
         """
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
+        if len(data) == 0:
+            raise ValueError("the DataFrame has no rows; a per-group evaluation needs data")
         sens = (
             [sensitive_features]
             if isinstance(sensitive_features, str)
