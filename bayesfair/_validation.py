@@ -185,6 +185,23 @@ def check_real(value: object, argument: str, sign: str | None = None) -> float:
     return float(value)
 
 
+def check_same_index(**objects: object) -> None:
+    """Refuse pandas objects among ``objects`` (argument name -> value) whose indexes
+    differ: the rows would be paired by position, not by label, and silently mismatched
+    (a Series taken from a shuffled or filtered frame).  Arrays pair by position."""
+    indexed = {k: v.index for k, v in objects.items() if isinstance(v, (pd.Series, pd.DataFrame))}
+    if len(indexed) < 2:
+        return
+    (first, ref), *rest = indexed.items()
+    for name, index in rest:
+        if not index.equals(ref):
+            raise ValueError(
+                f"`{first}` and `{name}` are pandas objects with different indexes; their rows "
+                "would be paired by position, not by label: align them first (for example "
+                f"`{name}.loc[{first}.index]`) or pass numpy arrays"
+            )
+
+
 def check_flag(value: object, argument: str) -> bool:
     """Validate a True/False switch (numpy's bool too): 'no' or None is not one."""
     if not isinstance(value, (bool, np.bool_)):

@@ -181,3 +181,44 @@ def test_switches_must_be_true_or_false():
                 with pytest.raises(TypeError, match=f"`{name}` must be True or False"):
                     fn(bad)
             fn(np.True_)  # numpy's bool is a bool
+
+
+def test_pandas_inputs_with_different_indexes_are_refused():
+    """Two pandas inputs that should describe the same rows but carry different indexes
+    (one taken from a shuffled frame) were paired by position, silently mismatching rows;
+    they are refused with both names. Aligned Series and numpy arrays are taken."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+    from sklearn.linear_model import LinearRegression
+
+    from bayesfair.frequentist import bias_variance_decomposition, correlation_permutation_test
+
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], n), "x": rng.normal(size=n)})
+    df["y"] = df["x"] + rng.normal(size=n)
+    df["l"] = rng.integers(0, 2, n)
+    df["a"] = rng.choice(["p", "q"], n)
+    df["p"] = rng.uniform(0.1, 0.9, n)
+    df["o"] = (rng.random(n) < df["p"]).astype(float)
+    sh = df.sample(frac=1, random_state=1)
+    lin = LinearRegression()
+    refused = {
+        ("values", "group"): lambda: bf.metric_permutation_test(df["y"], sh["g"], n_resamples=9),
+        ("loss", "group"): lambda: bf.discrimination_test(df["l"], sh["g"]),
+        ("loss_a", "loss_b"): lambda: bf.compare_discrimination(df["l"], sh["l"], df["g"]),
+        ("x", "error"): lambda: correlation_permutation_test(df["x"], sh["y"], n_resamples=9),
+        ("X", "y"): lambda: bf.group_learning_curves(
+            lin, df[["x"]], sh["y"], df["g"], sizes=[20, 40, 80], n_repeats=2
+        ),
+        ("X_test", "y_test"): lambda: bias_variance_decomposition(
+            lin, df[["x"]], df["y"], df[["x"]], sh["y"], df["g"], n_repeats=2
+        ),
+        ("data", "expected"): lambda: bf.subset_scan(df, ["a"], "o", sh["p"], n_restarts=2),
+    }
+    for (first, second), call in refused.items():
+        with pytest.raises(ValueError, match=f"`{first}` and `{second}` are pandas objects"):
+            call()
+    bf.metric_permutation_test(sh["y"], sh["g"], n_resamples=9)  # aligned: taken
+    bf.subset_scan(df, ["a"], "o", sh["p"].to_numpy(), n_restarts=2)  # an array: by position

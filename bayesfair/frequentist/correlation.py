@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
-from .._validation import SeedLike, check_flag, check_seed
+from .._validation import SeedLike, check_flag, check_same_index, check_seed
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["correlation_permutation_test"]
@@ -76,6 +76,7 @@ def correlation_permutation_test(
     >>> 0 < res.pvalue <= 1
     True
     """
+    check_same_index(x=x, error=error)
     x = np.asarray(x, float)
     e = np.asarray(error, float)
     if x.ndim != 1 or x.shape != e.shape:

@@ -9,7 +9,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from .._repr import compact_repr
-from .._validation import check_no_missing_groups, check_open_probability
+from .._validation import check_no_missing_groups, check_open_probability, check_same_index
 from ..data import AuditData
 from .learning import ROW_LOSSES
 
@@ -148,6 +148,7 @@ def discrimination_test(
     True
     """
     check_open_probability(level, "level")
+    check_same_index(loss=loss, group=group)
     if isinstance(loss, str):
         loss = _row_loss(loss, data)
         if group is None:

@@ -15,6 +15,7 @@ from .._validation import (
     check_count,
     check_flag,
     check_no_missing_groups,
+    check_same_index,
     check_seed,
 )
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
@@ -99,6 +100,7 @@ def metric_permutation_test(
     >>> metric_permutation_test(err, g, random_state=0).pvalue < 0.1
     True
     """
+    check_same_index(values=values, group=group)
     g = np.asarray(group)
     check_no_missing_groups(pd.Series(g), "`group`")
     labels = sorted(pd.unique(g), key=str) if groups is None else list(groups)

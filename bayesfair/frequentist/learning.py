@@ -20,6 +20,7 @@ from .._validation import (
     check_no_missing_groups,
     check_open_probability,
     check_random_state,
+    check_same_index,
 )
 
 __all__ = [
@@ -97,6 +98,7 @@ def compare_discrimination(loss_a, loss_b, group) -> DiscriminationComparison:
     >>> compare_discrimination(la, lb, g).pvalue < 0.05
     True
     """
+    check_same_index(loss_a=loss_a, loss_b=loss_b, group=group)
     la, lb = np.asarray(loss_a, float), np.asarray(loss_b, float)
     g = np.asarray(group)
     if la.shape != lb.shape or la.shape != g.shape or la.ndim != 1:
@@ -410,6 +412,8 @@ def group_learning_curves(
     # the asymptote's interval resamples the repeats: one repeat would give it zero width
     check_count(n_repeats, "n_repeats", minimum=2)
     check_open_probability(level, "level")
+    check_same_index(X=X, y=y, group=group)
+    check_same_index(X_test=X_test, y_test=y_test, group_test=group_test)
     X, y, group = _as_rows(X), np.asarray(y, float), np.asarray(group)
     _check_lengths(X, y, group, ("X", "y", "group"))
     if X_test is not None:
@@ -613,6 +617,8 @@ def bias_variance_decomposition(
     rng = check_random_state(random_state)
     # the variance term compares the repeats' predictions: one repeat would make it 0
     check_count(n_repeats, "n_repeats", minimum=2)
+    check_same_index(X_train=X_train, y_train=y_train)
+    check_same_index(X_test=X_test, y_test=y_test, group_test=group_test, y_optimal=y_optimal)
     X_train, y_train, X_test = _as_rows(X_train), np.asarray(y_train), _as_rows(X_test)
     y_test, group_test = np.asarray(y_test), np.asarray(group_test)
     if np.ndim(X_train) == 0 or X_train.shape[0] != len(y_train) or y_train.ndim != 1:

@@ -31,6 +31,7 @@ from .._validation import (
     check_group_values,
     check_random_state,
     check_real,
+    check_same_index,
     is_numeric_not_bool,
 )
 from . import _kernel
@@ -261,6 +262,7 @@ def _as_array(frame: pd.DataFrame, x, name: str) -> np.ndarray:
             raise ValueError(f"`{name}` column {x!r} is not in the data")
         arr = frame[x].to_numpy(dtype=float)
     else:
+        check_same_index(data=frame, **{name: x})
         arr = np.asarray(x, dtype=float)
         if arr.shape != (len(frame),):
             raise ValueError(
