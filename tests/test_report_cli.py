@@ -581,3 +581,28 @@ def test_audit_summary_is_the_fairness_table_with_the_truth():
     truth = eps["truth (outcome)"].dropna().unique()
     assert list(truth) == [ds.truth["epsilon"]]
     assert table.loc[table["target"] == "decision", "truth (outcome)"].isna().all()
+
+
+def test_tables_show_and_save_a_meaningful_index(tmp_path):
+    """A user's table whose index carries the labels (named, strings, several levels) shows
+    and saves it as the first column(s); it was dropped from both the HTML and the CSV.
+    Row numbers, also after filtering, stay out."""
+    from bayesfair.report import Report, Table
+
+    frames = {
+        "group,fpr": pd.DataFrame({"fpr": [0.1, 0.2]}, index=pd.Index(["a", "b"], name="group")),
+        "index,x": pd.DataFrame({"x": [1, 2]}, index=["u", "v"]),
+        "g,k,w": pd.DataFrame(
+            {"w": [1, 2]}, index=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)], names=["g", "k"])
+        ),
+        "z": pd.DataFrame({"z": [1, 2, 3]}).query("z > 1"),
+    }
+    rep = Report("t")
+    sec = rep.section("s")
+    for frame in frames.values():
+        sec.add(Table(frame))
+    index = pd.read_csv(rep.save_tables(tmp_path))
+    for header, name in zip(frames, index["file"], strict=True):
+        assert (tmp_path / name).read_text().splitlines()[0] == header
+    html = rep.to_html()
+    assert "<td>u</td>" in html and "<th>group</th>" in html and "<th>k</th>" in html

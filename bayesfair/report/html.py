@@ -80,12 +80,23 @@ class Table:
         Format of floating-point cells.
     max_rows : int, default 200
         Rows shown (the caption says how many were left out).
+
+    A meaningful index (named, labels, or several levels: group labels, a pivot's rows) is
+    shown, and saved, as the first column(s); an unnamed integer one (row numbers, also
+    after filtering) is left out.
     """
 
     frame: pd.DataFrame
     caption: str | None = None
     float_format: str = "{:.4g}"
     max_rows: int = 200
+
+    @property
+    def shown(self) -> pd.DataFrame:
+        """``frame`` with a meaningful index moved into columns."""
+        df = self.frame
+        numbers = df.index.nlevels == 1 and pd.api.types.is_integer_dtype(df.index.dtype)
+        return df if numbers and df.index.name is None else df.reset_index()
 
     def to_html(self) -> str:
         """The table, at most ``max_rows`` rows (the caption says when rows were cut).
@@ -94,7 +105,7 @@ class Table:
         -------
         str
         """
-        df = self.frame
+        df = self.shown
         if not isinstance(df.columns, pd.MultiIndex) and df.columns.name is not None:
             # a pivot's column-axis name: with index=False pandas still renders it, as the
             # header of an extra, empty first column
@@ -356,7 +367,7 @@ class Report:
             slug = re.sub(r"[^a-z0-9]+", "-", sec.title.lower()).strip("-")[:60] or "section"
             for j, table in enumerate(tables, 1):
                 name = f"{i:02d}-{j}_{slug}.csv"
-                table.frame.to_csv(folder / name, index=False)
+                table.shown.to_csv(folder / name, index=False)
                 listed.append(
                     {
                         "file": name,
