@@ -583,6 +583,12 @@ def test_features_and_goodness_of_fit():
         explanatory={"mean_score": lambda d: d["score"].to_numpy()},
     )
     assert "group[A, F]" in f and "race=A x sex=F" in f and "expl:mean_score" in f
+    # a feature returned as a Series in another row order was paired with the rows by
+    # position; the same values aligned give the same feature
+    aligned = group_features(gd, explanatory={"m": lambda d: d["score"]})["expl:m"]
+    np.testing.assert_allclose(aligned, f["expl:mean_score"])
+    with pytest.raises(ValueError, match="`data` and `explanatory feature 'm'` are pandas"):
+        group_features(gd, explanatory={"m": lambda d: d["score"].sort_values()})
     s = gd.estimate("selection_rate")
     n = gd.sizes().astype(float)
     sigma2 = pooled_sigma2(

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._validation import check_real
+from .._validation import check_real, check_same_index
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -103,7 +103,9 @@ def group_features(
         return np.where(n > 0, tot / np.maximum(n, 1), overall)
 
     for name, fn in (explanatory or {}).items():
-        vals = np.asarray(fn(gd.frame) if callable(fn) else fn, float)
+        out = fn(gd.frame) if callable(fn) else fn
+        check_same_index(data=gd.frame, **{f"explanatory feature {name!r}": out})
+        vals = np.asarray(out, float)
         if vals.shape != (len(gd.group),):
             raise ValueError(f"explanatory feature {name!r} must return one value per row")
         cols[f"expl:{name}"] = gmean(vals)
