@@ -72,6 +72,10 @@ class Text:
 class Table:
     """A DataFrame rendered as an HTML table; every cell and label is escaped.
 
+    A meaningful index (named, labels, or several levels: group labels, a pivot's rows) is
+    shown, and saved, as the first column(s); an unnamed integer one (row numbers, also
+    after filtering) is left out.
+
     Parameters
     ----------
     frame : pandas.DataFrame
@@ -80,10 +84,6 @@ class Table:
         Format of floating-point cells.
     max_rows : int, default 200
         Rows shown (the caption says how many were left out).
-
-    A meaningful index (named, labels, or several levels: group labels, a pivot's rows) is
-    shown, and saved, as the first column(s); an unnamed integer one (row numbers, also
-    after filtering) is left out.
     """
 
     frame: pd.DataFrame
