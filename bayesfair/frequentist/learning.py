@@ -460,7 +460,7 @@ def group_learning_curves(
         return model.predict_proba(X_)[:, classes.index(1)]
 
     labels = sorted(pd.unique(group_test), key=str)
-    untested = sorted(set(pd.unique(group).tolist()) - set(pd.unique(group_test).tolist()), key=str)
+    untested = sorted(set(pd.unique(group).tolist()) - set(labels), key=str)
     if untested:
         warnings.warn(
             f"group(s) {untested} have no rows in the test set, so no learning curve "

@@ -58,7 +58,13 @@ def posterior_probability_higher(
             f"`group` {group!r} is not a group of {by!r}; the groups are "
             f"{t['intersection'].tolist()[:10]}"
         )
-    (kg, ng), (kr, nr) = _group_and_rest(t, metric, group)
+    return _probability_higher(*_group_and_rest(t, metric, group), n_draws, seed)
+
+
+def _probability_higher(group: tuple, rest: tuple, n_draws: int = 20_000, seed: int = 0) -> float:
+    """P(rate of ``group`` > rate of ``rest``), each a (numerator, denominator) pair, under
+    independent Jeffreys priors, by ``n_draws`` Monte Carlo draws."""
+    (kg, ng), (kr, nr) = group, rest
     rng = np.random.default_rng(seed)
     a = rng.beta(kg + 0.5, ng - kg + 0.5, n_draws)
     b = rng.beta(kr + 0.5, nr - kr + 0.5, n_draws)
@@ -79,12 +85,12 @@ def _group_and_rest(t: pd.DataFrame, metric: str, group: str) -> tuple[tuple, tu
 def _flagged(data: AuditData, metric: str, by, group: str) -> dict:
     """The flagged group, its rate and the other rows' rate, and the posterior probability
     that its rate is the higher one."""
-    (kg, ng), (kr, nr) = _group_and_rest(data.table_for(by), metric, group)
+    (kg, ng), (kr, nr) = counts = _group_and_rest(data.table_for(by), metric, group)
     return {
         "flagged group": group,
         "its rate": kg / ng if ng else np.nan,
         "rest's rate": kr / nr if nr else np.nan,
-        "P(flagged rate higher | data)": posterior_probability_higher(data, metric, by, group),
+        "P(flagged rate higher | data)": _probability_higher(*counts),
     }
 
 

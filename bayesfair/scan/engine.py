@@ -390,11 +390,7 @@ class _Prepared:
                     "`observed` must be probabilities in [0, 1] for the Gaussian score"
                 )
             delta = _logit(observed) - _logit(expected)
-            if isinstance(sigma, str):
-                if sigma != "estimate":
-                    raise ValueError(
-                        f"`sigma` must be a positive number or 'estimate', got {sigma!r}"
-                    )
+            if sigma == "estimate":  # any other string is refused by _check_common
                 sigma = float(np.std(delta, ddof=1)) if len(delta) > 1 else 1.0
                 if not sigma > 0:
                     raise ValueError(
