@@ -204,7 +204,7 @@ def run_audit(
     if len(empty):
         notes.append(
             f"{len(empty)} intersection(s) have no rows and are left out of epsilon-DF (the "
-            "definition covers intersections with P(s) > 0): " + ", ".join(empty["intersection"])
+            "definition covers intersections with P(s) > 0): " + "; ".join(empty["intersection"])
         )
     estimates = {}
     with warnings.catch_warnings():

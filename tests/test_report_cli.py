@@ -33,6 +33,13 @@ def test_demo_writes_a_self_contained_report(tmp_path, capsys):
     assert re.search(r"max-T over \d+ of 24 groups \(fpr undefined in the rest\)", html)
 
 
+def test_audit_lists_empty_intersections_one_by_one():
+    # intersection labels hold ", " themselves, so the note separates them with "; "
+    df = pd.DataFrame({"a": list("xxyz"), "b": list("uvuu"), "y": [0, 1, 1, 0]})
+    (note,) = run_audit(AuditData(df, ["a", "b"], "y")).notes
+    assert note.endswith("P(s) > 0): y, v; z, v")
+
+
 def test_user_strings_are_escaped(tmp_path):
     evil = "<script>alert(1)</script>"
     df = pd.DataFrame({evil: ["a&b", "<i>x</i>", "a&b", "<i>x</i>"], "y": [0, 1, 1, 1]})
@@ -463,14 +470,15 @@ def test_per_group_section_names_groups_without_rows():
     kw.update(n_bootstrap_variance=30, n_bootstrap=50)
     full = disaggregated_evaluation(df, ["a", "b"], "y", "d", **kw)
     assert "have no rows" not in add_disaggregated_section(Report("t"), full).to_html()
-    gone = df[~((df.a == "z") & (df.b == "v"))].assign(
+    gone = df[~((df.a != "x") & (df.b == "v"))].assign(
         a=lambda f: pd.Categorical(f.a, categories=["x", "y", "z"])
     )
     res = disaggregated_evaluation(gone, ["a", "b"], "y", "d", **kw)
     html = add_disaggregated_section(Report("t"), res).to_html()
-    assert "1 group(s) have no rows (z, v): their model-based estimates" in html
+    # group labels hold ", " themselves, so the list separates them with "; "
+    assert "2 group(s) have no rows (y, v; z, v): their model-based estimates" in html
     sr = res.table[(res.table.estimator == "structured") & (res.table.n == 0)]
-    assert len(sr) == 1 and np.isfinite(sr[["estimate", "lower", "upper"]].to_numpy()).all()
+    assert len(sr) == 2 and np.isfinite(sr[["estimate", "lower", "upper"]].to_numpy()).all()
 
 
 def test_rate_charts_leave_no_blank_band_on_many_intersections(monkeypatch):

@@ -99,7 +99,7 @@ def add_disaggregated_section(
         empty = result.grouped.sizes() == 0
         if empty.any():
             names = result.grouped.group_names()
-            listed = ", ".join(str(names[i]) for i in np.flatnonzero(empty)[:5])
+            listed = "; ".join(str(names[i]) for i in np.flatnonzero(empty)[:5])
             more = f" and {int(empty.sum()) - 5} more" if empty.sum() > 5 else ""
             sec.add(
                 Text(
