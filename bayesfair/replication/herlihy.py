@@ -12,6 +12,11 @@ Structured regression gets, besides group and attribute indicators, pairwise
 interactions and the group's outcome rate, explanatory features in the spirit of the paper's
 clinical features: the group means of four of the audited model's inputs
 (:data:`EXPLANATORY`), computed on the evaluation set like everything else.
+
+The harness runs on any population with known truth, not only Adult: pass a DataFrame
+of it as ``pop_truth`` to :func:`simulate` and :func:`lasso_path_oracle`, with its
+``sensitive_features`` and column roles; :func:`population_truth` gives its true metric
+table.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ __all__ = [
     "METRICS",
     "lasso_path_oracle",
     "population",
+    "population_truth",
     "shrinkage_oracle",
     "simulate",
     "summarise",
@@ -98,14 +104,106 @@ def population(data_home: str | os.PathLike | None = None, random_state: int = 0
     r = np.quantile(pop["score"], 0.8)
     pop["decision"] = (pop["score"] >= r).astype(int)
     pop = pop.rename(columns={"income_gt_50k": "y"})
-    gd = GroupedData.from_frame(pop, SENSITIVE, "y", "decision", "score")
-    truth = pd.DataFrame({m: gd.estimate(m) for m in METRICS}, index=gd.group_names())
+    return pop, population_truth(pop)
+
+
+def population_truth(
+    pop: pd.DataFrame,
+    sensitive_features: str | list[str] = SENSITIVE,
+    y_true: str = "y",
+    y_pred: str | None = "decision",
+    y_score: str | None = "score",
+    metrics=None,
+) -> pd.DataFrame:
+    """The true value of every metric in every group of a population.
+
+    Parameters
+    ----------
+    pop : pandas.DataFrame
+        The whole population, one row per individual.
+    sensitive_features : str or list of str
+        Columns whose intersections are the groups (default: the Adult population's).
+    y_true, y_pred, y_score : str
+        Outcome, decision and score columns; ``y_pred`` or ``y_score`` may be None.
+    metrics : sequence of str, optional
+        Metric names (default :data:`METRICS`, less those whose column is None).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index: group names (as :func:`~bayesfair.disaggregated.disaggregated_evaluation`
+        names them); column ``N`` (rows) and one column per metric (NaN where the metric
+        is undefined in the group).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pop = pd.DataFrame({"g": list("aabb"), "y": [0, 1, 1, 1], "d": [0, 1, 0, 1]})
+    >>> population_truth(pop, "g", "y", "d", None, ["selection_rate", "fnr"])
+       N  selection_rate  fnr
+    a  2             0.5  0.0
+    b  2             0.5  0.5
+    """
+    if metrics is None:
+        needs = {"auc": y_score}
+        metrics = [m for m in METRICS if (needs.get(m, y_pred) is not None)]
+    gd = GroupedData.from_frame(pop, sensitive_features, y_true, y_pred, y_score)
+    truth = pd.DataFrame({m: gd.estimate(m) for m in metrics}, index=gd.group_names())
     truth.insert(0, "N", gd.sizes())
-    return pop, truth
+    return truth
 
 
-def _stratified(pop: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    g = pop.groupby(SENSITIVE, observed=True).indices
+def _resolve_population(pop_truth, data_home, random_state, sensitive, roles, metrics):
+    """(pop, truth, sensitive features as a list) for the harness: the Adult population
+    (:func:`population`) when ``pop_truth`` is None, a user's population DataFrame (its
+    truth computed here) or a ``(pop, truth)`` pair, checked against the column roles."""
+    sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    if pop_truth is None:
+        pop, truth = population(data_home, random_state)
+        if sensitive != SENSITIVE:
+            truth = None  # the Adult population grouped otherwise
+    elif isinstance(pop_truth, pd.DataFrame):
+        pop, truth = pop_truth, None
+    elif isinstance(pop_truth, tuple) and len(pop_truth) == 2:
+        pop, truth = pop_truth
+        if not isinstance(pop, pd.DataFrame) or not isinstance(truth, pd.DataFrame):
+            raise TypeError("`pop_truth` must be a DataFrame or a (pop, truth) pair of DataFrames")
+    else:
+        raise TypeError(
+            "`pop_truth` must be a population DataFrame or a (pop, truth) pair of DataFrames, "
+            f"got {type(pop_truth).__name__}"
+        )
+    if truth is None:
+        truth = population_truth(pop, sensitive, *roles, metrics=list(metrics))
+    missing = [m for m in metrics if m not in truth.columns]
+    if missing:
+        raise ValueError(
+            f"`metrics` {missing} have no true values; the truth table has {list(truth.columns)}"
+        )
+    groups = GroupedData.from_frame(pop, sensitive, *roles).group_names()
+    absent = [g for g in groups if g not in truth.index]
+    if absent:
+        raise ValueError(
+            f"the truth table has no row for {len(absent)} group(s) of the population "
+            f"({'; '.join(map(str, absent[:5]))}); it must be indexed by group name, "
+            "as population_truth returns it"
+        )
+    return pop, truth, sensitive
+
+
+def _default_explanatory(explanatory, pop: pd.DataFrame):
+    """``"auto"``: :data:`EXPLANATORY` where the population has the Adult columns it
+    reads, otherwise none (structured regression still has the outcome rates)."""
+    if isinstance(explanatory, str) and explanatory == "auto":
+        cols = {"education_num", "hours_per_week", "age", "capital_gain"}
+        return EXPLANATORY if cols <= set(pop.columns) else None
+    return explanatory
+
+
+def _stratified(
+    pop: pd.DataFrame, n: int, rng: np.random.Generator, sensitive: list[str] = SENSITIVE
+) -> pd.DataFrame:
+    g = pop.groupby(sensitive, observed=True).indices
     sizes = {k: len(v) for k, v in g.items()}
     total = sum(sizes.values())
     take = []
@@ -129,7 +227,11 @@ def simulate(
     n_bootstrap: int = 500,
     random_state: int = 0,
     pop_truth=None,
-    explanatory=EXPLANATORY,
+    sensitive_features: str | list[str] = SENSITIVE,
+    y_true: str = "y",
+    y_pred: str | None = "decision",
+    y_score: str | None = "score",
+    explanatory="auto",
     interactions: bool = True,
     sr_ridge: str | float = "groups",
     sr_interval: str = "percentile",
@@ -140,7 +242,8 @@ def simulate(
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
 
-    ``explanatory`` (default :data:`EXPLANATORY`; ``None`` for none) and
+    ``explanatory`` (default ``"auto"``: :data:`EXPLANATORY` where the population has
+    the Adult columns it reads, otherwise none; ``None`` for none) and
     ``interactions`` (pairwise attribute interactions, default on: on Adult they
     cut structured regression's error for five of six metrics and raise its
     coverage) are passed to structured regression, as are ``sr_ridge`` (the partial
@@ -151,7 +254,7 @@ def simulate(
     ``hb_main_effects`` to the hierarchical model (see
     :func:`~bayesfair.disaggregated.disaggregated_evaluation`).
     Each draw is a stratified evaluation set of ``n_eval`` rows of the population
-    (:func:`population`), evaluated by every estimator.
+    (:func:`population`, or yours: ``pop_truth``), evaluated by every estimator.
 
     The hierarchical models' NUTS diagnostics of every draw are in
     ``attrs["hb_diagnostics"]``: records of draw, model, divergences, largest R-hat
@@ -175,9 +278,17 @@ def simulate(
     n_bootstrap : int, default 500
         Bootstrap replicates (pooled variance, rBLPR).
     random_state : int, default 0
-    pop_truth : tuple, optional
-        ``(pop, truth)`` of :func:`population`, to reuse it across calls.
-    explanatory : mapping, optional
+    pop_truth : DataFrame or tuple, optional
+        The population: ``(pop, truth)`` of :func:`population`, to reuse it across
+        calls; or any population DataFrame (its truth from :func:`population_truth`);
+        or ``(pop, truth)`` with a truth table of your own, indexed by group name.
+        Default: the Adult population.
+    sensitive_features : str or list of str, default race, sex, age band
+        The population's columns whose intersections are the groups.
+    y_true, y_pred, y_score : str
+        The population's outcome, decision and score columns (``y_pred`` or ``y_score``
+        may be None when no metric needs it).
+    explanatory : mapping, "auto" or None, default "auto"
     interactions : bool, default True
     sr_ridge, sr_interval, eb_interval, hb_point_estimate, hb_target_accept, hb_main_effects
         See above.
@@ -188,20 +299,22 @@ def simulate(
         Columns ``draw``, ``metric``, ``group``, ``estimator``, ``level``, ``n``,
         ``defined``, ``estimate``, ``lower``, ``upper`` and ``truth``.
     """
-    pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
+    roles = (y_true, y_pred, y_score)
+    pop, truth, sensitive = _resolve_population(
+        pop_truth, data_home, random_state, sensitive_features, roles, metrics
+    )
+    explanatory = _default_explanatory(explanatory, pop)
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
     out, diagnostics = [], []
     for d in range(n_draws):
         rng = np.random.default_rng(seeds[d])
-        ev = _stratified(pop, n_eval, rng)
+        ev = _stratified(pop, n_eval, rng, sensitive)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SamplerWarning)  # summarised after the loop
             res = disaggregated_evaluation(
                 ev,
-                SENSITIVE,
-                "y",
-                "decision",
-                "score",
+                sensitive,
+                *roles,
                 metrics=list(metrics),
                 estimators=list(estimators),
                 levels=list(levels),
@@ -462,7 +575,11 @@ def lasso_path_oracle(
     data_home: str | os.PathLike | None = None,
     random_state: int = 0,
     pop_truth=None,
-    explanatory=EXPLANATORY,
+    sensitive_features: str | list[str] = SENSITIVE,
+    y_true: str = "y",
+    y_pred: str | None = "decision",
+    y_score: str | None = "score",
+    explanatory="auto",
     interactions: bool = True,
     outcome_rates: bool = True,
     small: int = 25,
@@ -486,7 +603,7 @@ def lasso_path_oracle(
 
     Parameters
     ----------
-    n_draws, n_eval, data_home, random_state, pop_truth
+    n_draws, n_eval, data_home, random_state, pop_truth, sensitive_features, y_true, y_pred, y_score
         As :func:`simulate`.
     metrics : sequence of str
         Count metrics or "auc".
@@ -512,12 +629,11 @@ def lasso_path_oracle(
     from ..disaggregated.evaluate import _truncate
     from ..disaggregated.structured import _fit, _standardise, group_features, lambda_ratios
 
-    pop, truth = population(data_home, random_state) if pop_truth is None else pop_truth
-    missing = [m for m in metrics if m not in truth.columns]
-    if missing:
-        raise ValueError(
-            f"`metrics` {missing} have no true values; the truth table has {list(truth.columns)}"
-        )
+    roles = (y_true, y_pred, y_score)
+    pop, truth, sensitive = _resolve_population(
+        pop_truth, data_home, random_state, sensitive_features, roles, metrics
+    )
+    explanatory = _default_explanatory(explanatory, pop)
     if n_draws < 1 or n_lambdas < 1:
         raise ValueError(f"`n_draws` and `n_lambdas` must be >= 1, got {n_draws}, {n_lambdas}")
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
@@ -527,8 +643,8 @@ def lasso_path_oracle(
     base = dict.fromkeys(metrics, 0.0)
     count = dict.fromkeys(metrics, 0)
     for d in range(n_draws):
-        ev = _stratified(pop, n_eval, np.random.default_rng(seeds[d]))
-        gd = GroupedData.from_frame(ev, SENSITIVE, "y", "decision", "score")
+        ev = _stratified(pop, n_eval, np.random.default_rng(seeds[d]), sensitive)
+        gd = GroupedData.from_frame(ev, sensitive, *roles)
         n = gd.sizes().astype(float)
         feats = group_features(
             gd, interactions=interactions, explanatory=explanatory, outcome_rates=outcome_rates
