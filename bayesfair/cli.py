@@ -65,15 +65,13 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int) -> tuple[dict, dict |
 def _disaggregated(data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str):
     from .disaggregated import disaggregated_evaluation
 
-    f = pd.DataFrame({c: data.frame[c] for c in data.protected})
-    f["_y"] = data.row_outcome.astype(int)
-    f["_d"] = data.row_decision.astype(int)
+    f, outcome, decision = data._coded_frame(data.protected)
     est = ["standard", "james_stein", "empirical_bayes", "structured"]
     return disaggregated_evaluation(
         f,
         list(data.protected),
-        "_y",
-        "_d",
+        outcome,
+        decision,
         metrics=["selection_rate", "fpr", "fnr"],
         estimators=est + (["hierarchical"] if bayes else []),
         n_bootstrap=200,

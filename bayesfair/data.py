@@ -451,6 +451,20 @@ class AuditData:
         """
         return self._reduce(self._counts["n"], self._check_by(by))
 
+    def _coded_frame(self, columns: Sequence[str]) -> tuple[pd.DataFrame, str, str | None]:
+        """``columns`` of the frame beside the 0/1 outcome and decision, named after their
+        roles' columns (a decision from a threshold: ``"<score> >= <threshold>"``), for
+        methods that take a frame and column names; with those names."""
+        f = pd.DataFrame({c: self.frame[c] for c in columns})
+        outcome, decision = self.outcome, None
+        f[outcome] = self.row_outcome.astype(int)
+        if self.row_decision is not None:
+            decision = self.decision or f"{self.score} >= {self.threshold:g}"
+            while decision in f.columns:  # roles are distinct columns; a derived name may not be
+                decision += "_"
+            f[decision] = self.row_decision.astype(int)
+        return f, outcome, decision
+
     def __repr__(self) -> str:
         n_empty = int((self._counts["n"] == 0).sum())
         parts = [

@@ -40,6 +40,21 @@ def test_audit_lists_empty_intersections_one_by_one():
     assert note.endswith("P(s) > 0): y, v; z, v")
 
 
+def test_per_group_section_keeps_every_protected_column():
+    # the section's frame once held the outcome as "_y", overwriting a protected column of
+    # that name: its groups were the outcome's "0, f", "1, m", ...
+    from bayesfair.cli import _disaggregated
+
+    rng = np.random.default_rng(0)
+    n = 800
+    df = pd.DataFrame({"_y": rng.choice(["u", "v", "w"], n), "b": rng.choice(["f", "m"], n)})
+    df["y"], df["d"] = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    data = AuditData(df, ["_y", "b"], "y", decision="d")
+    res = _disaggregated(data, False, 0, 10, "auto")
+    assert sorted(res.table.group.unique()) == data.group_labels
+    assert res.table.n.sum() == 3 * n * len(res.table.estimator.unique())
+
+
 def test_user_strings_are_escaped(tmp_path):
     evil = "<script>alert(1)</script>"
     df = pd.DataFrame({evil: ["a&b", "<i>x</i>", "a&b", "<i>x</i>"], "y": [0, 1, 1, 1]})

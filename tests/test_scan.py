@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize_scalar
 
+from bayesfair import AuditData
 from bayesfair.datasets import load_compas, make_cbs_semisynthetic
 from bayesfair.scan import (
     _kernel,
@@ -611,6 +612,27 @@ def test_report_gains_a_scan_section(tmp_path):
     rep = add_scan_section(Report("t"), results)
     html = rep.to_html()
     assert "Subgroup scan" in html and "rate_comparison" in html
+
+
+def test_report_scans_name_the_users_columns():
+    """The report's scans describe their condition with the audit's own outcome column (it
+    said '_y == 0'), and scan every covariate, also one whose name starts with '_' (such a
+    covariate was silently left out)."""
+    from bayesfair.report import scan_audit_data
+
+    rng = np.random.default_rng(0)
+    n = 1500
+    df = pd.DataFrame({"a": rng.choice(["p", "q"], n), "_zone": rng.choice(["n", "s"], n)})
+    df["label"] = rng.choice(["yes", "no"], n)
+    df["prob"] = rng.random(n)
+    data = AuditData(
+        df, "a", "label", score="prob", threshold=0.5, pos_label="yes", covariates=["_zone"]
+    )
+    results = scan_audit_data(data, n_permutations=0, n_restarts=2)
+    assert len(results) == 2
+    for r in results:
+        assert r.settings["attributes"] == ["_zone"]
+        assert "with label == 0" in r.describe() and "_y" not in r.describe()
 
 
 def test_posterior_bias_scan_small():

@@ -51,17 +51,12 @@ def scan_audit_data(
     """
     if data.row_decision is None:
         raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
-    f = pd.DataFrame(
-        {c: data.frame[c].astype(str) for c in data.protected}
-        | {
-            c: data.frame[c].astype(str)
-            for c in data.covariates
-            if not pd.api.types.is_numeric_dtype(data.frame[c])
-        }
-    )
-    f["_y"] = data.row_outcome.astype(int)
-    f["_d"] = data.row_decision.astype(int)
-    attrs = [c for c in f.columns if not c.startswith("_")]
+    attrs = list(data.protected) + [
+        c for c in data.covariates if not pd.api.types.is_numeric_dtype(data.frame[c])
+    ]
+    # named after the audit's own columns, which the results' descriptions show
+    f, outcome, decision = data._coded_frame(attrs)
+    f[attrs] = f[attrs].astype(str)
     out = []
     for attr in data.protected:
         if len(attrs) < 2:
@@ -75,8 +70,8 @@ def scan_audit_data(
                     f,
                     protected=(attr, str(value)),
                     scan_type="separation_recommendations",
-                    outcome="_y",
-                    decision="_d",
+                    outcome=outcome,
+                    decision=decision,
                     condition_value=0,
                     attributes=[a for a in attrs if a != attr],
                     penalty=penalty,
