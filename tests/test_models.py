@@ -389,6 +389,12 @@ def test_negative_cross_entropy_by_hand():
     assert negative_cross_entropy(fit, test) == pytest.approx(
         negative_cross_entropy(fit.predict_proba(), test)
     )
+    # the same intersections in another order are paired by label, not by position
+    flipped = AuditData(test.frame, "g", "y", levels={"g": ["b", "a"]})
+    assert flipped.group_labels == ["b", "a"]
+    assert negative_cross_entropy(fit, flipped) == pytest.approx(negative_cross_entropy(fit, test))
+    with pytest.raises(TypeError, match="`test` must be an AuditData"):
+        negative_cross_entropy(fit, test.frame)
 
 
 def test_models_clone_set_params_and_pickle(synth):

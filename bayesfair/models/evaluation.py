@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ..data import AuditData
 from .base import FairnessModel
@@ -53,13 +54,20 @@ def negative_cross_entropy(
     >>> negative_cross_entropy(fit, test) < 0
     True
     """
+    if not isinstance(test, AuditData):
+        raise TypeError(
+            f"`test` must be an AuditData of the held-out rows, got {type(test).__name__}"
+        )
     if isinstance(model, FairnessModel):
         if estimate not in ("predictive", "point"):
             raise ValueError(f"`estimate` must be 'predictive' or 'point', got {estimate!r}")
         p1 = model.predict_proba() if estimate == "predictive" else model.p_point_
         labels = model.design_.labels
         test_labels = test.group_labels  # a property that rebuilds the labels: read once
-        if labels != test_labels:
+        if labels != test_labels and sorted(labels) == sorted(test_labels):
+            # the same intersections, enumerated in another order: pair them by label
+            p1 = pd.Series(p1, index=labels)[test_labels].to_numpy()
+        elif labels != test_labels:
             test_set, model_set = set(test_labels), set(labels)
             missing = [lab for lab in labels if lab not in test_set][:5]
             extra = [lab for lab in test_labels if lab not in model_set][:5]
@@ -67,8 +75,7 @@ def negative_cross_entropy(
                 f"the test data's intersections differ from the model's ({len(labels)} in the "
                 f"model, {test.n_intersections} in the test data; only in the model: {missing}, "
                 f"only in the test data: {extra}); build the test AuditData with "
-                "levels=train.levels so that both enumerate the same intersections in the "
-                "same order"
+                "levels=train.levels so that both enumerate the same intersections"
             )
     else:
         p1 = np.asarray(model, dtype=float)
