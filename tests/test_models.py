@@ -365,6 +365,17 @@ def test_model_average_weights(synth):
         model_average(fits[:1])
     with pytest.raises(ValueError, match="method"):
         model_average(fits, "vote")
+    # a dict names the weights; the same models give the same average
+    named = model_average({"smoothed EDF": fits[0], "naive Bayes": fits[1]}, "bma")
+    assert list(named.weights_.index) == ["smoothed EDF", "naive Bayes"]
+    np.testing.assert_array_equal(named.weights_.to_numpy(), avg.weights_.to_numpy())
+    np.testing.assert_array_equal(named.p_draws_, avg.p_draws_)
+    # anything but fitted models is a TypeError that says what was expected
+    for bad in (data.table, np.zeros(2), [1, 2], "EDF", [fits[0], None]):
+        with pytest.raises(TypeError, match="`models` must"):
+            model_average(bad)
+    with pytest.raises(TypeError, match="`model` must be a fitted bayesfair model"):
+        posterior_fairness(None)
     decisions = DirichletMultinomial(random_state=0).fit(data, target="decision")
     with pytest.raises(ValueError, match=r"same target, got \['decision', 'outcome'\]"):
         model_average([fits[0], decisions])

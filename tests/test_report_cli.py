@@ -12,7 +12,7 @@ import pytest
 
 from bayesfair import AuditData, run_audit
 from bayesfair.cli import main
-from bayesfair.report import Report, Table, Text
+from bayesfair.report import Report, Table, Text, scan_audit_data
 from bayesfair.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -582,6 +582,10 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
         add_bayesian_section(Report("t"), fits[0])
     with pytest.raises(TypeError, match=r"`models` entries \['b'\] are not bayesfair models"):
         add_bayesian_section(Report("t"), {"a": fits[0], "b": "HLR"})
+    with pytest.raises(TypeError, match=r"`models` must hold fitted bayesfair models only"):
+        add_bayesian_section(Report("t"), [fits[0], 2])  # was AttributeError: no 'name'
+    with pytest.raises(TypeError, match="`data` must be an AuditData"):
+        scan_audit_data(fits[0].design_)  # was AttributeError: no 'row_decision'
     with pytest.raises(ValueError, match="`mechanism` has 1 models, `models` 3"):
         add_bayesian_section(Report("t"), fits, mech[:1])
     with pytest.raises(ValueError, match="`mechanism` must name the same models"):

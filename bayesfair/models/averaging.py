@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,8 +22,8 @@ class ModelAverage(FairnessModel):
 
     Parameters
     ----------
-    models : list of FairnessModel
-        Two or more models fitted on the same table.
+    models : list of FairnessModel, or dict name -> FairnessModel
+        Two or more models fitted on the same table (a dict's names index the weights).
     method : {"bma", "stacking", "pseudo-bma", "bb-pseudo-bma"}
         See :func:`model_average`.
     draws : int, default 4000
@@ -55,7 +55,7 @@ class ModelAverage(FairnessModel):
 
     def __init__(
         self,
-        models: Sequence[FairnessModel],
+        models: Sequence[FairnessModel] | Mapping[str, FairnessModel],
         method: str = "bma",
         *,
         draws: int = 4000,
@@ -123,7 +123,21 @@ class ModelAverage(FairnessModel):
         -------
         self
         """
-        models = list(self.models)
+        given = self.models
+        if isinstance(given, Mapping):  # name -> model: the weights carry the names
+            names = [str(k) for k in given]
+            models = list(given.values())
+        elif isinstance(given, (str, pd.DataFrame, np.ndarray)) or not isinstance(given, Iterable):
+            raise TypeError(
+                "`models` must be a list of fitted bayesfair models (or a dict name -> model), "
+                f"got {type(given).__name__}"
+            )
+        else:
+            models = list(given)
+            names = None
+        bad = [type(m).__name__ for m in models if not isinstance(m, FairnessModel)]
+        if bad:
+            raise TypeError(f"`models` must hold fitted bayesfair models only, got {bad}")
         check_seed(self.random_state)
         if self.averaging not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.averaging!r}")
@@ -148,7 +162,7 @@ class ModelAverage(FairnessModel):
                     f"fitted on (target {d.target!r}): model averaging does not refit its "
                     "models; fit each model on the new data, or call fit() without data"
                 )
-        names = _unique_names(models)
+        names = names or _unique_names(models)
         self.comparison_ = None
         if self.averaging == "bma":
             # Foulds et al. Section 4: P(M_k | D) proportional to prod_(y,s) P(y | s, M_k) with
@@ -224,7 +238,9 @@ def _unique_names(models: Sequence[FairnessModel]) -> list[str]:
     return names
 
 
-def model_average(models: Sequence[FairnessModel], method: str = "bma", **kwargs) -> ModelAverage:
+def model_average(
+    models: Sequence[FairnessModel] | Mapping[str, FairnessModel], method: str = "bma", **kwargs
+) -> ModelAverage:
     """Average fitted models: ``"bma"`` (the paper's eq. 5 weights), ``"stacking"``,
     ``"pseudo-bma"`` or ``"bb-pseudo-bma"`` (LOO over intersections, through ArviZ).
 
@@ -242,8 +258,9 @@ def model_average(models: Sequence[FairnessModel], method: str = "bma", **kwargs
 
     Parameters
     ----------
-    models : list of FairnessModel
-        Two or more models fitted on the same table and target.
+    models : list of FairnessModel, or dict name -> FairnessModel
+        Two or more models fitted on the same table and target; a dict's names index
+        ``weights_`` (a list's models are named after their classes).
     method : {"bma", "stacking", "pseudo-bma", "bb-pseudo-bma"}, default "bma"
     **kwargs
         ``draws`` and ``random_state`` of :class:`ModelAverage`.

@@ -288,7 +288,7 @@ def posterior_fairness(
     ['epsilon', 'gamma']
     """
     for arg, m in (("model", model), ("mechanism", mechanism)):
-        if m is not None and not isinstance(m, FairnessModel):
+        if (m is not None or arg == "model") and not isinstance(m, FairnessModel):
             raise TypeError(
                 f"`{arg}` must be a fitted bayesfair model (DirichletMultinomial, ..., "
                 f"model_average), got {type(m).__name__}"

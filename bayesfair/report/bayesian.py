@@ -25,6 +25,9 @@ def _named(models, argument: str, names: list[str] | None = None) -> dict:
     if isinstance(models, Mapping):
         out = dict(models)
     elif isinstance(models, Sequence) and not isinstance(models, str):
+        bad = [type(m).__name__ for m in models if not isinstance(m, FairnessModel)]
+        if bad:
+            raise TypeError(f"`{argument}` must hold fitted bayesfair models only, got {bad}")
         if names is not None and len(models) != len(names):
             raise ValueError(f"`{argument}` has {len(models)} models, `models` {len(names)}")
         out = dict(zip(names or _unique_names(models), models, strict=True))

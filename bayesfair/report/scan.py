@@ -49,6 +49,8 @@ def scan_audit_data(
     >>> len(results)  # one scan per value of race (4), sex (2) and nationality (2)
     8
     """
+    if not isinstance(data, AuditData):
+        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
     if data.row_decision is None:
         raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
     attrs = list(data.protected) + [
