@@ -202,6 +202,13 @@ def check_same_index(**objects: object) -> None:
             )
 
 
+def check_instance(value: object, cls: type | tuple[type, ...], argument: str, what: str) -> None:
+    """Refuse anything but an instance of ``cls``, saying what ``argument`` must be
+    (``what``, e.g. "an AuditData") instead of failing later on a missing attribute."""
+    if not isinstance(value, cls):
+        raise TypeError(f"`{argument}` must be {what}, got {type(value).__name__}")
+
+
 def check_flag(value: object, argument: str) -> bool:
     """Validate a True/False switch (numpy's bool too): 'no' or None is not one."""
     if not isinstance(value, (bool, np.bool_)):

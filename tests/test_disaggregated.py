@@ -924,6 +924,11 @@ def test_callable_metric_and_auc_run():
     # nothing to draw is an error, not an empty chart; the default draws what there is
     with pytest.raises(ValueError, match=r"metric 'fpr' is not in this result; it has \['auc'"):
         res.plot("fpr")
+    # so are a table and a goodness-of-fit test of a metric the result lacks (the table
+    # was empty; the test failed on "operands could not be broadcast")
+    for method in (res.estimates, res.goodness_of_fit):
+        with pytest.raises(ValueError, match=r"metric 'fpr' is not in this result"):
+            method("fpr")
     with pytest.raises(ValueError, match=r"\['hierarchical'\] are not in this result"):
         res.plot("auc", estimators=("standard", "hierarchical"))
     assert [t.get_text() for t in res.plot("auc").get_legend().get_texts()] == ["standard"]

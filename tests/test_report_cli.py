@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair import AuditData, run_audit
+from bayesfair import AuditData, bias_amplification, empirical_fairness, run_audit
 from bayesfair.cli import main
 from bayesfair.report import Report, Table, Text, scan_audit_data
 from bayesfair.spec import load_spec
@@ -53,6 +53,42 @@ def test_per_group_section_keeps_every_protected_column():
     res = _disaggregated(data, False, 0, 10, "auto")
     assert sorted(res.table.group.unique()) == data.group_labels
     assert res.table.n.sum() == 3 * n * len(res.table.estimator.unique())
+
+
+def test_report_blocks_and_sections_refuse_what_they_cannot_show():
+    """A block or a section given the wrong kind of object says so when it is built (a
+    Table of None failed only when the report was written; the sections failed on a
+    missing attribute)."""
+    from matplotlib.figure import Figure as MplFigure
+
+    from bayesfair.report import (
+        Figure,
+        add_disaggregated_section,
+        add_frequentist_section,
+        add_scan_section,
+    )
+
+    df = pd.DataFrame({"a": list("xxyy"), "y": [0, 1, 1, 0], "d": [0, 1, 0, 0]})
+    data = AuditData(df, "a", "y", decision="d")
+    with pytest.raises(TypeError, match="`frame` must be a pandas DataFrame, got NoneType"):
+        Table(None)
+    assert list(Table(df["a"]).frame.columns) == ["a"]  # a Series is a one-column table
+    with pytest.raises(TypeError, match="`figure` must be a matplotlib Figure"):
+        Figure("plot.png")
+    Figure(MplFigure())
+    for call in (
+        lambda: add_disaggregated_section(Report("t"), data),
+        lambda: add_frequentist_section(Report("t"), df),
+        lambda: add_scan_section(Report("t"), [data]),
+        lambda: add_scan_section(Report("t"), None),
+        lambda: add_disaggregated_section("t", data),
+    ):
+        with pytest.raises(
+            TypeError, match=r"must be (a|an) (DisaggregatedResult|AuditData|list|Report)"
+        ):
+            call()
+    with pytest.raises(TypeError, match="`data` must be a FairnessEstimate"):
+        bias_amplification(empirical_fairness(data), df)
 
 
 def test_user_strings_are_escaped(tmp_path):

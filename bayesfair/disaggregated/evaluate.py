@@ -127,6 +127,13 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
             )
         return pd.DataFrame(rows)
 
+    def _rows(self, metric: str) -> pd.DataFrame:
+        """The table's rows of ``metric``; a metric the result lacks is a ValueError."""
+        have = list(pd.unique(self.table["metric"]))
+        if not isinstance(metric, str) or metric not in have:
+            raise ValueError(f"metric {metric!r} is not in this result; it has {have}")
+        return self.table[self.table["metric"] == metric]
+
     def estimates(self, metric: str) -> pd.DataFrame:
         """Wide table of one metric: a column per estimator.
 
@@ -140,7 +147,7 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         pandas.DataFrame
             One row per group (``group``, ``n``), one column per estimator.
         """
-        t = self.table[self.table["metric"] == metric]
+        t = self._rows(metric)
         wide = t.pivot(index=["group", "n"], columns="estimator", values="estimate")
         order = pd.MultiIndex.from_frame(t[["group", "n"]].drop_duplicates())
         wide = wide.reindex(index=order, columns=pd.unique(t["estimator"]))
@@ -169,7 +176,8 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
             As :func:`~bayesfair.disaggregated.goodness_of_fit`, with a ``metric`` column.
         """
         gd = self.grouped
-        t = self.table[(self.table["metric"] == metric) & (self.table["estimator"] == "standard")]
+        t = self._rows(metric)
+        t = t[t["estimator"] == "standard"]
         s = t["estimate"].to_numpy(float)
         expl = group_features(
             gd, identity=False, attributes=False, explanatory=explanatory, outcome_rates=True
@@ -240,10 +248,7 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
 
         if labels not in ("size", "group"):
             raise ValueError(f"`labels` must be 'size' or 'group', got {labels!r}")
-        t = self.table[self.table["metric"] == metric]
-        if t.empty:
-            have = list(pd.unique(self.table["metric"]))
-            raise ValueError(f"metric {metric!r} is not in this result; it has {have}")
+        t = self._rows(metric)
         have = list(pd.unique(t["estimator"]))
         if estimators is None:
             estimators = [e for e in ("standard", "hierarchical") if e in have] or have

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import check_flag, check_real
+from .._validation import check_flag, check_instance, check_real
 from ..data import AuditData
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 
@@ -203,6 +203,8 @@ def bias_amplification(mechanism: FairnessEstimate, data: FairnessEstimate) -> p
     >>> list(amp["metric"])
     ['epsilon-DF', 'gamma-SF']
     """
+    for arg, value in (("mechanism", mechanism), ("data", data)):
+        check_instance(value, FairnessEstimate, arg, "a FairnessEstimate (empirical_fairness)")
     if (mechanism.method, mechanism.alpha) != (data.method, data.alpha):
         raise ValueError(
             f"estimates use different methods ({mechanism.method} vs {data.method}); "

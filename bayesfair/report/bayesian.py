@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from .._validation import check_instance
 from ..models import (
     FairnessModel,
     HierarchicalLogisticRegression,
@@ -80,6 +81,7 @@ def add_bayesian_section(
     >>> [s.title for s in rep.sections]  # doctest: +ELLIPSIS
     ['Bayesian ...']
     """
+    check_instance(report, Report, "report", "a Report")
     models = _named(models, "models")
     if not models:
         raise ValueError("`models` must name at least one fitted model")

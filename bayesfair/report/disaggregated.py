@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from .._validation import check_instance
 from ..disaggregated import DisaggregatedResult
 from .html import Figure, Report, Table, Text, whole_numbers
 
@@ -75,6 +76,8 @@ def add_disaggregated_section(
     >>> [s.title for s in add_disaggregated_section(Report("audit"), ev).sections]
     ['Per-group estimates for small groups (disaggregated evaluation)']
     """
+    check_instance(report, Report, "report", "a Report")
+    check_instance(result, DisaggregatedResult, "result", "a DisaggregatedResult")
     sec = report.section("Per-group estimates for small groups (disaggregated evaluation)")
     have = [e for e in compare if e in set(result.table["estimator"])]
     sec.add(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from .._validation import check_instance
 from ..data import AuditData
 from ..frequentist import intersectional_permutation_test, permutation_test
 from .html import Report, Table, Text
@@ -129,6 +130,8 @@ def add_frequentist_section(
     >>> [s.title for s in rep.sections]
     ['Frequentist companions: permutation tests']
     """
+    check_instance(report, Report, "report", "a Report")
+    check_instance(data, AuditData, "data", "an AuditData")
     rows = []
     for metric in metrics:
         for by in [[a] for a in data.protected] + (

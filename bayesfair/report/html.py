@@ -91,6 +91,12 @@ class Table:
     float_format: str = "{:.4g}"
     max_rows: int = 200
 
+    def __post_init__(self) -> None:
+        if isinstance(self.frame, pd.Series):
+            self.frame = self.frame.to_frame()
+        if not isinstance(self.frame, pd.DataFrame):
+            raise TypeError(f"`frame` must be a pandas DataFrame, got {type(self.frame).__name__}")
+
     @property
     def shown(self) -> pd.DataFrame:
         """``frame`` with a meaningful index moved into columns."""
@@ -161,6 +167,12 @@ class Figure:
     figure: _MplFigure
     caption: str | None = None
     dpi: int = 110
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.figure, _MplFigure):
+            raise TypeError(
+                f"`figure` must be a matplotlib Figure, got {type(self.figure).__name__}"
+            )
 
     def to_html(self) -> str:
         """The figure as an embedded PNG.

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from .._validation import check_instance
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
 from .html import Figure, Report, Table, Text
@@ -49,8 +50,7 @@ def scan_audit_data(
     >>> len(results)  # one scan per value of race (4), sex (2) and nationality (2)
     8
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    check_instance(data, AuditData, "data", "an AuditData")
     if data.row_decision is None:
         raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
     attrs = list(data.protected) + [
@@ -109,6 +109,11 @@ def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
     >>> [s.title for s in rep.sections]
     ['Subgroup scan (Conditional Bias Scan)']
     """
+    check_instance(report, Report, "report", "a Report")
+    if isinstance(results, CBSResult):
+        results = [results]
+    for r in results if isinstance(results, Sequence) else [results]:
+        check_instance(r, CBSResult, "results", "a list of CBSResult (conditional_bias_scan)")
     sec = report.section("Subgroup scan (Conditional Bias Scan)")
     if not results:
         sec.add(Text("No scan was run (it needs a decision and at least two attributes)."))
