@@ -209,6 +209,21 @@ def check_instance(value: object, cls: type | tuple[type, ...], argument: str, w
         raise TypeError(f"`{argument}` must be {what}, got {type(value).__name__}")
 
 
+def check_axes(ax: object, argument: str = "ax", count: int = 1) -> None:
+    """Refuse an ``ax`` (or, with ``count`` > 1, a sequence of that many) that is not a
+    matplotlib Axes, before anything is drawn."""
+    from matplotlib.axes import Axes
+
+    if ax is None:
+        return
+    if count == 1:
+        check_instance(ax, Axes, argument, "a matplotlib Axes")
+        return
+    axes = list(np.ravel(np.asarray(ax, dtype=object)))
+    if len(axes) != count or not all(isinstance(a, Axes) for a in axes):
+        raise TypeError(f"`{argument}` must be {count} matplotlib Axes, got {ax!r}")
+
+
 def check_flag(value: object, argument: str) -> bool:
     """Validate a True/False switch (numpy's bool too): 'no' or None is not one."""
     if not isinstance(value, (bool, np.bool_)):

@@ -21,6 +21,7 @@ from ._validation import (
     check_group_values,
     check_no_missing_groups,
     check_probability,
+    check_real,
     check_scalar_probability,
     intersection_labels,
     require_columns,
@@ -425,10 +426,7 @@ class AuditData:
         numpy.ndarray
             Rows sum to 1 (NaN rows for empty groups when ``alpha = 0``).
         """
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-            raise TypeError(f"`alpha` must be a non-negative number, got {alpha!r}")
-        if not alpha >= 0:
-            raise ValueError(f"`alpha` must be non-negative, got {alpha}")
+        alpha = check_real(alpha, "alpha", "non-negative")
         c = self.counts(target, by).astype(np.float64)
         num = c + alpha
         den = num.sum(axis=-1, keepdims=True)

@@ -98,6 +98,9 @@ def test_counts_and_probabilities_shapes():
     assert c.sum() == 500
     p = data.probabilities(alpha=2.0)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    # an infinite prior weight has no smoothed EDF (every row was NaN)
+    with pytest.raises(ValueError, match="`alpha` must be a finite non-negative number"):
+        data.probabilities(alpha=np.inf)
 
 
 # ---------------------------------------------------------------- bad input

@@ -932,6 +932,17 @@ def test_callable_metric_and_auc_run():
     with pytest.raises(ValueError, match=r"\['hierarchical'\] are not in this result"):
         res.plot("auc", estimators=("standard", "hierarchical"))
     assert [t.get_text() for t in res.plot("auc").get_legend().get_texts()] == ["standard"]
+    # truth maps group labels to values: it is drawn where it names a group; one that names
+    # none (a list, or a Series with row numbers) was drawn as nothing, with no word said
+    groups = list(res.estimates("auc")["group"])
+    drawn = res.plot("auc", truth={groups[0]: 0.7, "no such group": 0.1})
+    assert drawn.collections[-1].get_offsets().shape[0] == len(groups)
+    with pytest.raises(ValueError, match="`truth` names none of the result's groups"):
+        res.plot("auc", truth=pd.Series([0.5] * len(groups)))
+    with pytest.raises(TypeError, match="`truth` must map group labels"):
+        res.plot("auc", truth=[0.5] * len(groups))
+    with pytest.raises(TypeError, match="`ax` must be a matplotlib Axes"):
+        res.plot("auc", ax="x")
 
     def broken(y, d, s):
         return y  # an array, not a number

@@ -71,6 +71,15 @@ def test_learning_curves_recover_group_noise():
     mc = res.mean_curves()
     assert (mc.iloc[0] > mc.iloc[-1]).all()  # more data, less loss
     res.plot()
+    assert res.plot(extrapolate_to=5000).get_lines()[1].get_xdata().max() == pytest.approx(5000)
+    # a size the curves cannot reach, or something to draw into that is no Axes, is
+    # refused before drawing (-5 and NaN drew no fitted curve, 0 the default one, "x" failed
+    # in numpy)
+    for bad in (-5, 0, np.nan):
+        with pytest.raises(ValueError, match="`extrapolate_to` must be a finite positive"):
+            res.plot(extrapolate_to=bad)
+    with pytest.raises(TypeError, match="`ax` must be a matplotlib Axes, got str"):
+        res.plot(ax="x")
     assert res.summary() is res.fits  # a result object with a summary, as every test's
     with pytest.raises(ValueError, match="exceeds"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:100], sizes=[500])

@@ -495,6 +495,8 @@ def test_cbs_permutation_pvalue_is_backend_independent():
     np.testing.assert_array_equal(r1.null_scores, r2.null_scores)
     assert r1.pvalue == r2.pvalue == pytest.approx(1 / 33)
     assert r1.plot() is not None
+    with pytest.raises(TypeError, match="`ax` must be a matplotlib Axes, got int"):
+        r1.plot(ax=3)
 
 
 def test_cbs_custom_ihat_model():
@@ -662,6 +664,8 @@ def test_posterior_bias_scan_small():
     assert "coef" in res.idata.posterior
     assert res.summary().shape[0] == 1
     res.plot()
+    with pytest.raises(TypeError, match="`axes` must be 2 matplotlib Axes"):
+        res.plot(axes=res.plot()[0])
     # without `attributes`: every categorical column but the roles and the protected
     # column, as conditional_bias_scan (it used to refuse); race is dropped here so that
     # the default is the covariates

@@ -16,6 +16,7 @@ from .. import _arviz
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
+    check_axes,
     check_count,
     check_flag,
     check_open_probability,
@@ -257,6 +258,20 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
             raise ValueError(f"estimator(s) {missing} are not in this result; it has {have}")
         if max_groups is not None:
             check_count(max_groups, "max_groups")
+        check_axes(ax)
+        if truth is not None:
+            if not isinstance(truth, (Mapping, pd.Series)):
+                raise TypeError(
+                    "`truth` must map group labels to true values (a dict or a Series "
+                    f"indexed by group), got {type(truth).__name__}"
+                )
+            truth = pd.Series(truth, dtype=float)
+            named = pd.unique(t["group"])
+            if not truth.index.isin(named).any():
+                raise ValueError(
+                    f"`truth` names none of the result's groups (it has {list(truth.index)[:3]}"
+                    f"{' ...' if len(truth) > 3 else ''}; the groups are like {list(named)[:3]})"
+                )
         groups = t.drop_duplicates("group").sort_values("n", kind="stable")
         n_all = len(groups)
         groups = groups.iloc[: max_groups or n_all]
@@ -274,7 +289,7 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
             ax.vlines(x[fin], lo[fin], hi[fin], color=f"C{j}", lw=1)
             ax.plot(x, y, "o", ms=3, color=f"C{j}", label=est)
         if truth is not None:
-            tv = groups["group"].map(pd.Series(truth))
+            tv = groups["group"].map(truth)
             ax.scatter(
                 groups["group"].map(order),
                 tv,

@@ -16,10 +16,12 @@ from .._parallel import chunked_resamples
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
+    check_axes,
     check_count,
     check_no_missing_groups,
     check_open_probability,
     check_random_state,
+    check_real,
     check_same_index,
 )
 
@@ -208,10 +210,14 @@ class LearningCurveResult:  # numpydoc ignore=PR01
         """
         import matplotlib.pyplot as plt
 
+        check_axes(ax)
+        mc = self.mean_curves()
+        if extrapolate_to is None:
+            top = mc.index.max() * 4
+        else:
+            top = check_real(extrapolate_to, "extrapolate_to", "positive")
         if ax is None:
             _, ax = plt.subplots(figsize=(5.5, 3.5))
-        mc = self.mean_curves()
-        top = extrapolate_to or mc.index.max() * 4
         grid = np.geomspace(mc.index.min(), top, 100)
         for j, g in enumerate(mc.columns):
             ax.plot(mc.index, mc[g], "o", color=f"C{j}", label=f"group {g}")

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
-from .._validation import SeedLike, check_count, check_random_state, check_real
+from .._validation import SeedLike, check_axes, check_count, check_random_state, check_real
 from .cbs import (
     CBSResult,
     _fit_weighted,
@@ -118,6 +118,7 @@ class PosteriorScanResult:  # numpydoc ignore=PR01
         """
         import matplotlib.pyplot as plt
 
+        check_axes(axes, "axes", count=2)
         if axes is None:
             _, axes = plt.subplots(1, 2, figsize=(10, 3.2))
         ax0, ax1 = axes

@@ -33,6 +33,7 @@ from .._parallel import chunked_resamples
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
+    check_axes,
     check_binary,
     check_count,
     check_no_missing_groups,
@@ -374,6 +375,7 @@ class CBSResult:  # numpydoc ignore=PR01
         """
         import matplotlib.pyplot as plt
 
+        check_axes(ax)
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3))
         if len(self.null_scores):
