@@ -89,10 +89,14 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             raise ValueError(
                 f"{path}: [study] name must be one of {STUDIES}, got {study.get('name')!r}"
             )
+        columns = dict(raw.get("columns", {}))
+        if data or columns:
+            _check_study_population(path, study["name"], data, columns)
         audit = raw.get("audit", {})
         return AuditSpec(
             name=str(audit.get("name", path.stem)),
             data=data,
+            columns=columns,
             published=raw.get("published", []),
             path=path,
             study=study,
@@ -128,6 +132,28 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
     )
 
 
+def _check_study_population(path: Path, name: str, data: dict, columns: dict) -> None:
+    """A study's own population: only the Herlihy simulation takes one, from a CSV file
+    whose rows are the population with known truth."""
+    if name != "herlihy-simulation":
+        raise ValueError(
+            f"{path}: [data] and [columns] of a study are read only by 'herlihy-simulation' (a "
+            f"population of your own); {name!r} runs on its paper's data"
+        )
+    if data.get("dataset") != "csv" or "path" not in data:
+        raise ValueError(f"{path}: the simulation's population needs [data] dataset = 'csv', path")
+    allowed = {"protected", "outcome", "decision", "score"}
+    bad = set(columns) - allowed
+    if bad:
+        raise ValueError(
+            f"{path}: the simulation's [columns] take {sorted(allowed)}, got {sorted(bad)} "
+            "(recode the outcome and decision as 0/1 in the file)"
+        )
+    missing = {"protected", "outcome"} - set(columns)
+    if missing:
+        raise ValueError(f"{path}: the simulation's population needs [columns] {sorted(missing)}")
+
+
 def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small: bool = False):
     """Run the reproduction a spec's ``[study]`` names; returns a DataFrame.
 
@@ -140,14 +166,34 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
     if st["name"] == "herlihy-simulation":
         from .replication import herlihy
 
+        own = {}
+        metrics = list(herlihy.METRICS)
+        if spec.data:  # a population of one's own (checked by load_spec)
+            cols = spec.columns
+            base = spec.path.parent if spec.path else Path.cwd()
+            own = dict(
+                pop_truth=pd.read_csv(base / spec.data["path"]),
+                sensitive_features=cols["protected"],
+                y_true=cols["outcome"],
+                y_pred=cols.get("decision"),
+                y_score=cols.get("score"),
+            )
+            if own["y_score"] is None:
+                metrics.remove("auc")
+            if own["y_pred"] is None:
+                metrics = [m for m in metrics if m == "auc"]
+            if not metrics:
+                raise ValueError(f"{spec.path}: the population needs a decision or a score column")
         sim = herlihy.simulate(
             2 if small else int(st.get("draws", 20)),
-            metrics=("selection_rate", "fpr") if small else herlihy.METRICS,
+            metrics=metrics[:2] if small else metrics,
+            n_eval=int(st.get("n_eval", 5000)),
             hb_draws=100 if small else int(inf.get("draws", 500)),
             hb_chains=2 if small else int(inf.get("chains", 2)),
             n_bootstrap=50 if small else int(st.get("bootstrap", 500)),
             data_home=data_home,
             random_state=int(st.get("seed", 1)),
+            **own,
         )
         mae, cov = herlihy.summarise(sim)
         cov95 = cov[cov["level"] == 0.95].drop(columns=["level", "n"])

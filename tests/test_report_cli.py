@@ -350,6 +350,45 @@ def test_every_study_spec_in_models_runs_small(spec, data_home, tmp_path, capsys
     assert load_spec(spec).name in capsys.readouterr().out
 
 
+@pytest.mark.filterwarnings("ignore::bayesfair.SamplerWarning")  # --small: 100 NUTS draws
+def test_simulation_spec_runs_on_a_population_of_ones_own(tmp_path, capsys):
+    """A herlihy-simulation spec with [data] csv and [columns] simulates on that file's
+    population (no AUC without a score); a population for another study, or an outcome
+    that is not 0/1, is refused by name."""
+    rng = np.random.default_rng(5)
+    n = 4000
+    pop = pd.DataFrame(
+        {
+            "region": rng.choice(list("NSEW"), n, p=[0.5, 0.3, 0.15, 0.05]),
+            "sex": rng.choice(["f", "m"], n),
+        }
+    )
+    pop["label"] = (rng.random(n) < np.where(pop.region == "W", 0.6, 0.3)).astype(int)
+    pop["pred"] = (rng.random(n) < 0.2 + 0.5 * pop["label"]).astype(int)
+    pop.to_csv(tmp_path / "pop.csv", index=False)
+    spec = tmp_path / "sim.toml"
+    head = '[study]\nname = "herlihy-simulation"\ndraws = 2\nn_eval = 800\n'
+    body = '[data]\ndataset = "csv"\npath = "pop.csv"\n[columns]\nprotected = ["region", "sex"]\n'
+    spec.write_text(head + body + 'outcome = "label"\ndecision = "pred"\n')
+    csv = tmp_path / "t.csv"
+    assert main(["reproduce", str(spec), "--small", "--csv", str(csv)]) == 0
+    table = pd.read_csv(csv)
+    assert set(table.metric) == {"selection_rate", "fpr"}
+    assert {"standard", "james_stein", "empirical_bayes"} <= set(table.estimator)
+    assert table["all"].notna().all()
+    for text, match in [
+        (
+            head.replace("herlihy-simulation", "foulds-table2") + body + 'outcome = "label"\n',
+            "only by",
+        ),
+        (head + body + 'outcome = "label"\npos_label = "yes"\n', "recode the outcome"),
+        (head + '[data]\ndataset = "adult"\n', "dataset = 'csv'"),
+    ]:
+        spec.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            load_spec(spec)
+
+
 def test_reproduce_refuses_audit_specs(capsys):
     assert main(["reproduce", str(AUDIT_SPECS[0])]) == 2
     assert "no [study]" in capsys.readouterr().err
