@@ -24,6 +24,22 @@ STUDIES = (
     "boxer-table4",
     "herlihy-simulation",
 )
+#: The [study] keys each study reads (besides ``name``); others are refused, not ignored.
+_STUDY_KEYS = {
+    "foulds-table2": {"dataset", "seed"},
+    "foulds-table3": {"dataset", "replicates", "seed"},
+    "foulds-compas-case": {"seed"},
+    "foulds-calibration": {"replicates", "n_rows", "seed"},
+    "boxer-table4": {"restarts", "penalty", "permutations", "n_jobs", "seed"},
+    "herlihy-simulation": {"draws", "n_eval", "bootstrap", "seed"},
+}
+_INFERENCE_KEYS = {"draws", "chains", "dnn", "dnn_iterations"}
+_METRICS_KEYS = {"alpha"}
+_DATA_KEYS = {
+    "compas": {"dataset", "coding"},
+    "adult": {"dataset", "split"},
+    "csv": {"dataset", "path"},
+}
 _COLUMN_KEYS = {"protected", "outcome", "score", "decision", "threshold", "covariates", "pos_label"}
 _DATASETS = ("compas", "adult", "csv")
 
@@ -89,6 +105,8 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             raise ValueError(
                 f"{path}: [study] name must be one of {STUDIES}, got {study.get('name')!r}"
             )
+        _check_keys(path, "study", set(study) - {"name"}, _STUDY_KEYS[study["name"]])
+        _check_keys(path, "inference", set(raw.get("inference", {})), _INFERENCE_KEYS)
         columns = dict(raw.get("columns", {}))
         if data or columns:
             _check_study_population(path, study["name"], data, columns)
@@ -107,11 +125,11 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             f"{path}: [data] dataset must be one of {_DATASETS}, got {data.get('dataset')!r}"
         )
     columns = dict(raw.get("columns", {}))
-    bad = set(columns) - _COLUMN_KEYS
-    if bad:
-        raise ValueError(
-            f"{path}: unknown [columns] key(s) {sorted(bad)}; allowed {sorted(_COLUMN_KEYS)}"
-        )
+    _check_keys(path, "columns", set(columns), _COLUMN_KEYS)
+    _check_keys(path, "data", set(data), _DATA_KEYS[data["dataset"]])
+    _check_keys(path, "metrics", set(raw.get("metrics", {})), _METRICS_KEYS)
+    if "inference" in raw:
+        raise ValueError(f"{path}: [inference] is read by [study] specs only")
     if data["dataset"] == "csv":
         if "path" not in data:
             raise ValueError(f"{path}: [data] dataset = 'csv' needs a path")
@@ -130,6 +148,15 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
         published=published,
         path=path,
     )
+
+
+def _check_keys(path: Path, section: str, keys: set, allowed: set) -> None:
+    """A misspelt key would silently leave its default in force: refuse it."""
+    bad = keys - allowed
+    if bad:
+        raise ValueError(
+            f"{path}: unknown [{section}] key(s) {sorted(bad)}; allowed {sorted(allowed)}"
+        )
 
 
 def _check_study_population(path: Path, name: str, data: dict, columns: dict) -> None:

@@ -408,6 +408,17 @@ def test_spec_validation(tmp_path):
     p.write_text("[data\n")
     with pytest.raises(ValueError, match="not valid TOML"):
         load_spec(p)
+    # a misspelt key would leave its default in force without a word: each is refused
+    for text, match in [
+        ('[data]\ndataset = "adult"\nsplits = "test"\n', r"unknown \[data\] key\(s\) \['splits'\]"),
+        ('[data]\ndataset = "compas"\n[metrics]\nalfa = 2\n', r"\[metrics\] key\(s\) \['alfa'\]"),
+        ('[study]\nname = "boxer-table4"\nrestart = 5\n', r"\[study\] key\(s\) \['restart'\]"),
+        ('[study]\nname = "foulds-table2"\n[inference]\nchain = 2\n', r"\['chain'\]"),
+        ('[data]\ndataset = "compas"\n[inference]\ndraws = 9\n', "read by \\[study\\] specs only"),
+    ]:
+        p.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            load_spec(p)
 
 
 @pytest.mark.slow
