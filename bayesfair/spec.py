@@ -107,6 +107,16 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             )
         _check_keys(path, "study", set(study) - {"name"}, _STUDY_KEYS[study["name"]])
         _check_keys(path, "inference", set(raw.get("inference", {})), _INFERENCE_KEYS)
+        _check_values(path, "study", study)
+        if study["name"] in ("foulds-table2", "foulds-table3") and study.get("dataset") not in (
+            "adult",
+            "compas",
+        ):
+            raise ValueError(
+                f"{path}: [study] {study['name']} needs dataset = 'adult' or 'compas', "
+                f"got {study.get('dataset')!r}"
+            )
+        _check_values(path, "inference", dict(raw.get("inference", {})))
         columns = dict(raw.get("columns", {}))
         if data or columns:
             _check_study_population(path, study["name"], data, columns)
@@ -128,6 +138,7 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
     _check_keys(path, "columns", set(columns), _COLUMN_KEYS)
     _check_keys(path, "data", set(data), _DATA_KEYS[data["dataset"]])
     _check_keys(path, "metrics", set(raw.get("metrics", {})), _METRICS_KEYS)
+    _check_values(path, "metrics", dict(raw.get("metrics", {})))
     if "inference" in raw:
         raise ValueError(f"{path}: [inference] is read by [study] specs only")
     if data["dataset"] == "csv":
@@ -148,6 +159,32 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
         published=published,
         path=path,
     )
+
+
+#: The type of every numeric or switch key of [study], [inference] and [metrics].
+_KEY_TYPES = {
+    "float": {"penalty", "alpha"},
+    "bool": {"dnn"},
+    "str": {"dataset"},
+}
+
+
+def _check_values(path: Path, section: str, values: dict) -> None:
+    """Refuse a value of the wrong type (draws = 2.5 ran 2 draws, dnn = "false" fitted the
+    network) before anything runs; every key not listed in _KEY_TYPES is a whole number."""
+    for key, v in values.items():
+        if key == "name":
+            continue
+        if key in _KEY_TYPES["float"]:
+            ok, what = isinstance(v, (int, float)) and not isinstance(v, bool), "a number"
+        elif key in _KEY_TYPES["bool"]:
+            ok, what = isinstance(v, bool), "true or false"
+        elif key in _KEY_TYPES["str"]:
+            ok, what = isinstance(v, str), "a string"
+        else:
+            ok, what = isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number"
+        if not ok:
+            raise ValueError(f"{path}: [{section}] {key} must be {what}, got {v!r}")
 
 
 def _check_keys(path: Path, section: str, keys: set, allowed: set) -> None:

@@ -378,7 +378,7 @@ def test_simulation_spec_runs_on_a_population_of_ones_own(tmp_path, capsys):
     assert table["all"].notna().all()
     for text, match in [
         (
-            head.replace("herlihy-simulation", "foulds-table2") + body + 'outcome = "label"\n',
+            '[study]\nname = "foulds-table2"\ndataset = "adult"\n' + body + 'outcome = "y"\n',
             "only by",
         ),
         (head + body + 'outcome = "label"\npos_label = "yes"\n', "recode the outcome"),
@@ -415,6 +415,14 @@ def test_spec_validation(tmp_path):
         ('[study]\nname = "boxer-table4"\nrestart = 5\n', r"\[study\] key\(s\) \['restart'\]"),
         ('[study]\nname = "foulds-table2"\n[inference]\nchain = 2\n', r"\['chain'\]"),
         ('[data]\ndataset = "compas"\n[inference]\ndraws = 9\n', "read by \\[study\\] specs only"),
+        # ... and so is a value of the wrong type (2.5 draws ran 2; "false" fitted the network)
+        ('[study]\nname = "foulds-table2"\ndataset = "adult"\n[inference]\ndraws = 2.5\n', "whole"),
+        (
+            '[study]\nname = "foulds-table2"\ndataset = "adult"\n[inference]\ndnn = "false"\n',
+            "true",
+        ),
+        ('[study]\nname = "boxer-table4"\npenalty = "1"\n', r"penalty must be a number"),
+        ('[study]\nname = "foulds-table3"\n', "needs dataset = 'adult' or 'compas', got None"),
     ]:
         p.write_text(text)
         with pytest.raises(ValueError, match=match):
