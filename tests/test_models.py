@@ -752,8 +752,8 @@ def _pymc_laplace(fit, sigma2: float) -> tuple[float, np.ndarray]:
         return RaveledVars(out, obj.info)
 
     def cost(x):
-        v = full(x)
-        return -float(obj.logp(v)), -np.asarray(obj.dlogp(v), float)[free]
+        lp, grad = obj.logp_dlogp(full(x))
+        return -float(lp), -np.asarray(grad, float)[free]
 
     res = minimize(
         cost,
@@ -1010,6 +1010,18 @@ def test_cached_map_equals_find_map_for_each_data_set():
             np.testing.assert_allclose(fit.p_point_, np.asarray(ref["p"]), atol=1e-5)
             if M is HierarchicalLogisticRegression:
                 np.testing.assert_allclose(fit.sigma2_point_, float(ref["sigma2"]), atol=1e-5)
+    # the objective's one compiled call gives PyMC's own log density and gradient (raveled in
+    # the start point's order) at a random point, also for the network's many variables
+    from pymc.blocking import DictToArrayBijection, RaveledVars
+
+    for fit in (fit, NeuralNetwork(method="map", random_state=0).fit(data)):
+        obj = fit._map_objective()
+        x = RaveledVars(obj.x0 + np.random.default_rng(0).normal(0, 0.3, obj.x0.shape), obj.info)
+        lp, grad = obj.logp_dlogp(x)
+        logp = DictToArrayBijection.mapf(obj.model.compile_logp(jacobian=False), obj.start)
+        dlogp = DictToArrayBijection.mapf(obj.model.compile_dlogp(jacobian=False), obj.start)
+        np.testing.assert_allclose(lp, logp(x), rtol=1e-12)
+        np.testing.assert_allclose(grad, dlogp(x), rtol=1e-10, atol=1e-12)
 
 
 def _unravel(vector: np.ndarray, names: list[str], shapes: list[tuple]) -> dict:

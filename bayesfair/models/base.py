@@ -41,8 +41,18 @@ class _MapObjective:
         self.start = model.initial_point()
         raveled = DictToArrayBijection.map(self.start)
         self.x0, self.info = raveled.data, raveled.point_map_info
-        self.logp = DictToArrayBijection.mapf(model.compile_logp(jacobian=False), self.start)
-        self.dlogp = DictToArrayBijection.mapf(model.compile_dlogp(jacobian=False), self.start)
+        # the log density and its gradient (raveled in the start point's order) by one
+        # compiled call: an optimiser asks for both at every step
+        import pytensor
+        import pytensor.tensor as pt
+
+        values = {v.name: v for v in model.value_vars}
+        wrt = [values[name] for name, *_ in self.info]
+        logp = model.logp(jacobian=False)
+        grad = pt.concatenate([g.ravel() for g in pytensor.grad(logp, wrt)])
+        self.logp_dlogp = DictToArrayBijection.mapf(
+            model.compile_fn([logp, grad], inputs=wrt, on_unused_input="ignore"), self.start
+        )
         # ``p`` as a graph of the value variables (model["p"] itself would draw its
         # random inputs); unobserved_value_vars rewrites deterministics that way
         p_graph = next(v for v in model.unobserved_value_vars if v.name == "p")
@@ -68,8 +78,8 @@ class _MapObjective:
         info = self.info
 
         def cost(x):
-            v = RaveledVars(x, info)
-            return -float(self.logp(v)), -np.asarray(self.dlogp(v), dtype=float)
+            lp, grad = self.logp_dlogp(RaveledVars(x, info))
+            return -float(lp), -np.asarray(grad, dtype=float)
 
         starts = [self.x0.copy()]
         if restarts:
