@@ -1014,8 +1014,8 @@ def test_cached_map_equals_find_map_for_each_data_set():
     # the start point's order) at a random point, also for the network's many variables
     from pymc.blocking import DictToArrayBijection, RaveledVars
 
-    for fit in (fit, NeuralNetwork(method="map", random_state=0).fit(data)):
-        obj = fit._map_objective()
+    for model in (fit, NeuralNetwork(method="map", random_state=0).fit(data)):
+        obj = model._map_objective()
         x = RaveledVars(obj.x0 + np.random.default_rng(0).normal(0, 0.3, obj.x0.shape), obj.info)
         lp, grad = obj.logp_dlogp(x)
         logp = DictToArrayBijection.mapf(obj.model.compile_logp(jacobian=False), obj.start)
