@@ -71,6 +71,11 @@ class AuditSpec:
     study: dict[str, Any] = field(default_factory=dict)
     inference: dict[str, Any] = field(default_factory=dict)
 
+    def csv_frame(self) -> pd.DataFrame:
+        """The CSV file a ``dataset = "csv"`` spec names (its path relative to the spec)."""
+        base = self.path.parent if self.path else Path.cwd()
+        return pd.read_csv(base / self.data["path"])
+
     def audit_data(self, data_home: str | os.PathLike | None = None) -> AuditData:
         """Load the data the spec names and apply its column roles."""
         kind = self.data.get("dataset")
@@ -79,9 +84,7 @@ class AuditSpec:
         elif kind == "adult":
             ds = load_adult(self.data.get("split", "train"), data_home=data_home)
         else:
-            base = self.path.parent if self.path else Path.cwd()
-            frame = pd.read_csv(base / self.data["path"])
-            return AuditData(frame, **self.columns)
+            return AuditData(self.csv_frame(), **self.columns)
         return ds.audit_data(**self.columns)
 
 
@@ -105,9 +108,11 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             raise ValueError(
                 f"{path}: [study] name must be one of {STUDIES}, got {study.get('name')!r}"
             )
+        inference = dict(raw.get("inference", {}))
         _check_keys(path, "study", set(study) - {"name"}, _STUDY_KEYS[study["name"]])
-        _check_keys(path, "inference", set(raw.get("inference", {})), _INFERENCE_KEYS)
+        _check_keys(path, "inference", set(inference), _INFERENCE_KEYS)
         _check_values(path, "study", study)
+        _check_values(path, "inference", inference)
         if study["name"] in ("foulds-table2", "foulds-table3") and study.get("dataset") not in (
             "adult",
             "compas",
@@ -116,7 +121,6 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
                 f"{path}: [study] {study['name']} needs dataset = 'adult' or 'compas', "
                 f"got {study.get('dataset')!r}"
             )
-        _check_values(path, "inference", dict(raw.get("inference", {})))
         columns = dict(raw.get("columns", {}))
         if data or columns:
             _check_study_population(path, study["name"], data, columns)
@@ -128,7 +132,7 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             published=raw.get("published", []),
             path=path,
             study=study,
-            inference=dict(raw.get("inference", {})),
+            inference=inference,
         )
     if data.get("dataset") not in _DATASETS:
         raise ValueError(
@@ -234,9 +238,8 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
         metrics = list(herlihy.METRICS)
         if spec.data:  # a population of one's own (checked by load_spec)
             cols = spec.columns
-            base = spec.path.parent if spec.path else Path.cwd()
             own = dict(
-                pop_truth=pd.read_csv(base / spec.data["path"]),
+                pop_truth=spec.csv_frame(),
                 sensitive_features=cols["protected"],
                 y_true=cols["outcome"],
                 y_pred=cols.get("decision"),
