@@ -637,6 +637,38 @@ def test_report_scans_name_the_users_columns():
         assert "with label == 0" in r.describe() and "_y" not in r.describe()
 
 
+def test_report_scans_say_which_covariates_they_leave_out():
+    """The report's scans take categorical and boolean covariates (boolean ones were left out
+    as numeric) and name the numeric ones they leave out (no word was said), with the fix."""
+    from bayesfair.report import scan_audit_data
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(["p", "q"], n),
+            "priors": rng.integers(0, 12, n),
+            "flag": rng.random(n) < 0.5,
+        }
+    )
+    df["y"] = rng.integers(0, 2, n)
+    df["d"] = (rng.random(n) < 0.3 + 0.4 * ((df.a == "p") & df.flag)).astype(int)
+    data = AuditData(df, "a", "y", decision="d", covariates=["priors", "flag"])
+    with pytest.warns(UserWarning, match=r"numeric covariate\(s\) \['priors'\] are not scanned"):
+        results = scan_audit_data(data, n_permutations=19, n_restarts=5)
+    first = results[0]
+    assert first.protected_label == "a = p" and first.settings["attributes"] == ["flag"]
+    assert first.describe().startswith("flag = True among a = p") and first.pvalue == 0.05
+    binned = df.assign(priors=pd.cut(df.priors, [-1, 3, 7, 11]).astype(str))
+    data = AuditData(binned, "a", "y", decision="d", covariates=["priors", "flag"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing left out
+        assert scan_audit_data(data, n_permutations=0)[0].settings["attributes"] == [
+            "priors",
+            "flag",
+        ]
+
+
 def test_posterior_bias_scan_small():
     ds = _semi(mu_sep=1.5)
     bf = __import__("bayesfair")

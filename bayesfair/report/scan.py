@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from .._validation import check_instance
+from .._validation import check_instance, is_numeric_not_bool
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
 from .html import Figure, Report, Table, Text
@@ -25,7 +26,10 @@ def scan_audit_data(
 ) -> list[CBSResult]:
     """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
     each protected attribute as the protected class, over the other protected attributes and
-    the covariates that are categorical.
+    the covariates that are categorical (or boolean).  Numeric covariates are left out, with
+    a warning that names them: a subgroup is a set of values, and a numeric column (the
+    audited score, say) would give ranges of its own; bin one (``pd.cut``) to scan it, or
+    call :func:`~bayesfair.scan.conditional_bias_scan` with ``ordinal``.
 
     Parameters
     ----------
@@ -53,9 +57,16 @@ def scan_audit_data(
     check_instance(data, AuditData, "data", "an AuditData")
     if data.row_decision is None:
         raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
-    attrs = list(data.protected) + [
-        c for c in data.covariates if not pd.api.types.is_numeric_dtype(data.frame[c])
-    ]
+    numeric = [c for c in data.covariates if is_numeric_not_bool(data.frame[c])]
+    if numeric:
+        warnings.warn(
+            f"numeric covariate(s) {numeric} are not scanned (a subgroup is a set of values); "
+            "bin them, e.g. with pd.cut, to scan them, or call conditional_bias_scan with "
+            "ordinal=[...]",
+            UserWarning,
+            stacklevel=2,
+        )
+    attrs = list(data.protected) + [c for c in data.covariates if c not in numeric]
     # named after the audit's own columns, which the results' descriptions show
     f, outcome, decision = data._coded_frame(attrs)
     f[attrs] = f[attrs].astype(str)
