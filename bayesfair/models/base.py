@@ -259,7 +259,7 @@ class FairnessModel:
         ``"best"`` for models whose MAP needs random restarts (the neural network)
         and ``"initial"`` otherwise; ``"best"`` doubles the ADVI time.  From PyMC's
         initial point mean-field ADVI can stop at a local optimum where the network
-        predicts one rate for every intersection (COMPAS: loss 193.9, against 133.7
+        predicts one rate for every intersection (COMPAS: loss 193.9, against 132.7
         from the MAP, notebook 02; ``models/cards/neural_network.md``).
     sampler : {"auto", "nutpie", "pymc"}
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
