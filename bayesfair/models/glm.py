@@ -201,10 +201,11 @@ class HierarchicalLogisticRegression(LogisticRegression):
     2.972 (non-centred) and 1.510 (centred; where the optimiser stops on the ridge moves
     with rounding: 1.467 before a change of the order of floating-point sums), the
     empirical-Bayes estimate 2.140 in every parameterization, beside the posterior
-    predictive's 2.142 (``make bench``; one solve 0.011 s, find_MAP's 0.050 s).  ``pytest tests/test_models.py -k
-    hlr_point_estimate`` checks it against the Laplace marginal of PyMC's own density
-    in each parameterization, on the demo's data (joint modes 0.56 apart on the
-    log-odds scale, empirical Bayes 0.01 from the posterior mean), and on 40
+    predictive's 2.142 (``make bench``; one solve 0.011 s, find_MAP's 0.050 s).
+    ``pytest tests/test_models.py -k hlr_point_estimate`` checks it against the Laplace
+    marginal of PyMC's own density in each parameterization, on the demo's data (joint
+    modes 0.56 apart on the log-odds scale, empirical Bayes 0.01 from the posterior
+    mean), and on 40
     simulated data sets with known ``sigma2``.  Like any mode of a variance, it can
     sit at ``sigma2 = 0`` (the additive model) when the intersections show no
     heterogeneity beyond what the prior expects.
