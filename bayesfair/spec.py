@@ -235,7 +235,6 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
         from .replication import herlihy
 
         own = {}
-        metrics = list(herlihy.METRICS)
         if spec.data:  # a population of one's own (checked by load_spec)
             cols = spec.columns
             own = dict(
@@ -245,12 +244,9 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
                 y_pred=cols.get("decision"),
                 y_score=cols.get("score"),
             )
-            if own["y_score"] is None:
-                metrics.remove("auc")
-            if own["y_pred"] is None:
-                metrics = [m for m in metrics if m == "auc"]
-            if not metrics:
-                raise ValueError(f"{spec.path}: the population needs a decision or a score column")
+        metrics = herlihy._available_metrics(
+            own.get("y_pred", "decision"), own.get("y_score", "score")
+        )
         sim = herlihy.simulate(
             2 if small else int(st.get("draws", 20)),
             metrics=metrics[:2] if small else metrics,

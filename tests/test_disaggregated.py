@@ -1867,6 +1867,16 @@ def test_simulation_harness_runs_on_any_population():
     assert set(mae.estimator) == {"standard", "james_stein", "structured"}
     assert cov.coverage.between(0, 1).all()
 
+    # without a score column the default metrics leave AUC out (it failed: "AUC needs y_score")
+    no_score = herlihy.simulate(
+        1,
+        pop_truth=pop.drop(columns="prob"),
+        **{**roles, "y_score": None},
+        estimators=("standard",),
+        n_eval=600,
+        n_bootstrap=40,
+    )
+    assert set(no_score.metric) == set(herlihy.METRICS) - {"auc"}
     table = herlihy.lasso_path_oracle(2, pop_truth=pop, **roles, n_eval=600, n_lambdas=8)
     assert set(table.metric) == {"selection_rate", "fpr"}
     with pytest.raises(ValueError, match="no row for 15 group"):

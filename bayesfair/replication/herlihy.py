@@ -145,12 +145,20 @@ def population_truth(
     b  2             0.5  0.5
     """
     if metrics is None:
-        needs = {"auc": y_score}
-        metrics = [m for m in METRICS if (needs.get(m, y_pred) is not None)]
+        metrics = _available_metrics(y_pred, y_score)
     gd = GroupedData.from_frame(pop, sensitive_features, y_true, y_pred, y_score)
     truth = pd.DataFrame({m: gd.estimate(m) for m in metrics}, index=gd.group_names())
     truth.insert(0, "N", gd.sizes())
     return truth
+
+
+def _available_metrics(y_pred: str | None, y_score: str | None) -> list[str]:
+    """:data:`METRICS` less those whose column is None (AUC needs the score, the others
+    the decision)."""
+    metrics = [m for m in METRICS if (y_score if m == "auc" else y_pred) is not None]
+    if not metrics:
+        raise ValueError("the population needs a decision (`y_pred`) or a score (`y_score`)")
+    return metrics
 
 
 def _resolve_population(pop_truth, data_home, random_state, sensitive, roles, metrics):
@@ -218,7 +226,7 @@ def simulate(
     n_draws: int = 20,
     *,
     n_eval: int = 5000,
-    metrics=METRICS,
+    metrics=None,
     estimators=("standard", "james_stein", "empirical_bayes", "structured", "hierarchical"),
     levels=(0.5, 0.8, 0.9, 0.95),
     data_home: str | os.PathLike | None = None,
@@ -267,7 +275,10 @@ def simulate(
         Evaluation sets drawn.
     n_eval : int, default 5000
         Rows of every evaluation set.
-    metrics, estimators : sequence of str
+    metrics : sequence of str, optional
+        Metric names (default :data:`METRICS`, less AUC without ``y_score`` and the
+        decision's metrics without ``y_pred``).
+    estimators : sequence of str
         As :func:`~bayesfair.disaggregated.disaggregated_evaluation` takes them.
     levels : sequence of float
         Confidence levels of the intervals.
@@ -300,6 +311,7 @@ def simulate(
         ``defined``, ``estimate``, ``lower``, ``upper`` and ``truth``.
     """
     roles = (y_true, y_pred, y_score)
+    metrics = _available_metrics(y_pred, y_score) if metrics is None else metrics
     pop, truth, sensitive = _resolve_population(
         pop_truth, data_home, random_state, sensitive_features, roles, metrics
     )
