@@ -6,6 +6,7 @@ column or argument and says what was expected.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from numbers import Real
 
@@ -249,6 +250,21 @@ def check_no_missing_groups(col: pd.Series, label: str, consequence: str = "") -
         raise ValueError(
             f"{label} has {n_missing} missing value(s){consequence}; recode them as an "
             "explicit category (for example 'unknown') or remove those rows first"
+        )
+
+
+def warn_unused_categories(values: object, argument: str, consequence: str) -> None:
+    """Name the categories of a pandas Categorical ``values`` that have no rows: the arrays
+    the method builds see only the observed values, so those groups would go unmentioned."""
+    if not isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        return
+    counts = pd.Series(values).value_counts(sort=False)
+    unused = [c for c, k in counts.items() if k == 0]
+    if unused:
+        warnings.warn(
+            f"categories {unused} of `{argument}` have no rows, so {consequence}",
+            UserWarning,
+            stacklevel=3,
         )
 
 

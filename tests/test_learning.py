@@ -323,3 +323,45 @@ def test_learning_curves_split_off_every_groups_share_of_test_rows():
             LinearRegression(), X, y, g, sizes=[20, 50, 100], n_repeats=2, random_state=0
         )
     assert sorted(res.fits["group"]) == ["a", "b", "c"]
+
+
+def test_unused_categories_of_the_groups_are_named():
+    """A Categorical `group` with a category that has no rows: the curves and the
+    decomposition are those of the observed groups, and the empty one is named (it went
+    unmentioned: the arrays see only observed values)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 400
+    X = rng.normal(size=(n, 2))
+    y = X[:, 0] + rng.normal(size=n)
+    g = pd.Categorical(rng.choice(["a", "b"], n), categories=["a", "b", "c"])
+    with pytest.warns(UserWarning, match=r"categories \['c'\] of `group` have no rows"):
+        res = group_learning_curves(
+            LinearRegression(), X, y, g, sizes=[40, 80, 160], n_repeats=3, random_state=0
+        )
+    assert sorted(res.fits["group"]) == ["a", "b"]
+    with pytest.warns(UserWarning, match=r"categories \['c'\] of `group_test` have no rows"):
+        out = bias_variance_decomposition(
+            LinearRegression(),
+            X[:200],
+            y[:200],
+            X[200:],
+            y[200:],
+            g[200:],
+            train_size=50,
+            n_repeats=3,
+            random_state=0,
+        )
+    assert sorted(out["group"]) == ["a", "b"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every category used: nothing to say
+        group_learning_curves(
+            LinearRegression(),
+            X,
+            y,
+            g.remove_unused_categories(),
+            sizes=[40, 80, 160],
+            n_repeats=3,
+            random_state=0,
+        )

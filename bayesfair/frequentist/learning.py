@@ -23,6 +23,7 @@ from .._validation import (
     check_random_state,
     check_real,
     check_same_index,
+    warn_unused_categories,
 )
 
 __all__ = [
@@ -420,6 +421,7 @@ def group_learning_curves(
     check_open_probability(level, "level")
     check_same_index(X=X, y=y, group=group)
     check_same_index(X_test=X_test, y_test=y_test, group_test=group_test)
+    warn_unused_categories(group, "group", "they get no learning curve")
     X, y, group = _as_rows(X), np.asarray(y, float), np.asarray(group)
     _check_lengths(X, y, group, ("X", "y", "group"))
     if X_test is not None:
@@ -625,6 +627,7 @@ def bias_variance_decomposition(
     check_count(n_repeats, "n_repeats", minimum=2)
     check_same_index(X_train=X_train, y_train=y_train)
     check_same_index(X_test=X_test, y_test=y_test, group_test=group_test, y_optimal=y_optimal)
+    warn_unused_categories(group_test, "group_test", "they get no decomposition")
     X_train, y_train, X_test = _as_rows(X_train), np.asarray(y_train), _as_rows(X_test)
     y_test, group_test = np.asarray(y_test), np.asarray(group_test)
     if np.ndim(X_train) == 0 or X_train.shape[0] != len(y_train) or y_train.ndim != 1:
