@@ -176,6 +176,15 @@ def _resolve_population(pop_truth, data_home, random_state, sensitive, roles, me
         pop, truth = pop_truth
         if not isinstance(pop, pd.DataFrame) or not isinstance(truth, pd.DataFrame):
             raise TypeError("`pop_truth` must be a DataFrame or a (pop, truth) pair of DataFrames")
+        # a truth table of one's own must name every group (population_truth's does)
+        groups = GroupedData.from_frame(pop, sensitive, *roles).group_names()
+        absent = [g for g in groups if g not in truth.index]
+        if absent:
+            raise ValueError(
+                f"the truth table has no row for {len(absent)} group(s) of the population "
+                f"({'; '.join(map(str, absent[:5]))}); it must be indexed by group name, "
+                "as population_truth returns it"
+            )
     else:
         raise TypeError(
             "`pop_truth` must be a population DataFrame or a (pop, truth) pair of DataFrames, "
@@ -187,14 +196,6 @@ def _resolve_population(pop_truth, data_home, random_state, sensitive, roles, me
     if missing:
         raise ValueError(
             f"`metrics` {missing} have no true values; the truth table has {list(truth.columns)}"
-        )
-    groups = GroupedData.from_frame(pop, sensitive, *roles).group_names()
-    absent = [g for g in groups if g not in truth.index]
-    if absent:
-        raise ValueError(
-            f"the truth table has no row for {len(absent)} group(s) of the population "
-            f"({'; '.join(map(str, absent[:5]))}); it must be indexed by group name, "
-            "as population_truth returns it"
         )
     return pop, truth, sensitive
 
