@@ -35,7 +35,10 @@ __all__ = [
 
 CELLS = ("tp", "fp", "fn", "tn")
 ALTERNATIVES = ("two-sided", "greater", "less")
-PERMUTATIONS = ("free", "within_outcome")
+PERMUTATIONS = ("auto", "free", "within_outcome", "within_decision")
+#: The cells (indices into CELLS) of the two classes a within-class permutation keeps:
+#: y = 1 (tp, fn) and y = 0 (fp, tn), or decision = 1 (tp, fp) and decision = 0 (fn, tn).
+CLASS_CELLS = {"within_outcome": ((0, 2), (1, 3)), "within_decision": ((0, 1), (2, 3))}
 #: ``pairwise="auto"`` runs the pairwise tests up to this many pairs (46 groups).
 MAX_AUTO_PAIRS = 1035
 #: Pairs x resamples drawn at once by the pairwise tests (bounds their memory).
@@ -123,7 +126,9 @@ class PermutationTestResult:  # numpydoc ignore=PR01
     estimates : pandas.DataFrame
         Per group: the metric's value, its denominator and the rows.
     studentize : bool
-    permute, alternative : str
+    permute : str
+        The permutation that ran (``"auto"`` resolved).
+    alternative : str
     n_resamples : int
     notes : list of str
         Caveats (for example an unstudentized test).
@@ -154,6 +159,11 @@ class PermutationTestResult:  # numpydoc ignore=PR01
         """
         a, b = self.groups
         ra, rb = self.estimates["value"].tolist()
+        exact = self.metric in RATE_DEFINITIONS and self.permute == _exact_permutation(self.metric)
+        if self.studentize:
+            kind = "studentized"
+        else:
+            kind = "unstudentized" if exact else "UNSTUDENTIZED (not valid in general)"
         return pd.DataFrame(
             [
                 {
@@ -164,10 +174,7 @@ class PermutationTestResult:  # numpydoc ignore=PR01
                     "value_b": rb,
                     "difference": self.statistic,
                     "z": self.studentized_statistic,
-                    "test": (
-                        "studentized" if self.studentize else "UNSTUDENTIZED (not valid in general)"
-                    )
-                    + f", {self.permute} permutation",
+                    "test": f"{kind}, {self.permute} permutation" + " (exact)" * exact,
                     "alternative": self.alternative,
                     "pvalue": self.pvalue,
                     "pvalue_ci_low": self.pvalue_ci[0],
@@ -232,13 +239,46 @@ def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
     return (named[0], named[1])
 
 
-def _check_common(metric, alternative, permute):
+def _exact_permutation(metric: str) -> str:
+    """The permutation that gives an exact test of ``metric(A) == metric(B)``.
+
+    A rate is the mean of an indicator over the rows of its denominator's class: under
+    the null hypothesis the indicators of that class are independent draws with one
+    success probability in every group, so permuting group labels within the class
+    (and only there) leaves their distribution unchanged, whatever else differs.
+    FNR, FPR, TPR and TNR are rates over y = 1 or y = 0 (``within_outcome``); PPV,
+    FDR, NPV and FOR over decision = 1 or 0 (``within_decision``); selection rate,
+    base rate and accuracy over all rows (``free``).
+    """
+    den = set(RATE_DEFINITIONS[metric][1])
+    for scheme, classes in CLASS_CELLS.items():
+        if any(den == {CELLS[i] for i in cls} for cls in classes):
+            return scheme
+    return "free"
+
+
+def _check_common(metric, alternative, permute) -> str:
+    """Validate the arguments; return the permutation to run (``auto`` resolved)."""
     if metric not in RATE_DEFINITIONS:
         raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     if permute not in PERMUTATIONS:
         raise ValueError(f"`permute` must be one of {PERMUTATIONS}, got {permute!r}")
+    return _exact_permutation(metric) if permute == "auto" else permute
+
+
+def _inexact_note(metric: str, permute: str) -> list[str]:
+    """A caveat when ``permute`` is not the exact permutation for ``metric``."""
+    exact = _exact_permutation(metric)
+    if permute == exact:
+        return []
+    return [
+        f"{permute} permutation is exact for {metric} only under the strong null (the "
+        f"groups' rows are exchangeable); for equality of {metric} alone it is asymptotically "
+        f"valid when studentized, and small groups can exceed the nominal level; "
+        f"permute='{exact}' (the default, 'auto') is exact"
+    ]
 
 
 def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, rng) -> np.ndarray:
@@ -246,8 +286,9 @@ def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, 
 
     ``free``: group labels are shuffled over all rows, so group g receives
     ``sizes[g]`` rows drawn without replacement from the pooled cells.
-    ``within_outcome``: labels are shuffled within y = 1 and within y = 0,
-    keeping each group's numbers of positives and negatives.
+    ``within_outcome`` / ``within_decision``: labels are shuffled within each class
+    of :data:`CLASS_CELLS` (y = 1 and y = 0, or decision = 1 and 0), keeping group g's
+    ``sizes[g, k]`` rows of class k.
     """
     n_groups = sizes.shape[0]
     out = np.zeros((size, n_groups, 4), dtype=np.int64)
@@ -259,8 +300,7 @@ def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, 
             remaining -= draw
         out[:, -1] = remaining
         return out
-    # within outcome: positives are tp/fn (idx 0, 2); negatives fp/tn (idx 1, 3)
-    for cols, part in (((0, 2), 0), ((1, 3), 1)):
+    for part, cols in enumerate(CLASS_CELLS[permute]):
         remaining = np.broadcast_to(pooled[list(cols)], (size, 2)).copy()
         for g in range(n_groups - 1):
             draw = _mv_hypergeometric(rng, remaining, int(sizes[g, part]))
@@ -277,7 +317,7 @@ def _two_group_null(
     hold the groups' cells, shape (P, 4); returns shape (size, P).
 
     Each test permutes the group labels of its own two groups' rows only (``free``), or
-    within each outcome class (``within_outcome``); group A's permuted cells are a
+    within each class of :data:`CLASS_CELLS`; group A's permuted cells are a
     multivariate hypergeometric draw from the pair's pooled cells, group B gets the rest.
     """
     n_pairs = a.shape[0]
@@ -285,9 +325,9 @@ def _two_group_null(
     if permute == "free":
         n_a = np.broadcast_to(a.sum(axis=1), (size, n_pairs)).reshape(-1)
         split = _mv_hypergeometric(rng, pooled, n_a)
-    else:  # positives are tp/fn (idx 0, 2), negatives fp/tn (idx 1, 3)
+    else:
         split = np.empty_like(pooled)
-        for cols in ([0, 2], [1, 3]):
+        for cols in map(list, CLASS_CELLS[permute]):
             n_a = np.broadcast_to(a[:, cols].sum(axis=1), (size, n_pairs)).reshape(-1)
             split[:, cols] = _mv_hypergeometric(rng, pooled[:, cols], n_a)
     return _stat(split, pooled - split, metric, studentize).reshape(size, n_pairs)
@@ -318,7 +358,7 @@ def permutation_test(
     groups: tuple[str, str] | None = None,
     n_resamples: int = 9999,
     studentize: bool = True,
-    permute: str = "free",
+    permute: str = "auto",
     alternative: str = "two-sided",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
@@ -341,14 +381,22 @@ def permutation_test(
         other groups are not used.
     n_resamples : int, default 9999
     studentize : bool, default True
-        Divide the difference by its unpooled binomial standard error, which
-        makes the test asymptotically valid whatever the groups' prevalences;
-        ``False`` gives the plain difference, which is not valid in general
-        (kept to show its failure).
-    permute : {"free", "within_outcome"}
-        Shuffle group labels over all rows, or within each outcome class
-        (exact for rates conditional on the outcome, such as FNR or FPR,
-        when the null is equality of the decision distribution given y).
+        Divide the difference by its unpooled binomial standard error.  Under the
+        exact permutation (the default) every statistic gives an exact test; under
+        ``permute="free"`` for a rate over y = 1 or 0 or over decision = 1 or 0
+        (FNR, PPV, ...), studentizing is what makes the test asymptotically valid
+        whatever the groups' prevalences (DiCiccio et al.), and ``False`` is not
+        valid in general (kept to show its failure).
+    permute : {"auto", "free", "within_outcome", "within_decision"}, default "auto"
+        How group labels are shuffled: over all rows (``free``, the paper's
+        Algorithm 1), within y = 1 and within y = 0 (``within_outcome``, its
+        Section 3.1), or within decision = 1 and within decision = 0
+        (``within_decision``).  ``auto`` shuffles within the class of rows the
+        rate averages over: y for FNR, FPR, TPR and TNR, the decision for PPV,
+        FDR, NPV and FOR, all rows for selection rate, base rate and accuracy.
+        Under the null of equal rates the indicators of that class are
+        exchangeable across groups whatever else differs, so the test is exact
+        at any group size; any other choice is said in the result's ``notes``.
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: metric(A) > metric(B).
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
@@ -397,7 +445,7 @@ def permutation_test_counts(
     groups: tuple[str, str] = ("A", "B"),
     n_resamples: int = 9999,
     studentize: bool = True,
-    permute: str = "free",
+    permute: str = "auto",
     alternative: str = "two-sided",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
@@ -429,7 +477,7 @@ def permutation_test_counts(
     >>> round(res.statistic, 2), bool(res.pvalue < 0.01)  # FNR 0.6 vs 0.8
     (-0.2, True)
     """
-    _check_common(metric, alternative, permute)
+    permute = _check_common(metric, alternative, permute)
     check_flag(studentize, "studentize")
     a = np.asarray(cells_a, dtype=np.int64)
     b = np.asarray(cells_b, dtype=np.int64)
@@ -476,6 +524,7 @@ def permutation_test_counts(
         permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
+        notes=_inexact_note(metric, permute),
     )
 
 
@@ -499,6 +548,8 @@ class IntersectionalPermutationResult:  # numpydoc ignore=PR01
         Which groups took no part (their rate is undefined), what was skipped and what
         limits the pairwise p-values (also warned).
     metric : str
+    permute : str
+        The permutation that ran (``"auto"`` resolved).
     null_distribution : numpy.ndarray
         The permuted maxima.
     n_resamples : int
@@ -513,6 +564,7 @@ class IntersectionalPermutationResult:  # numpydoc ignore=PR01
     pairwise: pd.DataFrame
     null_distribution: np.ndarray
     n_resamples: int
+    permute: str
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -575,7 +627,7 @@ def intersectional_permutation_test(
     *,
     by: str | Sequence[str] | None = None,
     n_resamples: int = 9999,
-    permute: str = "free",
+    permute: str = "auto",
     pairwise: bool | str = "auto",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
@@ -606,8 +658,9 @@ def intersectional_permutation_test(
     by : str or list of str, optional
         Protected columns defining the groups (default: all, i.e. intersections).
     n_resamples : int, default 9999
-    permute : {"free", "within_outcome"}
-        As in :func:`permutation_test`.
+    permute : {"auto", "free", "within_outcome", "within_decision"}, default "auto"
+        As in :func:`permutation_test`: ``auto`` is exact for the global null of
+        one rate in every group.
     pairwise : bool or "auto"
         See above.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
@@ -629,7 +682,7 @@ def intersectional_permutation_test(
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
-    _check_common(metric, "two-sided", permute)
+    permute = _check_common(metric, "two-sided", permute)
     if pairwise not in (True, False, "auto"):
         raise ValueError(f"`pairwise` must be True, False or 'auto', got {pairwise!r}")
     cells, labels = _group_cells(data, by)
@@ -644,7 +697,7 @@ def intersectional_permutation_test(
     if permute == "free":
         sizes = kc.sum(axis=1)
     else:
-        sizes = np.stack([kc[:, 0] + kc[:, 2], kc[:, 1] + kc[:, 3]], axis=1)
+        sizes = np.stack([kc[:, list(cols)].sum(axis=1) for cols in CLASS_CELLS[permute]], axis=1)
 
     def draw(size: int, rng) -> np.ndarray:
         z = np.abs(_one_vs_rest(_draw_split(pooled, sizes, permute, size, rng), metric))
@@ -663,7 +716,7 @@ def intersectional_permutation_test(
     table.loc[keep, "z_vs_rest"] = z_obs
     table.loc[keep, "pvalue_maxT"] = adj
     n_pairs = len(klabels) * (len(klabels) - 1) // 2
-    notes: list[str] = []
+    notes = _inexact_note(metric, permute)
     if not keep.all():
         left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
         empty = int((table.loc[~keep, "n"] == 0).sum())
@@ -705,6 +758,7 @@ def intersectional_permutation_test(
         pairwise=pairs,
         null_distribution=null,
         n_resamples=n_resamples,
+        permute=permute,
         notes=notes,
     )
 

@@ -191,7 +191,10 @@ def add_frequentist_section(
         Text(
             "Studentized permutation tests (DiCiccio et al.): the null hypothesis is that the "
             f"metric is equal across the groups; {n_resamples} permutations drawn as "
-            "hypergeometric tables. "
+            "hypergeometric tables. Group labels are permuted within the rows the metric "
+            "averages over (y = 1 or y = 0 for error rates given the outcome, decision = 1 or 0 "
+            "for predictive values, all rows for selection rate and accuracy), which makes each "
+            "test exact at any group size. "
             "For more than two groups the statistic is the largest studentized gap of a group from "
             "the rest, which controls the family-wise error over groups. Flagged group: the one "
             "with the higher rate (two groups) or the one whose gap attains the max-T statistic, "
