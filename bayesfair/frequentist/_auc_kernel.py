@@ -4,7 +4,8 @@ One pass over the rows, sorted by score once, per permutation: within each tie b
 the group's positives and negatives are counted, and the placement values of all the
 block's positives (negatives) are equal, so AUC and both DeLong variance components
 accumulate from block totals.  The permuted group is a uniformly random subset of the
-rows of its size, drawn by selection sampling in the same pass, so a permutation
+rows of its size (or, within outcome, of the positives and of the negatives of its
+numbers of each), drawn by selection sampling in the same pass, so a permutation
 costs one O(n) pass and no random memory access.
 """
 
@@ -121,14 +122,14 @@ def _splitmix(state):
 
 
 @nb.njit(cache=True)
-def _fused_permutation(y, block_end, n_a, state):
-    """Draw a uniformly random subset of n_a rows as group A (selection sampling, one
-    uniform per row, in sorted order) and accumulate both groups' AUC and DeLong terms in
-    the same pass.  Placement sums are accumulated unnormalised, since the groups' sizes
-    are known only at the end."""
+def _fused_permutation(y, block_end, needed, remaining, within, state):
+    """Draw a uniformly random subset of rows as group A (selection sampling, one uniform
+    per row, in sorted order) and accumulate both groups' AUC and DeLong terms in the same
+    pass: ``needed[0]`` of the ``remaining[0]`` rows, or with ``within`` ``needed[1]`` of
+    the ``remaining[1]`` positives and ``needed[0]`` of the ``remaining[0]`` negatives
+    (both arrays are used up).  Placement sums are accumulated unnormalised, since the
+    groups' sizes are known only at the end."""
     n = y.shape[0]
-    needed = n_a
-    remaining = n
     nbl_a = pbl_a = nbl_b = pbl_b = 0.0
     r10a = rr10a = c01a = d01a = e01a = 0.0
     r10b = rr10b = c01b = d01b = e01b = 0.0
@@ -138,8 +139,11 @@ def _fused_permutation(y, block_end, n_a, state):
         pa = na = pb = nb_ = 0.0
         for t in range(i, e + 1):
             state, u = _splitmix(state)
-            if u * remaining < needed:
-                needed -= 1
+            c = np.int64(within and y[t])
+            take = u * remaining[c] < needed[c]
+            needed[c] -= take
+            remaining[c] -= 1
+            if take:
                 if y[t]:
                     pa += 1.0
                 else:
@@ -148,7 +152,6 @@ def _fused_permutation(y, block_end, n_a, state):
                 pb += 1.0
             else:
                 nb_ += 1.0
-            remaining -= 1
         u = nbl_a + 0.5 * na
         r10a += pa * u
         rr10a += pa * u * u
@@ -191,12 +194,21 @@ def _fused_permutation(y, block_end, n_a, state):
 
 
 @nb.njit(cache=True)
-def auc_null(y, block_end, n_a, size, studentize, seed):
-    """``size`` permuted statistics: group A is a random subset of ``n_a`` rows."""
+def auc_null(y, block_end, n_a, n_a1, within, size, studentize, seed):
+    """``size`` permuted statistics: group A is a random subset of ``n_a`` rows (with
+    ``within``: of ``n_a1`` positives and ``n_a - n_a1`` negatives)."""
     state = np.uint64(seed)
     out = np.empty(size)
+    n1 = 0
+    if within:
+        for t in range(y.shape[0]):
+            n1 += np.int64(y[t])
+    needed = np.empty(2, np.int64)
+    remaining = np.empty(2, np.int64)
     for b in range(size):
-        r, state = _fused_permutation(y, block_end, n_a, state)
+        needed[0], needed[1] = n_a - n_a1 if within else n_a, n_a1
+        remaining[0], remaining[1] = y.shape[0] - n1, n1
+        r, state = _fused_permutation(y, block_end, needed, remaining, within, state)
         aa, va, ab, vb = r[0], r[1], r[2], r[3]
         d = aa - ab
         if not studentize:

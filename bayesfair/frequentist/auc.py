@@ -94,15 +94,20 @@ def auc_permutation_test(
     groups: tuple[str, str] | None = None,
     n_resamples: int = 999,
     studentize: bool = True,
+    permute: str = "auto",
     alternative: str = "two-sided",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
 ) -> PermutationTestResult:
     """Test that the score's AUC is equal in two groups, studentized by DeLong's variance.
 
-    Group labels are permuted freely over the two groups' rows.  DeLong
-    studentization keeps the test valid when the groups' positive rates differ
-    (the unstudentized difference is not).
+    By default group labels are permuted within the positives and within the negatives
+    of the two groups (DiCiccio et al., Section 3.1): the test is exact when each
+    group's scores have one distribution per outcome, whatever the groups' positive
+    rates, and with DeLong studentization asymptotically valid for equal AUCs alone.
+    The free permutation of all rows (the paper's Algorithm 1) is valid only
+    asymptotically, with DeLong studentization; the unstudentized difference is not valid
+    under it when the groups' positive rates differ.
 
     Parameters
     ----------
@@ -116,6 +121,8 @@ def auc_permutation_test(
     n_resamples : int, default 999
     studentize : bool, default True
         Divide the difference by DeLong's standard error.
+    permute : {"auto", "within_outcome", "free"}, default "auto"
+        ``auto`` is ``within_outcome``, as above.
     alternative : {"two-sided", "greater", "less"}
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
@@ -141,6 +148,11 @@ def auc_permutation_test(
     check_flag(studentize, "studentize")
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
+    if permute not in ("auto", "within_outcome", "free"):
+        raise ValueError(
+            f"`permute` must be one of ('auto', 'within_outcome', 'free'), got {permute!r}"
+        )
+    permute = "within_outcome" if permute == "auto" else permute
     cols = data._check_by(by)
     labels = data.grouping(cols)["intersection"].tolist()
     groups = two_groups(labels, groups)
@@ -170,12 +182,12 @@ def auc_permutation_test(
 
     y_sorted = srt.y
     block_end = srt.last.astype(np.int64)
-    n_a_rows = int(is_a.sum())
+    n_a_rows, n_a_pos = int(is_a.sum()), int((is_a & y_sorted).sum())
+    within = permute == "within_outcome"
 
     def draw(size: int, rng) -> np.ndarray:
-        return auc_null(
-            y_sorted, block_end, n_a_rows, size, studentize, int(rng.integers(2**31 - 1))
-        )
+        seed = int(rng.integers(2**31 - 1))
+        return auc_null(y_sorted, block_end, n_a_rows, n_a_pos, within, size, studentize, seed)
 
     null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
     p, k = _pvalue(null, z if studentize else diff, alternative)
@@ -198,7 +210,16 @@ def auc_permutation_test(
         null_distribution=null,
         estimates=estimates,
         studentize=studentize,
-        permute="free",
+        permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
+        notes=[]
+        if within
+        else [
+            "free permutation is exact for auc only under the strong null (the groups' rows "
+            "are exchangeable); for equality of auc it is asymptotically valid when "
+            "studentized, and small groups can exceed the nominal level; "
+            "permute='within_outcome' (the default, 'auto') is also exact when each group's "
+            "scores have one distribution per outcome"
+        ],
     )
