@@ -253,8 +253,10 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", estimators=["magic"])
     with pytest.raises(ValueError, match="unknown metric"):
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"])
-    with pytest.raises(ValueError, match="AUC needs"):
+    with pytest.raises(ValueError, match="auc needs `y_score`: give the column or leave"):
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
+    with pytest.raises(ValueError, match=r"selection_rate needs `y_pred` \(0/1 decisions\); fpr"):
+        disaggregated_evaluation(df, ["race"], "y", y_score="score", metrics=["sel", "fpr"])
     with pytest.raises(ValueError, match="the DataFrame has no rows"):
         disaggregated_evaluation(df.iloc[:0], ["race"], "y", "d")  # was an empty table
     for bad in ([95], ["x"], [None], [True]):  # 'x' and None failed with '<' not supported
@@ -290,6 +292,34 @@ def test_bad_input_is_named():
         disaggregated_evaluation(wide.assign(id=np.arange(len(wide))), ["race", "id"], "y", "d")
     with pytest.raises(ValueError, match="y_pred"):
         disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
+
+
+def test_base_rate_needs_no_decisions():
+    """The outcome's rate per group needs only y_true (it asked for y_pred), with every
+    estimator; the decision metrics still need y_pred."""
+    df = _frame(400)
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        y_score="score",
+        metrics=["base_rate", "auc"],
+        estimators=["standard", "james_stein", "hierarchical"],
+        hb_draws=100,
+        hb_tune=100,
+        hb_chains=2,
+        random_state=0,
+    )
+    est = res.estimates("base_rate").set_index("group")
+    truth = df.groupby(["race", "sex"], observed=True)["y"].mean()
+    truth.index = [", ".join(map(str, i)) for i in truth.index]
+    assert sorted(est.index) == sorted(truth.index)
+    np.testing.assert_allclose(est["standard"], truth.reindex(est.index))
+    assert est[["standard", "james_stein", "hierarchical"]].notna().all().all()
+    with_d = disaggregated_evaluation(
+        df, ["race", "sex"], "y", "d", metrics=["base_rate"], estimators=["standard"]
+    )
+    np.testing.assert_allclose(with_d.estimates("base_rate")["standard"], est["standard"])
 
 
 def test_auc_estimate_and_bootstrap_against_sklearn():

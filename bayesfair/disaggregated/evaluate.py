@@ -556,6 +556,9 @@ def disaggregated_evaluation(
             "(pass a dict {name: metric} to name callables such as lambdas)"
         )
     metrics = [m if callable(m) else metric_name(m) for m in metrics]
+    missing = [f"{m} needs {gd.missing_column(m)}" for m in metrics if gd.missing_column(m)]
+    if missing:
+        raise ValueError("; ".join(missing) + ": give the column or leave the metric out")
     n = gd.sizes().astype(float)
     labels = gd.group_names()
     rows, irows = [], []

@@ -248,11 +248,11 @@ class GroupedData:  # numpydoc ignore=PR01
         Returns
         -------
         numpy.ndarray
-            Float counts shaped ``(n_groups, 4)``.
+            Float counts shaped ``(n_groups, 4)``.  Without ``y_pred`` every decision
+            counts as 0, so that only the outcome's counts (``base_rate``) mean anything.
         """
-        if self.yhat is None:
-            raise ValueError("confusion-matrix metrics need `y_pred` (0/1 decisions)")
-        g, y, d = self.group, self.y, self.yhat
+        g, y = self.group, self.y
+        d = np.zeros_like(y) if self.yhat is None else self.yhat
         if rows is not None:
             g, y, d = g[rows], y[rows], d[rows]
         cell = np.where(d == 1, np.where(y == 1, 0, 1), np.where(y == 1, 2, 3))
@@ -295,13 +295,13 @@ class GroupedData:  # numpydoc ignore=PR01
         numpy.ndarray
             Shaped ``(n_groups,)``.
         """
+        self.check_columns(metric)
         if isinstance(metric, str) and metric in COUNT_METRICS:
             k, m = self.count_ratio(self.cells(rows), metric)
             with np.errstate(invalid="ignore", divide="ignore"):
                 return np.where(m > 0, k / np.maximum(m, 1), np.nan)
         sel = np.arange(len(self.group)) if rows is None else np.flatnonzero(rows)
         if metric == "auc":
-            self._check_score()
             return _grouped_auc(self.group[sel], self.y[sel], self.score[sel], self.n_groups)[0]
         out = np.full(self.n_groups, np.nan)
         order = np.argsort(self.group[sel], kind="stable")
@@ -313,9 +313,38 @@ class GroupedData:  # numpydoc ignore=PR01
                 out[a] = self._row_metric(metric, r)
         return out
 
-    def _check_score(self) -> None:
-        if self.score is None:
-            raise ValueError("AUC needs `y_score`")
+    def missing_column(self, metric) -> str | None:
+        """The column a named metric needs and the data lack, or None.
+
+        Parameters
+        ----------
+        metric : str or callable
+            As in :meth:`estimate`.
+
+        Returns
+        -------
+        str or None
+            ``"`y_pred` (0/1 decisions)"`` for a count metric other than
+            ``base_rate``, ``"`y_score`"`` for AUC, when that column was not given.
+        """
+        if isinstance(metric, str):
+            if metric in COUNT_METRICS and metric != "base_rate" and self.yhat is None:
+                return "`y_pred` (0/1 decisions)"
+            if metric == "auc" and self.score is None:
+                return "`y_score`"
+        return None
+
+    def check_columns(self, metric) -> None:
+        """Raise a ValueError naming the metric and the column it needs, if missing.
+
+        Parameters
+        ----------
+        metric : str or callable
+            As in :meth:`estimate`.
+        """
+        column = self.missing_column(metric)
+        if column is not None:
+            raise ValueError(f"{metric} needs {column}")
 
     def _row_metric(self, metric, r: np.ndarray) -> float:
         if callable(metric):
@@ -357,6 +386,7 @@ class GroupedData:  # numpydoc ignore=PR01
         numpy.ndarray
             NaN for groups with fewer than two rows or two defined replicates.
         """
+        self.check_columns(metric)
         n = self.sizes()
         out = np.full(self.n_groups, np.nan)
         if isinstance(metric, str) and metric in COUNT_METRICS:
@@ -368,8 +398,6 @@ class GroupedData:  # numpydoc ignore=PR01
                 if ok.sum() > 1:
                     out[a] = np.var(k[ok] / m[ok], ddof=1)
             return out
-        if metric == "auc":
-            self._check_score()
         order = np.argsort(self.group, kind="stable")
         bounds = np.searchsorted(self.group[order], np.arange(self.n_groups + 1))
         for a in np.flatnonzero(n > 1):
