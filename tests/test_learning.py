@@ -131,6 +131,28 @@ def test_learning_curves_recover_group_noise():
         )
 
 
+@pytest.mark.slow
+def test_asymptote_intervals_cover_the_noise_level():
+    """Linear truth, noise variances 0.25 and 2.25 (the groups' asymptotes): over 40 data
+    sets the 95% interval of each asymptote covers it in at least 80%.  Resampling the
+    repeats alone, the interval left out the test set's error, shared by every repeat,
+    and covered 2.25 in 0.20 (0.875 for 0.25)."""
+    from sklearn.linear_model import LinearRegression
+
+    reps, cover = 40, np.zeros(2)
+    for r in range(reps):
+        rng = np.random.default_rng(100 + r)
+        g = (rng.random(6000) < 0.3).astype(int)
+        X = rng.normal(size=(6000, 3))
+        y = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, np.where(g == 1, 1.5, 0.5))
+        fits = group_learning_curves(
+            LinearRegression(), X, y, g, sizes=[10, 20, 40, 80, 160, 640], random_state=r
+        ).fits.set_index("group")
+        cover += (fits["delta_low"] <= [0.25, 2.25]) & ([0.25, 2.25] <= fits["delta_high"])
+    print("asymptote interval coverage:", cover / reps)  # shown with pytest -s
+    assert (cover / reps >= 0.8).all(), cover / reps
+
+
 def test_pow3_asymptote_of_a_nonnegative_loss_is_nonnegative():
     """delta + alpha n^-beta: a clean curve is recovered; a flat or slightly rising
     curve of a non-negative loss (the model has nothing left to learn) gets an asymptote

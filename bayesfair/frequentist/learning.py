@@ -365,9 +365,12 @@ def group_learning_curves(
     gamma_a(n) = delta_a + alpha_a n^-beta_a (Pow3) to each group's mean curve.
 
     The asymptote delta_a estimates the group's loss with unlimited data (bias plus
-    noise); its interval comes from refitting the curve to bootstrap resamples of the
-    repeats.  A held-out test set is split off once (``test_size`` of every group's rows)
-    unless given.  A group without test rows has no curve, which a warning says.
+    noise); its interval comes from refitting the curve to bootstrap resamples of both
+    sources of its error: the repeats (training samples) and the group's test rows (a
+    finite test set measures every repeat's loss with the same error).  It does not
+    cover the error of extrapolating with a curve of the wrong form.  A held-out test
+    set is split off once (``test_size`` of every group's rows) unless given.  A group
+    without test rows has no curve, which a warning says.
 
     ``loss`` is ``"squared"`` or ``"zero_one"`` on ``estimator.predict``, ``"brier"``
     (squared error) or ``"log"`` (cross-entropy, probabilities clipped to [1e-15,
@@ -478,16 +481,17 @@ def group_learning_curves(
         )
 
     def chunk(size: int, r: np.random.Generator) -> np.ndarray:
-        out = np.empty((size, len(sizes), len(labels)))
+        out = np.empty((size, len(sizes), len(y_test)))  # every test row's loss
         for b in range(size):
             for i, n in enumerate(sizes):
                 idx = r.choice(len(y), size=n, replace=False)
                 model = _fit_sample(estimator, _take(X, idx), y[idx], "`sizes`")
-                lv = loss_fn(y_test, predict(model, X_test))
-                out[b, i] = [lv[group_test == g].mean() for g in labels]
+                out[b, i] = loss_fn(y_test, predict(model, X_test))
         return out
 
-    arr = chunked_resamples(chunk, n_repeats, rng.integers(2**31), n_jobs=n_jobs)
+    row_loss = chunked_resamples(chunk, n_repeats, rng.integers(2**31), n_jobs=n_jobs)
+    in_group = [np.flatnonzero(group_test == g) for g in labels]
+    arr = np.stack([row_loss[:, :, r].mean(axis=2) for r in in_group], axis=2)
     rows = [
         {"group": g, "n": int(n), "repeat": b, "loss": arr[b, i, j]}
         for b in range(arr.shape[0])
@@ -498,10 +502,13 @@ def group_learning_curves(
     a = (1 - level) / 2
     for j, g in enumerate(labels):
         d, al, be = _fit_pow3(sizes.astype(float), arr[:, :, j].mean(axis=0))
+        losses, n_rows = row_loss[:, :, in_group[j]], len(in_group[j])
         bd = []
-        for _ in range(200):
+        for _ in range(200):  # resample the repeats and, with multinomial weights, the rows
             pick = rng.integers(0, arr.shape[0], arr.shape[0])
-            bd.append(_fit_pow3(sizes.astype(float), arr[pick, :, j].mean(axis=0))[0])
+            weight = rng.multinomial(n_rows, np.full(n_rows, 1 / n_rows))
+            curve = losses[pick].mean(axis=0) @ weight / n_rows
+            bd.append(_fit_pow3(sizes.astype(float), curve)[0])
         bd = np.asarray(bd)
         bd = bd[np.isfinite(bd)]
         boots[g] = bd
