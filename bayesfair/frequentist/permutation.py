@@ -131,7 +131,7 @@ class PermutationTestResult:  # numpydoc ignore=PR01
     alternative : str
     n_resamples : int
     notes : list of str
-        Caveats (for example an unstudentized test).
+        Caveats (for example a permutation that is not exact for the metric).
     """
 
     __repr__ = compact_repr
