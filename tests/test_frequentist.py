@@ -388,6 +388,9 @@ def test_discrimination_test_needs_two_rows_per_group():
     # a missing group label is refused, not turned into a group 'nan' or 'None'
     with pytest.raises(ValueError, match="`group` has 1 missing value"):
         discrimination_test(np.ones(9), np.array(["a"] * 4 + [None] + ["b"] * 4))
+    # an infinite loss is refused (it gave NaN results and numpy's RuntimeWarning)
+    with pytest.raises(ValueError, match="`loss` has 2 missing or infinite values"):
+        discrimination_test(np.r_[np.inf, np.nan, np.ones(7)], np.array(list("aaaabbbbb")))
 
 
 def test_discrimination_test_named_losses_equal_the_arrays():

@@ -92,6 +92,24 @@ def test_learning_curves_recover_group_noise():
             group_learning_curves(LinearRegression(), X, y, g, sizes=bad)
     with pytest.raises(ValueError, match=r"one row per sample .*'group': 99"):
         group_learning_curves(LinearRegression(), X[:100], y[:100], g[:99], sizes=[50])
+    # a missing outcome: a test row's made its group's curve NaN without a word, a
+    # training row's failed in the samples that drew it ('raise `sizes`')
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"`y` has 3 missing or infinite value\(s\)"):
+            group_learning_curves(
+                LinearRegression(), X, np.where(np.arange(n) < 3, bad, y), g, sizes=[50]
+            )
+    with pytest.raises(ValueError, match=r"`y_test` has 1 missing or infinite value"):
+        group_learning_curves(
+            LinearRegression(),
+            X,
+            y,
+            g,
+            sizes=[50],
+            X_test=X[:10],
+            y_test=np.r_[np.nan, y[1:10]],
+            group_test=g[:10],
+        )
     with pytest.raises(ValueError, match=r"`X_test`, `y_test`, `group_test`.*'y_test': 9"):
         group_learning_curves(
             LinearRegression(), X, y, g, sizes=[50], X_test=X[:10], y_test=y[:9], group_test=g[:10]
@@ -238,6 +256,12 @@ def test_bias_variance_noise_add_up_for_squared_loss():
         bvd(tree, X[:10], y[tr], X[te], y[te], g[te])
     with pytest.raises(ValueError, match=r"`X_test`, `y_test`, `group_test` must have one row"):
         bvd(tree, X[tr], y[tr], X[te], y[te][:5], g[te])
+    # a missing outcome is refused (it failed only in the samples that drew it)
+    y_missing = np.where(np.arange(len(y)) % 97 == 0, np.nan, y)
+    with pytest.raises(ValueError, match=r"`y_train` has \d+ missing or infinite value"):
+        bvd(tree, X[tr], y_missing[tr], X[te], y[te], g[te])
+    with pytest.raises(ValueError, match=r"`y_test` has \d+ missing or infinite value"):
+        bvd(tree, X[tr], y[tr], X[te], y_missing[te], g[te])
 
 
 def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():

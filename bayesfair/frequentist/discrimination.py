@@ -194,8 +194,8 @@ def discrimination_test(
     group = np.asarray(group)
     if loss.shape != group.shape or loss.ndim != 1:
         raise ValueError("`loss` and `group` must be 1-d arrays of the same length")
-    if np.isnan(loss).any():
-        raise ValueError("`loss` has missing values")
+    if not np.isfinite(loss).all():
+        raise ValueError(f"`loss` has {int((~np.isfinite(loss)).sum())} missing or infinite values")
     check_no_missing_groups(pd.Series(group), "`group`")
     labels = list(pd.unique(group))
     if len(labels) != 2:

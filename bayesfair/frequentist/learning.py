@@ -258,15 +258,26 @@ def _stratified_split(group: np.ndarray, test_size: float, rng: np.random.Genera
     return np.flatnonzero(in_test), np.flatnonzero(~in_test)
 
 
+def _check_finite_outcome(y: np.ndarray, name: str) -> None:
+    """A numeric outcome has no NaN or infinite value (class labels are left to the
+    estimator): a missing outcome among the test rows made its group's curve NaN, and
+    among the training rows failed only in the samples that drew it."""
+    if np.issubdtype(y.dtype, np.number):
+        bad = int(np.sum(~np.isfinite(y)))
+        if bad:
+            raise ValueError(f"`{name}` has {bad} missing or infinite value(s)")
+
+
 def _check_lengths(X, y, group, names: tuple[str, str, str]) -> None:
-    """``X`` has one row per entry of the 1-d ``y`` and ``group``; ``group`` has no missing
-    values."""
+    """``X`` has one row per entry of the 1-d ``y`` and ``group``; ``y`` is finite if
+    numeric; ``group`` has no missing values."""
     lengths = {names[0]: X.shape[0] if np.ndim(X) else 0, names[1]: len(y), names[2]: len(group)}
     if len(set(lengths.values())) != 1 or y.ndim != 1 or group.ndim != 1:
         raise ValueError(
             f"{', '.join(f'`{k}`' for k in names)} must have one row per sample (1-d `{names[1]}` "
             f"and `{names[2]}`); got {lengths}"
         )
+    _check_finite_outcome(y, names[1])
     check_no_missing_groups(pd.Series(group), f"`{names[2]}`")
 
 
@@ -642,6 +653,7 @@ def bias_variance_decomposition(
             "`X_train` and `y_train` must have one row per sample (1-d `y_train`); got "
             f"{np.shape(X_train)} and {y_train.shape}"
         )
+    _check_finite_outcome(y_train, "y_train")
     _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
     if loss not in ("squared", "zero_one"):
         raise ValueError(f"`loss` must be 'squared' or 'zero_one', got {loss!r}")
