@@ -619,6 +619,13 @@ def test_features_and_goodness_of_fit():
     np.testing.assert_allclose(aligned, f["expl:mean_score"])
     with pytest.raises(ValueError, match="`data` and `explanatory feature 'm'` are pandas"):
         group_features(gd, explanatory={"m": lambda d: d["score"].sort_values()})
+    # a feature with missing values failed in the lasso's SVD ('did not converge'); one of
+    # strings with numpy's message alone
+    gap = {"m": lambda d: d["score"].where(d.index > 2).to_numpy()}
+    with pytest.raises(ValueError, match="feature 'm' returned 3 missing or infinite value"):
+        group_features(gd, explanatory=gap)
+    with pytest.raises(ValueError, match="feature 'm' must return numbers"):
+        group_features(gd, explanatory={"m": lambda d: np.full(len(d), "a")})
     s = gd.estimate("selection_rate")
     n = gd.sizes().astype(float)
     sigma2 = pooled_sigma2(

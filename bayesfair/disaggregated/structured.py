@@ -105,9 +105,17 @@ def group_features(
     for name, fn in (explanatory or {}).items():
         out = fn(gd.frame) if callable(fn) else fn
         check_same_index(data=gd.frame, **{f"explanatory feature {name!r}": out})
-        vals = np.asarray(out, float)
+        try:
+            vals = np.asarray(out, float)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"explanatory feature {name!r} must return numbers ({err})") from None
         if vals.shape != (len(gd.group),):
             raise ValueError(f"explanatory feature {name!r} must return one value per row")
+        if not np.isfinite(vals).all():  # a NaN made the lasso's SVD fail ('did not converge')
+            raise ValueError(
+                f"explanatory feature {name!r} returned {int((~np.isfinite(vals)).sum())} "
+                "missing or infinite value(s); it must give every row a finite number"
+            )
         cols[f"expl:{name}"] = gmean(vals)
     if outcome_rates or outcome_interactions:
         rate = gmean(gd.y.astype(float))
