@@ -28,7 +28,8 @@ def aggregate_counts(
     decision_positives, tp, fp, fn, tn; with a score, score_sum).
 
     ``frame`` is a pandas DataFrame or a ``dask.dataframe.DataFrame``; outcome and
-    decision must be 0/1.  Intersections with no rows do not appear (a groupby cannot
+    decision must be 0/1 and a score finite (rows that are not, missing ones included,
+    are counted and refused).  Intersections with no rows do not appear (a groupby cannot
     see them); rows with a missing protected value are refused.
 
     Parameters
@@ -65,10 +66,22 @@ def aggregate_counts(
         raise ValueError(f"columns not in the data: {missing}")
     is_dask = type(frame).__module__.startswith("dask")
     f = frame[cols]
-    y = f[outcome].astype("int64")
+    # rows whose outcome or decision is not 0/1 (0.5 was truncated to 0, 2 and -1 gave
+    # impossible counts, NaN failed in pandas' int cast) or whose score is not a finite
+    # number are counted and refused (for dask in the same computation as the table)
+    bad = {
+        (role, col, "0/1"): (~((f[col] == 0) | (f[col] == 1))).sum()
+        for role, col in (("outcome", outcome), ("decision", decision))
+        if col is not None
+    }
+    if score is not None:
+        bad[("score", score, "a finite number")] = (~(f[score].abs() < np.inf)).sum()
+    if not is_dask:
+        _refuse_bad_rows(bad)
+    y = f[outcome].fillna(0).astype("int64")
     parts = {"n": y * 0 + 1, "positives": y}
     if decision is not None:
-        d = f[decision].astype("int64")
+        d = f[decision].fillna(0).astype("int64")
         parts.update(
             decision_positives=d,
             tp=y * d,
@@ -85,11 +98,21 @@ def aggregate_counts(
         raise ValueError(f"protected columns have missing values: {dict(na[na > 0])}")
     out = work.groupby(prot, observed=True).sum()
     if is_dask:
-        out = out.compute()
+        import dask
+
+        out, bad = dask.compute(out, bad)
+        _refuse_bad_rows(bad)
     out = out.reset_index()
-    if not np.isin(out["positives"] <= out["n"], True).all():  # pragma: no cover
-        raise ValueError("outcome must be 0/1")
     return out.sort_values(prot, kind="stable").reset_index(drop=True)
+
+
+def _refuse_bad_rows(bad: dict) -> None:
+    for (role, col, expected), count in bad.items():
+        if int(count):
+            raise ValueError(
+                f"{role} column {col!r}: {int(count)} row(s) are missing or not {expected}; "
+                f"expected {expected} for every row"
+            )
 
 
 def cells_for(table: pd.DataFrame, mask) -> np.ndarray:

@@ -114,3 +114,27 @@ def test_aggregate_refuses_missing_protected_values():
         aggregate_counts(pdf, ["g"], "y")
     with pytest.raises(ValueError, match="not in the data"):
         aggregate_counts(pdf, ["nope"], "y")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_aggregate_refuses_outcomes_and_decisions_that_are_not_0_or_1(lazy, cluster):
+    """0.5 was truncated to 0 and 2 or -1 gave impossible counts without a word; NaN failed
+    in pandas' int cast.  Refused with the column and the count of rows, also for dask."""
+    for col, value, message in [
+        ("y", 0.5, r"outcome column 'y': 2 row\(s\) are missing or not 0/1"),
+        ("y", np.nan, r"outcome column 'y': 2 row\(s\) are missing or not 0/1"),
+        ("d", 2, r"decision column 'd': 2 row\(s\) are missing or not 0/1"),
+        ("d", -1, r"decision column 'd': 2 row\(s\)"),
+        ("s", np.inf, r"score column 's': 2 row\(s\) are missing or not a finite number"),
+    ]:
+        pdf = _frame(100)
+        pdf[col] = pdf[col].astype(float)
+        pdf.loc[[3, 70], col] = value
+        frame = dd.from_pandas(pdf, npartitions=4) if lazy else pdf
+        with pytest.raises(ValueError, match=message):
+            aggregate_counts(frame, ["g"], "y", decision="d", score="s")
+    booleans = _frame(100).astype({"y": bool, "d": bool})
+    pd.testing.assert_frame_equal(
+        aggregate_counts(booleans, ["g"], "y", decision="d"),
+        aggregate_counts(_frame(100), ["g"], "y", decision="d"),
+    )
