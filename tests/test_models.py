@@ -443,7 +443,21 @@ def test_models_clone_set_params_and_pickle(synth):
         "draws": 1000,
         "chains": 4,
         "random_state": 0,
+        "random_seed": None,
     }
+    # random_seed, PyMC's name for the seed, is taken by every model (it was a TypeError)
+    for model in (DirichletMultinomial, NaiveBayes):
+        np.testing.assert_array_equal(
+            model(random_seed=7).fit(data).p_draws_, model(random_state=7).fit(data).p_draws_
+        )
+    advi = dict(method="advi", advi_iterations=300, draws=50)
+    np.testing.assert_array_equal(
+        LogisticRegression(random_seed=7, **advi).fit(data).p_draws_,
+        LogisticRegression(random_state=7, **advi).fit(data).p_draws_,
+    )
+    assert clone(NeuralNetwork(random_seed=2)).get_params()["random_seed"] == 2
+    with pytest.raises(ValueError, match="give `random_state` or `random_seed`"):
+        HierarchicalLogisticRegression(random_state=1, random_seed=1, method="map").fit(data)
     fitted_avg = pickle.loads(pickle.dumps(avg.fit()))
     np.testing.assert_array_equal(fitted_avg.p_draws_, avg.p_draws_)
 

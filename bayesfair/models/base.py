@@ -263,6 +263,8 @@ class FairnessModel:
         from the MAP, notebook 02; ``models/cards/neural_network.md``).
     sampler : {"auto", "nutpie", "pymc"}
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
+    random_seed : None, int, or numpy SeedSequence, Generator or RandomState, optional
+        PyMC's name for ``random_state``: give one or the other.
 
     Attributes
     ----------
@@ -326,6 +328,7 @@ class FairnessModel:
         advi_start: str = "auto",
         sampler: str = "auto",
         random_state: SeedLike = None,
+        random_seed: SeedLike = None,
     ) -> None:
         self.method = method
         self.draws = draws
@@ -337,6 +340,17 @@ class FairnessModel:
         self.advi_start = advi_start
         self.sampler = sampler
         self.random_state = random_state
+        self.random_seed = random_seed
+
+    def _seed_source(self) -> SeedLike:
+        """``random_state``, or ``random_seed`` (PyMC's name for it); not both."""
+        if self.random_seed is None:
+            return self.random_state
+        if self.random_state is not None:
+            raise ValueError(
+                "give `random_state` or `random_seed` (PyMC's name for the same seed), not both"
+            )
+        return self.random_seed
 
     # ------------------------------------------------------------------ configuration
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -419,7 +433,7 @@ class FairnessModel:
                 f"mass matrix while tuning (nutpie panics without), got {self.tune!r}"
             )
         check_open_probability(self.target_accept, "target_accept")
-        check_seed(self.random_state)
+        check_seed(self._seed_source())
         if self.sampler not in ("auto", "nutpie", "pymc"):
             raise ValueError(f"`sampler` must be 'auto', 'nutpie' or 'pymc', got {self.sampler!r}")
         if self.sampler == "nutpie" and not _have_nutpie():
@@ -508,7 +522,7 @@ class FairnessModel:
         return self
 
     def _seed(self) -> int:
-        return int(np.random.default_rng(self.random_state).integers(2**31 - 1))
+        return int(np.random.default_rng(self._seed_source()).integers(2**31 - 1))
 
     def _fit_pymc(self, design: Design) -> None:
         model = self.build_model(design)

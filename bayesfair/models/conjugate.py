@@ -15,9 +15,21 @@ __all__ = ["DirichletMultinomial", "NaiveBayes"]
 class _Conjugate(FairnessModel):
     exact = True
 
-    def __init__(self, *, draws: int = 1000, chains: int = 4, random_state: SeedLike = None):
+    def __init__(
+        self,
+        *,
+        draws: int = 1000,
+        chains: int = 4,
+        random_state: SeedLike = None,
+        random_seed: SeedLike = None,
+    ):
         super().__init__(
-            method="exact", draws=draws, tune=0, chains=chains, random_state=random_state
+            method="exact",
+            draws=draws,
+            tune=0,
+            chains=chains,
+            random_state=random_state,
+            random_seed=random_seed,
         )
 
     def _finish(self, design: Design, posterior: dict[str, np.ndarray], dims: dict) -> None:
@@ -46,6 +58,8 @@ class DirichletMultinomial(_Conjugate):
     draws, chains : int
         Exact posterior draws, arranged as ``chains`` x ``draws``.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
+    random_seed : None, int, or numpy SeedSequence, Generator or RandomState, optional
+        PyMC's name for ``random_state``: give one or the other.
 
     Examples
     --------
@@ -65,13 +79,16 @@ class DirichletMultinomial(_Conjugate):
         draws: int = 1000,
         chains: int = 4,
         random_state: SeedLike = None,
+        random_seed: SeedLike = None,
     ) -> None:
-        super().__init__(draws=draws, chains=chains, random_state=random_state)
+        super().__init__(
+            draws=draws, chains=chains, random_state=random_state, random_seed=random_seed
+        )
         self.alpha = alpha
 
     def _fit_exact(self, design: Design) -> None:
         check_real(self.alpha, "alpha", sign="positive")
-        rng = np.random.default_rng(self.random_state)
+        rng = np.random.default_rng(self._seed_source())
         a = design.k + self.alpha
         b = design.n - design.k + self.alpha
         p = rng.beta(a, b, size=(self.chains, self.draws, design.n_groups))
@@ -122,6 +139,8 @@ class NaiveBayes(_Conjugate):
     draws, chains : int
         Exact posterior draws, arranged as ``chains`` x ``draws``.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
+    random_seed : None, int, or numpy SeedSequence, Generator or RandomState, optional
+        PyMC's name for ``random_state``: give one or the other.
 
     Examples
     --------
@@ -142,8 +161,11 @@ class NaiveBayes(_Conjugate):
         draws: int = 1000,
         chains: int = 4,
         random_state: SeedLike = None,
+        random_seed: SeedLike = None,
     ) -> None:
-        super().__init__(draws=draws, chains=chains, random_state=random_state)
+        super().__init__(
+            draws=draws, chains=chains, random_state=random_state, random_seed=random_seed
+        )
         self.a_y = a_y
         self.a_s = a_s
 
@@ -169,7 +191,7 @@ class NaiveBayes(_Conjugate):
     def _fit_exact(self, design: Design) -> None:
         check_real(self.a_y, "a_y", sign="positive")
         check_real(self.a_s, "a_s", sign="positive")
-        rng = np.random.default_rng(self.random_state)
+        rng = np.random.default_rng(self._seed_source())
         size = (self.chains, self.draws)
         k1, k0 = design.k.sum(), (design.n - design.k).sum()
         py1 = rng.beta(k1 + self.a_y, k0 + self.a_y, size=size)
