@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -108,7 +109,13 @@ def _add_sections(
         step("permutation tests")
         add_frequentist_section(rep, data, random_state=seed)
         step("conditional bias scans of false positive rates")
-        add_scan_section(rep, scan_audit_data(data, random_state=seed))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            scans = scan_audit_data(data, random_state=seed)
+        for w in caught:  # said on stderr as before, and in the report
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        add_scan_section(rep, scans, notes=notes)
         step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
         per_group = _disaggregated(data, bayes, seed, draws, hb_main_effects)
         add_disaggregated_section(rep, per_group)

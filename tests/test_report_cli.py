@@ -505,6 +505,38 @@ def test_frequentist_table_flags_the_group_attaining_max_t_with_both_rates():
     assert table["P(flagged rate higher | data)"] < 0.01
 
 
+def test_frequentist_section_says_which_tests_it_cannot_run():
+    """FPR is undefined for a group without negatives: two-group tests with such a group
+    and a max-T test over one defined group cannot run, and the table says so (the
+    report failed with the test's ValueError); the FNR tests run as before."""
+    from bayesfair.report import Report, add_frequentist_section
+    from bayesfair.report.html import Table
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 600), "race": rng.choice(["a", "b"], 600)})
+    df["y"] = np.where(df["sex"] == "F", 1, rng.integers(0, 2, 600))
+    df.loc[(df["sex"] == "M") & (df["race"] == "b"), "y"] = 1
+    df["d"] = rng.integers(0, 2, 600)
+    data = AuditData(df, ["sex", "race"], "y", decision="d")
+    sec = add_frequentist_section(Report("t"), data, ["fpr", "fnr"], n_resamples=99).sections[0]
+    table = next(b.frame for b in sec.blocks if isinstance(b, Table)).set_index(
+        ["metric", "groups"]
+    )
+    assert table.loc[("fpr", "sex"), "test"] == (
+        "not run: fpr is undefined in F (no rows in its denominator)"
+    )
+    assert table.loc[("fpr", "sex x race"), "test"] == (
+        "not run: fpr is undefined in F, a; F, b; M, b (no rows in its denominator)"
+    )
+    assert table.loc[("fpr", "race"), "test"] == (
+        "not run: fpr is undefined in b (no rows in its denominator)"
+    )
+    assert table.loc["fpr", "pvalue"].isna().all()
+    assert table.loc["fnr", "pvalue"].notna().all()  # FNR is defined in every group
+    with pytest.raises(ValueError, match="unknown metric 'recall'"):
+        add_frequentist_section(Report("t"), data, ["recall"])
+
+
 def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
     """The report's per-group table: one row per group by size, each estimator's estimate
     and interval as in the result's table; a wide table scrolls inside the page."""

@@ -669,6 +669,32 @@ def test_report_scans_say_which_covariates_they_leave_out():
         ]
 
 
+def test_report_scans_name_the_classes_without_an_fpr(tmp_path):
+    """A protected class without rows of outcome 0 (or whose complement has none) has no
+    FPR to scan: the scan failed and took the whole report (CLI) with it.  It is skipped
+    and named, in a warning and in the report's scan section; the other classes run."""
+    from bayesfair.cli import main
+    from bayesfair.report import scan_audit_data
+
+    rng = np.random.default_rng(0)
+    n = 800
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "race": rng.choice(["a", "b", "c"], n)})
+    df["y"] = np.where(df["sex"] == "F", 1, rng.integers(0, 2, n))
+    df["d"] = rng.integers(0, 2, n)
+    data = AuditData(df, ["sex", "race"], "y", decision="d")
+    named = r"2 protected class\(es\) not scanned: .*sex = F \(no row in it has y == 0\); "
+    named += r"sex = M \(no row outside it has y == 0\)"
+    with pytest.warns(UserWarning, match=named):
+        results = scan_audit_data(data, n_permutations=0, n_restarts=2)
+    assert [r.protected_label for r in results] == ["race = a", "race = b", "race = c"]
+    csv, out = tmp_path / "d.csv", tmp_path / "r.html"
+    df.to_csv(csv, index=False)
+    with pytest.warns(UserWarning, match=named):
+        args = ["audit", str(csv), "--protected", "sex", "race", "--outcome", "y"]
+        assert main([*args, "--decision", "d", "--out", str(out)]) == 0
+    assert "sex = F (no row in it has y == 0)" in out.read_text()
+
+
 def test_posterior_bias_scan_small():
     ds = _semi(mu_sep=1.5)
     bf = __import__("bayesfair")

@@ -11,6 +11,7 @@ import pandas as pd
 from .._validation import check_instance
 from ..data import AuditData
 from ..frequentist import intersectional_permutation_test, permutation_test
+from ..metrics.rates import RATE_DEFINITIONS
 from .html import Report, Table, Text
 
 __all__ = ["add_frequentist_section", "posterior_probability_higher"]
@@ -49,8 +50,6 @@ def posterior_probability_higher(
     >>> 0 <= posterior_probability_higher(data, "fpr", "sex", "1") <= 1
     True
     """
-    from ..metrics.rates import RATE_DEFINITIONS
-
     if metric not in RATE_DEFINITIONS:
         raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
     t = data.table_for(by)
@@ -74,8 +73,6 @@ def _probability_higher(group: tuple, rest: tuple, n_draws: int = 20_000, seed: 
 
 def _group_and_rest(t: pd.DataFrame, metric: str, group: str) -> tuple[tuple, tuple]:
     """(numerator, denominator) of ``metric`` in ``group`` and in the other rows of ``t``."""
-    from ..metrics.rates import RATE_DEFINITIONS
-
     num, den = RATE_DEFINITIONS[metric]
     k = t[list(num)].sum(axis=1).to_numpy(float)
     n = t[list(den)].sum(axis=1).to_numpy(float)
@@ -134,11 +131,29 @@ def add_frequentist_section(
     check_instance(data, AuditData, "data", "an AuditData")
     rows = []
     for metric in metrics:
+        if metric not in RATE_DEFINITIONS:
+            raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
         for by in [[a] for a in data.protected] + (
             [list(data.protected)] if len(data.protected) > 1 else []
         ):
             label = " x ".join(by)
-            groups = data.table_for(by)["intersection"].tolist()
+            table = data.table_for(by)
+            groups = table["intersection"].tolist()
+            den = table[list(RATE_DEFINITIONS[metric][1])].sum(axis=1).to_numpy()
+            undefined = [g for g, d in zip(groups, den, strict=True) if d == 0]
+            if len(groups) - len(undefined) < 2 or (len(groups) == 2 and undefined):
+                # no test to run: say why in the table instead of failing the report
+                rows.append(
+                    {
+                        "metric": metric,
+                        "groups": label,
+                        "test": f"not run: {metric} is undefined in "
+                        f"{'; '.join(map(str, undefined))} (no rows in its denominator)",
+                        "statistic": np.nan,
+                        "pvalue": np.nan,
+                    }
+                )
+                continue
             if len(groups) == 2:
                 r = permutation_test(
                     data, metric, by=by, n_resamples=n_resamples, random_state=random_state

@@ -26,10 +26,12 @@ def scan_audit_data(
 ) -> list[CBSResult]:
     """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
     each protected attribute as the protected class, over the other protected attributes and
-    the covariates that are categorical (or boolean).  Numeric covariates are left out, with
-    a warning that names them: a subgroup is a set of values, and a numeric column (the
-    audited score, say) would give ranges of its own; bin one (``pd.cut``) to scan it, or
-    call :func:`~bayesfair.scan.conditional_bias_scan` with ``ordinal``.
+    the covariates that are categorical (or boolean).  A class without rows of outcome 0,
+    or whose complement has none, has no FPR to scan and is named in a warning.  Numeric
+    covariates are left out, with a warning that names them: a subgroup is a set of
+    values, and a numeric column (the audited score, say) would give ranges of its own;
+    bin one (``pd.cut``) to scan it, or call
+    :func:`~bayesfair.scan.conditional_bias_scan` with ``ordinal``.
 
     Parameters
     ----------
@@ -70,13 +72,19 @@ def scan_audit_data(
     # named after the audit's own columns, which the results' descriptions show
     f, outcome, decision = data._coded_frame(attrs)
     f[attrs] = f[attrs].astype(str)
-    out = []
+    out, skipped = [], []
+    negative = (f[outcome] == 0).to_numpy()
     for attr in data.protected:
         if len(attrs) < 2:
             break
         for value in data.levels[attr]:
-            prot = f[attr] == str(value)
+            prot = (f[attr] == str(value)).to_numpy()
             if prot.all() or not prot.any():
+                continue
+            # the scan keeps the rows with outcome 0 and compares the class with the rest there
+            if not (prot & negative).any() or not (~prot & negative).any():
+                where = "in" if not (prot & negative).any() else "outside"
+                skipped.append(f"{attr} = {value} (no row {where} it has {outcome} == 0)")
                 continue
             out.append(
                 conditional_bias_scan(
@@ -93,10 +101,19 @@ def scan_audit_data(
                     random_state=random_state,
                 )
             )
+    if skipped:
+        warnings.warn(
+            f"{len(skipped)} protected class(es) not scanned: an FPR scan needs rows with "
+            f"{outcome} == 0 in the class and outside it: {'; '.join(skipped)}",
+            UserWarning,
+            stacklevel=2,
+        )
     return out
 
 
-def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
+def add_scan_section(
+    report: Report, results: Sequence[CBSResult], *, notes: Sequence[str] = ()
+) -> Report:
     """A table of Conditional Bias Scan results (Table-4 layout) and their null distributions.
 
     Parameters
@@ -105,6 +122,9 @@ def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
         The report to extend.
     results : sequence of CBSResult
         For example from :func:`scan_audit_data`.
+    notes : sequence of str, optional
+        What was not scanned and why (for example the warnings of
+        :func:`scan_audit_data`), shown under the table.
 
     Returns
     -------
@@ -126,8 +146,11 @@ def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
     for r in results if isinstance(results, Sequence) else [results]:
         check_instance(r, CBSResult, "results", "a list of CBSResult (conditional_bias_scan)")
     sec = report.section("Subgroup scan (Conditional Bias Scan)")
+    notes = [notes] if isinstance(notes, str) else list(notes)
     if not results:
         sec.add(Text("No scan was run (it needs a decision and at least two attributes)."))
+        for note in notes:
+            sec.add(Text(note))
         return report
     sec.add(
         Text(
@@ -142,6 +165,8 @@ def add_scan_section(report: Report, results: Sequence[CBSResult]) -> Report:
     table = pd.concat([r.summary() for r in results], ignore_index=True)
     table = table.sort_values("score", ascending=False)
     sec.add(Table(table, float_format="{:.3f}"))
+    for note in notes:
+        sec.add(Text(note))
     best = max(results, key=lambda r: r.score)
     if len(best.null_scores):
         # a Figure outside pyplot's registry: a process writing many reports keeps none open
