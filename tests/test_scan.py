@@ -693,6 +693,42 @@ def test_report_scans_name_the_classes_without_an_fpr(tmp_path):
         args = ["audit", str(csv), "--protected", "sex", "race", "--outcome", "y"]
         assert main([*args, "--decision", "d", "--out", str(out)]) == 0
     assert "sex = F (no row in it has y == 0)" in out.read_text()
+    # a decision that never errs on y == 0 (d == y): no expectation to estimate, no scan
+    exact = AuditData(df.assign(d=df["y"]), ["sex", "race"], "y", decision="d")
+    with pytest.warns(UserWarning, match=r"race = a \(every row outside it with y == 0 has d == 0"):
+        assert scan_audit_data(exact, n_permutations=0, n_restarts=2) == []
+
+
+def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
+    """In a small data set some permutations of the protected labels leave I-hat a single
+    class to learn from; the whole scan failed with that ValueError.  Those permutations
+    are left out, said in a warning, and the p-value is over the others (still exact: the
+    observed labels are uniform among the permutations that can be scanned)."""
+    df = pd.DataFrame(
+        {
+            "g": list("FMMMFFFMFFMF"),
+            "c": list("cabbbbbcbbcb"),
+            "y": [0, 0, 1, 0, 1, 1, 0, 1, 1, 0, 0, 0],
+            "d": [1, 0, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0],
+        }
+    )
+    kw = dict(
+        protected=("g", "M"),
+        scan_type="separation_recommendations",
+        outcome="y",
+        decision="d",
+        condition_value=0,
+        attributes=["c"],
+        n_restarts=2,
+        random_state=0,
+    )
+    with pytest.warns(UserWarning, match=r"(\d+) of 99 permuted data sets could not be scanned"):
+        res = conditional_bias_scan(df, n_permutations=99, **kw)
+    assert 0 < len(res.null_scores) < 99 and np.isfinite(res.null_scores).all()
+    hits = np.sum(res.null_scores >= res.score - 1e-9)
+    assert res.pvalue == pytest.approx((1 + hits) / (1 + len(res.null_scores)))
+    with pytest.raises(ValueError, match="only one class of its target"):  # the data itself
+        conditional_bias_scan(df.assign(d=0), n_permutations=9, **kw)
 
 
 def test_posterior_bias_scan_small():

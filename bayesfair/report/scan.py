@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
@@ -27,7 +28,8 @@ def scan_audit_data(
     """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
     each protected attribute as the protected class, over the other protected attributes and
     the covariates that are categorical (or boolean).  A class without rows of outcome 0,
-    or whose complement has none, has no FPR to scan and is named in a warning.  Numeric
+    or whose complement has none or only one decision among them, cannot be scanned and
+    is named in a warning.  Numeric
     covariates are left out, with a warning that names them: a subgroup is a set of
     values, and a numeric column (the audited score, say) would give ranges of its own;
     bin one (``pd.cut``) to scan it, or call
@@ -74,6 +76,7 @@ def scan_audit_data(
     f[attrs] = f[attrs].astype(str)
     out, skipped = [], []
     negative = (f[outcome] == 0).to_numpy()
+    flagged = f[decision].to_numpy()
     for attr in data.protected:
         if len(attrs) < 2:
             break
@@ -81,10 +84,18 @@ def scan_audit_data(
             prot = (f[attr] == str(value)).to_numpy()
             if prot.all() or not prot.any():
                 continue
-            # the scan keeps the rows with outcome 0 and compares the class with the rest there
+            # the scan keeps the rows with outcome 0, and estimates the expected decisions of
+            # the class (I-hat) from those of the other rows: it needs both decisions there
             if not (prot & negative).any() or not (~prot & negative).any():
                 where = "in" if not (prot & negative).any() else "outside"
                 skipped.append(f"{attr} = {value} (no row {where} it has {outcome} == 0)")
+                continue
+            seen = np.unique(flagged[~prot & negative])
+            if len(seen) < 2:
+                skipped.append(
+                    f"{attr} = {value} (every row outside it with {outcome} == 0 has "
+                    f"{decision} == {seen[0]}, so no expectation can be estimated)"
+                )
                 continue
             out.append(
                 conditional_bias_scan(
@@ -104,7 +115,8 @@ def scan_audit_data(
     if skipped:
         warnings.warn(
             f"{len(skipped)} protected class(es) not scanned: an FPR scan needs rows with "
-            f"{outcome} == 0 in the class and outside it: {'; '.join(skipped)}",
+            f"{outcome} == 0 in the class and outside it, and both decisions outside it: "
+            f"{'; '.join(skipped)}",
             UserWarning,
             stacklevel=2,
         )

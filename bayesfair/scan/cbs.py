@@ -53,6 +53,12 @@ from .engine import (
 
 __all__ = ["SCAN_TYPES", "CBSResult", "conditional_bias_scan", "expected_events"]
 
+
+class _Inestimable(ValueError):
+    """The data leave I-hat nothing to be estimated from (one class of its target, or no
+    rows); a permuted data set for which this happens takes no part in the null."""
+
+
 #: scan type -> (event variable, conditional variable, score) with roles
 #: "outcome" (Y), "score" (P) and "decision" (P_bin).
 SCAN_TYPES: dict[str, tuple[str, str, str]] = {
@@ -95,7 +101,7 @@ def _fit_weighted(model, X: np.ndarray, y: np.ndarray, w: np.ndarray, aggregate:
         keep = np.flatnonzero(wsum > 0)
         X, y, w = X[row[keep]], y[row[keep]], wsum[keep]
     if len(np.unique(y)) < 2:
-        raise ValueError(
+        raise _Inestimable(
             "the I-hat model sees only one class of its target among the non-protected rows; "
             "the scan cannot estimate expectations (choose another scan type or condition value)"
         )
@@ -241,7 +247,7 @@ def expected_events(
         feats = np.hstack([X_ihat, c])
     ref = ~protected & keep
     if not ref.any():
-        raise ValueError("no non-protected rows are left to estimate I-hat")
+        raise _Inestimable("no non-protected rows are left to estimate I-hat")
     w = pa[ref] / (1 - pa[ref])
     if event_is_probability:  # two records per row (Appendix A.1, step 4)
         ev = np.clip(event[ref], 0.0, 1.0)
@@ -703,11 +709,30 @@ def conditional_bias_scan(
             p.__dict__.update(pipe.__dict__)
             p.sigma = sigma_used
             for b in range(size):
-                out[b] = p.max_score(rng.permutation(A), n_restarts, penalty, rng)
+                try:
+                    out[b] = p.max_score(rng.permutation(A), n_restarts, penalty, rng)
+                except _Inestimable:
+                    out[b] = np.nan
             return out
 
         null = chunked_resamples(chunk, n_permutations, perm_seq, n_jobs=n_jobs)
-        pvalue = float((1 + np.sum(null >= res.score - 1e-9)) / (1 + len(null)))
+        skipped = int(np.isnan(null).sum())
+        if skipped:
+            # the observed labels are uniform among the permutations that can be scanned
+            # (they can), so the p-value over those alone stays exact
+            warnings.warn(
+                f"{skipped} of {n_permutations} permuted data sets could not be scanned (I-hat "
+                "had a single class of its target, or no rows, to learn from); the p-value "
+                f"is over the other {n_permutations - skipped}",
+                UserWarning,
+                stacklevel=2,
+            )
+            null = null[~np.isnan(null)]
+        pvalue = (
+            float((1 + np.sum(null >= res.score - 1e-9)) / (1 + len(null)))
+            if len(null)
+            else float("nan")
+        )
     return CBSResult(
         scan=res,
         scan_type=scan_type,
