@@ -697,6 +697,10 @@ def test_report_scans_name_the_classes_without_an_fpr(tmp_path):
     exact = AuditData(df.assign(d=df["y"]), ["sex", "race"], "y", decision="d")
     with pytest.warns(UserWarning, match=r"race = a \(every row outside it with y == 0 has d == 0"):
         assert scan_audit_data(exact, n_permutations=0, n_restarts=2) == []
+    from bayesfair.report import Report, add_scan_section
+
+    texts = [b.text for b in add_scan_section(Report("t"), [], notes=["why"]).sections[0].blocks]
+    assert texts == ["No scan was run.", "why"]
 
 
 def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
@@ -722,7 +726,7 @@ def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
         n_restarts=2,
         random_state=0,
     )
-    with pytest.warns(UserWarning, match=r"(\d+) of 99 permuted data sets could not be scanned"):
+    with pytest.warns(UserWarning, match=r"scan of g = M: \d+ of 99 permuted data sets could"):
         res = conditional_bias_scan(df, n_permutations=99, **kw)
     assert 0 < len(res.null_scores) < 99 and np.isfinite(res.null_scores).all()
     hits = np.sum(res.null_scores >= res.score - 1e-9)

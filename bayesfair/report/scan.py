@@ -29,10 +29,9 @@ def scan_audit_data(
     each protected attribute as the protected class, over the other protected attributes and
     the covariates that are categorical (or boolean).  A class without rows of outcome 0,
     or whose complement has none or only one decision among them, cannot be scanned and
-    is named in a warning.  Numeric
-    covariates are left out, with a warning that names them: a subgroup is a set of
-    values, and a numeric column (the audited score, say) would give ranges of its own;
-    bin one (``pd.cut``) to scan it, or call
+    is named in a warning.  Numeric covariates are left out, with a warning that names
+    them: a subgroup is a set of values, and a numeric column (the audited score, say)
+    would give ranges of its own; bin one (``pd.cut``) to scan it, or call
     :func:`~bayesfair.scan.conditional_bias_scan` with ``ordinal``.
 
     Parameters
@@ -160,7 +159,8 @@ def add_scan_section(
     sec = report.section("Subgroup scan (Conditional Bias Scan)")
     notes = [notes] if isinstance(notes, str) else list(notes)
     if not results:
-        sec.add(Text("No scan was run (it needs a decision and at least two attributes)."))
+        why = "." if notes else " (it needs a decision and at least two attributes)."
+        sec.add(Text("No scan was run" + why))
         for note in notes:
             sec.add(Text(note))
         return report

@@ -721,9 +721,9 @@ def conditional_bias_scan(
             # the observed labels are uniform among the permutations that can be scanned
             # (they can), so the p-value over those alone stays exact
             warnings.warn(
-                f"{skipped} of {n_permutations} permuted data sets could not be scanned (I-hat "
-                "had a single class of its target, or no rows, to learn from); the p-value "
-                f"is over the other {n_permutations - skipped}",
+                f"scan of {label}: {skipped} of {n_permutations} permuted data sets could not be "
+                "scanned (I-hat had a single class of its target, or no rows, to learn from); "
+                f"the p-value is over the other {n_permutations - skipped}",
                 UserWarning,
                 stacklevel=2,
             )
