@@ -533,6 +533,11 @@ def test_frequentist_section_says_which_tests_it_cannot_run():
     )
     assert table.loc["fpr", "pvalue"].isna().all()
     assert table.loc["fnr", "pvalue"].notna().all()  # FNR is defined in every group
+    # each test says its permutation: within outcome, exact for FNR
+    assert table.loc[("fnr", "sex"), "test"] == (
+        "two groups, studentized, within_outcome permutation"
+    )
+    assert table.loc[("fnr", "sex x race"), "test"].endswith("within_outcome permutation")
     with pytest.raises(ValueError, match="unknown metric 'recall'"):
         add_frequentist_section(Report("t"), data, ["recall"])
 

@@ -162,7 +162,7 @@ def add_frequentist_section(
                     {
                         "metric": metric,
                         "groups": label,
-                        "test": "two groups, studentized",
+                        "test": f"two groups, studentized, {r.permute} permutation",
                         "statistic": r.studentized_statistic,
                         "pvalue": r.pvalue,
                         **_flagged(
@@ -195,7 +195,7 @@ def add_frequentist_section(
                     {
                         "metric": metric,
                         "groups": label,
-                        "test": f"max-T over {over}, studentized",
+                        "test": f"max-T over {over}, studentized, {r.permute} permutation",
                         "statistic": r.statistic,
                         "pvalue": r.pvalue,
                         **_flagged(data, metric, by, worst),
