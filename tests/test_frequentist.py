@@ -333,8 +333,23 @@ def test_sample_size_helpers_are_inverse():
     d = minimum_detectable_difference(0.2, 400, 800)
     n_a, n_b = required_sample_size(0.2, d, ratio=2.0)
     assert abs(n_a - 400) <= 1 and abs(n_b - 800) <= 2
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="`difference` must be a finite positive number"):
         required_sample_size(0.2, 0.0)
+    # a rate of 1.5 gave negative sample sizes, 0 gave (0, 0), ratio 0 divided by zero,
+    # alpha 2 overflowed, and n_a = 0 divided by zero
+    for kw, match in [
+        (dict(rate=1.5), r"`rate` must be a number in \(0, 1\), got 1.5"),
+        (dict(rate=0.0), r"`rate` must be a number in \(0, 1\)"),
+        (dict(ratio=0), "`ratio` must be a finite positive number, got 0"),
+        (dict(alpha=2), r"`alpha` must be a number in \(0, 1\)"),
+        (dict(power=1.0), r"`power` must be a number in \(0, 1\)"),
+        (dict(difference=np.nan), "`difference` must be a finite positive number"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            required_sample_size(**{"rate": 0.2, "difference": 0.1, **kw})
+    for args, match in [((1.5, 100, 100), "`rate`"), ((0.2, 0, 100), "`n_a` must be a posi")]:
+        with pytest.raises(ValueError, match=match):
+            minimum_detectable_difference(*args)
 
 
 def test_discrimination_test_by_hand():

@@ -19,7 +19,14 @@ from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
 from .._repr import compact_repr
-from .._validation import SeedLike, check_flag, check_seed
+from .._validation import (
+    SeedLike,
+    check_count,
+    check_flag,
+    check_open_probability,
+    check_real,
+    check_seed,
+)
 from ..data import AuditData
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -789,8 +796,18 @@ def minimum_detectable_difference(
     >>> round(minimum_detectable_difference(0.3, 100, 400), 3)
     0.144
     """
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    z = _power_quantiles(rate, alpha, power)
+    n_a, n_b = check_count(n_a, "n_a"), check_count(n_b, "n_b")
     return float(z * np.sqrt(rate * (1 - rate) * (1 / n_a + 1 / n_b)))
+
+
+def _power_quantiles(rate: float, alpha: float, power: float) -> float:
+    """``z_{1 - alpha/2} + z_power``, after checking the three: a rate of 0 or 1 has no
+    variance to detect a difference against, and 1.5 gave negative sample sizes."""
+    check_open_probability(rate, "rate")
+    check_open_probability(alpha, "alpha")
+    check_open_probability(power, "power")
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
 
 
 def required_sample_size(
@@ -820,8 +837,8 @@ def required_sample_size(
     >>> required_sample_size(0.3, 0.1, ratio=2.0)
     (248, 495)
     """
-    if difference <= 0:
-        raise ValueError("`difference` must be positive")
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    check_real(difference, "difference", sign="positive")
+    check_real(ratio, "ratio", sign="positive")
+    z = _power_quantiles(rate, alpha, power)
     n_a = (z / difference) ** 2 * rate * (1 - rate) * (1 + 1 / ratio)
     return int(np.ceil(n_a)), int(np.ceil(ratio * n_a))
