@@ -715,6 +715,8 @@ def test_metric_permutation_test_mean_and_callable():
     for stud in (True, False):
         with pytest.raises(ValueError, match="`n_bootstrap` must be an integer of at least 2"):
             metric_permutation_test(v, g, np.median, n_bootstrap=1, studentize=stud)
+    with pytest.raises(ValueError, match="`batch` must be a positive integer, got 0"):
+        metric_permutation_test(v, g, batch=0)  # failed in range()
 
 
 @pytest.mark.slow

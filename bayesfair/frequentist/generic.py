@@ -110,6 +110,7 @@ def metric_permutation_test(
     if not keep.all():
         raise ValueError(f"`group` has values other than {labels}: pass only the two groups' rows")
     check_flag(studentize, "studentize")
+    check_count(batch, "batch")  # 0 failed in range()
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     is_a = g == labels[0]
