@@ -262,6 +262,10 @@ def test_bias_variance_noise_add_up_for_squared_loss():
         bvd(tree, X[tr], y_missing[tr], X[te], y[te], g[te])
     with pytest.raises(ValueError, match=r"`y_test` has \d+ missing or infinite value"):
         bvd(tree, X[tr], y[tr], X[te], y_missing[te], g[te])
+    with pytest.raises(ValueError, match=r"`y_optimal` has \d+ missing or infinite value"):
+        bvd(tree, X[tr], y[tr], X[te], y[te], g[te], y_optimal=y_missing[te])
+    with pytest.raises(ValueError, match=r"`y_optimal` must have one value per test row"):
+        bvd(tree, X[tr], y[tr], X[te], y[te], g[te], y_optimal=y[te][1:])
 
 
 def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():

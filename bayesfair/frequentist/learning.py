@@ -655,6 +655,16 @@ def bias_variance_decomposition(
         )
     _check_finite_outcome(y_train, "y_train")
     _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
+    if y_optimal is not None:
+        # a missing value was skipped by the groups' means (n still counted it); a length
+        # other than y_test's failed in numpy after every fit
+        y_optimal = np.asarray(y_optimal)
+        if y_optimal.shape != y_test.shape:
+            raise ValueError(
+                f"`y_optimal` must have one value per test row ({len(y_test)}), got shape "
+                f"{y_optimal.shape}"
+            )
+        _check_finite_outcome(y_optimal, "y_optimal")
     if loss not in ("squared", "zero_one"):
         raise ValueError(f"`loss` must be 'squared' or 'zero_one', got {loss!r}")
     m = len(y_train) if train_size is None else check_count(train_size, "train_size")
