@@ -21,6 +21,7 @@ from .permutation import (
     ALTERNATIVES,
     PermutationTestResult,
     _clopper_pearson,
+    _inexact_note,
     _pvalue,
     two_groups,
 )
@@ -213,13 +214,10 @@ def auc_permutation_test(
         permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
-        notes=[]
-        if within
-        else [
-            "free permutation is exact for auc only under the strong null (the groups' rows "
-            "are exchangeable); for equality of auc it is asymptotically valid when "
-            "studentized, and small groups can exceed the nominal level; "
-            "permute='within_outcome' (the default, 'auto') is also exact when each group's "
-            "scores have one distribution per outcome"
-        ],
+        notes=_inexact_note(
+            "auc",
+            permute,
+            "within_outcome",
+            " when each group's scores have one distribution per outcome",
+        ),
     )

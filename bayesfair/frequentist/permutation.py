@@ -275,16 +275,17 @@ def _check_common(metric, alternative, permute) -> str:
     return _exact_permutation(metric) if permute == "auto" else permute
 
 
-def _inexact_note(metric: str, permute: str) -> list[str]:
-    """A caveat when ``permute`` is not the exact permutation for ``metric``."""
-    exact = _exact_permutation(metric)
+def _inexact_note(metric: str, permute: str, exact: str | None = None, when: str = "") -> list:
+    """A caveat when ``permute`` is not ``exact``, the permutation that is exact for
+    ``metric`` (by default :func:`_exact_permutation`'s; ``when`` qualifies it)."""
+    exact = exact or _exact_permutation(metric)
     if permute == exact:
         return []
     return [
         f"{permute} permutation is exact for {metric} only under the strong null (the "
         f"groups' rows are exchangeable); for equality of {metric} alone it is asymptotically "
         f"valid when studentized, and small groups can exceed the nominal level; "
-        f"permute='{exact}' (the default, 'auto') is exact"
+        f"permute='{exact}' (the default, 'auto') is exact{when}"
     ]
 
 
