@@ -17,7 +17,7 @@ from .._validation import (
 )
 from ..metrics.rates import RATE_DEFINITIONS, _grouped_auc
 
-__all__ = ["COUNT_METRICS", "GroupedData", "metric_name"]
+__all__ = ["COUNT_METRICS", "GroupedData", "metric_name", "needed_column"]
 
 _CELLS = ("tp", "fp", "fn", "tn")
 #: count metrics (numerator / denominator cells of the confusion matrix)
@@ -27,6 +27,18 @@ COUNT_METRICS = {
     if k in ("selection_rate", "accuracy", "fnr", "fpr", "tpr", "tnr", "ppv", "npv", "base_rate")
 }
 _ALIASES = {"sel": "selection_rate", "acc": "accuracy"}
+
+
+def needed_column(metric) -> str | None:
+    """The column role a named metric needs beyond ``y_true``: ``"y_pred"`` for a count
+    metric other than ``base_rate``, ``"y_score"`` for AUC; None otherwise (callables get
+    whatever columns there are)."""
+    if isinstance(metric, str):
+        if metric in COUNT_METRICS and metric != "base_rate":
+            return "y_pred"
+        if metric == "auc":
+            return "y_score"
+    return None
 
 
 def metric_name(m) -> str:
@@ -327,11 +339,11 @@ class GroupedData:  # numpydoc ignore=PR01
             ``"`y_pred` (0/1 decisions)"`` for a count metric other than
             ``base_rate``, ``"`y_score`"`` for AUC, when that column was not given.
         """
-        if isinstance(metric, str):
-            if metric in COUNT_METRICS and metric != "base_rate" and self.yhat is None:
-                return "`y_pred` (0/1 decisions)"
-            if metric == "auc" and self.score is None:
-                return "`y_score`"
+        need = needed_column(metric)
+        if need == "y_pred" and self.yhat is None:
+            return "`y_pred` (0/1 decisions)"
+        if need == "y_score" and self.score is None:
+            return "`y_score`"
         return None
 
     def check_columns(self, metric) -> None:

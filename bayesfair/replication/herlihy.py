@@ -34,7 +34,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from .. import _arviz
 from ..datasets import load_adult
 from ..disaggregated import disaggregated_evaluation
-from ..disaggregated.groups import GroupedData
+from ..disaggregated.groups import GroupedData, needed_column
 from ..models.base import SamplerWarning
 
 __all__ = [
@@ -154,8 +154,9 @@ def population_truth(
 
 def _available_metrics(y_pred: str | None, y_score: str | None) -> list[str]:
     """:data:`METRICS` less those whose column is None (AUC needs the score, the others
-    the decision)."""
-    metrics = [m for m in METRICS if (y_score if m == "auc" else y_pred) is not None]
+    the decision: :func:`~bayesfair.disaggregated.groups.needed_column`)."""
+    given = {"y_pred": y_pred, "y_score": y_score, None: "y_true"}
+    metrics = [m for m in METRICS if given[needed_column(m)] is not None]
     if not metrics:
         raise ValueError("the population needs a decision (`y_pred`) or a score (`y_score`)")
     return metrics
