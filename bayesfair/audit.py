@@ -7,10 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ._repr import compact_repr
+from ._validation import check_open_probability
 from .data import AuditData
+from .frequentist import FairnessConfidenceInterval, fairness_confidence_interval
 from .metrics import (
     FairnessEstimate,
     bias_amplification,
@@ -48,6 +51,11 @@ class AuditResult:  # numpydoc ignore=PR01
         Known ground truth of synthetic data (``epsilon``, ``gamma``), if given.
     notes : list of str
         What was excluded and why.
+    intervals : dict
+        ``{target: FairnessConfidenceInterval}``: confidence intervals of the
+        population's epsilon-DF and gamma-SF at ``level``.
+    level : float
+        Their confidence level.
     """
 
     __repr__ = compact_repr
@@ -61,6 +69,8 @@ class AuditResult:  # numpydoc ignore=PR01
     auc: pd.DataFrame | None
     truth: Mapping[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    intervals: dict[str, FairnessConfidenceInterval] = field(default_factory=dict)
+    level: float = 0.9
 
     def fairness_table(self) -> pd.DataFrame:
         """epsilon-DF and gamma-SF for every target and method, with where they are attained.
@@ -69,12 +79,19 @@ class AuditResult:  # numpydoc ignore=PR01
         -------
         pandas.DataFrame
             One row per target, method and metric (:meth:`FairnessEstimate.summary`
-            rows), with the known truth of synthetic data where given.
+            rows); the EDF rows carry the confidence interval of the population's value
+            (``ci_90%_low``, ``ci_90%_high`` at the default level; see
+            :func:`~bayesfair.frequentist.fairness_confidence_interval`), and the known
+            truth of synthetic data is added where given.
         """
         rows = []
-        for est in self.estimates.values():
+        lo_col, hi_col = f"ci_{self.level:.0%}_low", f"ci_{self.level:.0%}_high"
+        for (target, method), est in self.estimates.items():
             s = est.summary()
             s.insert(0, "target", s.pop("target"))
+            ci = self.intervals.get(target) if method == "EDF" else None
+            s[lo_col] = [ci.epsilon_interval[0], ci.gamma_interval[0]] if ci else np.nan
+            s[hi_col] = [ci.epsilon_interval[1], ci.gamma_interval[1]] if ci else np.nan
             rows.append(s)
         out = pd.concat(rows, ignore_index=True)
         if self.truth:
@@ -142,7 +159,11 @@ class AuditResult:  # numpydoc ignore=PR01
                 "epsilon-DF is the largest log-ratio of P(y|s) between two intersections "
                 "(0 is perfectly fair); gamma-SF the largest |P(y=1) - P(y=1|s)| P(s). EDF uses "
                 f"raw frequencies; smoothed EDF a Dirichlet prior with alpha = {self.alpha:g} "
-                "per outcome (Foulds et al. eqs. 3-4)."
+                "per outcome (Foulds et al. eqs. 3-4). Both estimates lean upwards: a largest "
+                "difference of noisy rates is rarely 0, even where the population's rates are "
+                f"equal. The {self.level:.0%} confidence interval beside EDF covers the "
+                "population's value at any group size, a fair population's 0 included "
+                "(Clopper-Pearson intervals of the rates and shares, projected; conservative)."
             )
         )
         sec.add(Table(self.fairness_table(), float_format="{:.4f}"))
@@ -168,6 +189,7 @@ def run_audit(
     alpha: float = 1.0,
     name: str | None = None,
     truth: Mapping[str, Any] | None = None,
+    level: float = 0.9,
 ) -> AuditResult:
     """Run the empirical audit of ``data``: EDF and smoothed EDF of the labels and decisions,
     bias amplification, per-intersection rates and AUC.
@@ -182,6 +204,9 @@ def run_audit(
         Title of the report.
     truth : mapping, optional
         Known ``epsilon`` and ``gamma`` of synthetic data, shown beside the estimates.
+    level : float, default 0.9
+        Confidence level of the intervals of epsilon-DF and gamma-SF
+        (:func:`~bayesfair.frequentist.fairness_confidence_interval`).
 
     Returns
     -------
@@ -206,13 +231,23 @@ def run_audit(
             f"{len(empty)} intersection(s) have no rows and are left out of epsilon-DF (the "
             "definition covers intersections with P(s) > 0): " + "; ".join(empty["intersection"])
         )
-    estimates = {}
+    level = check_open_probability(level, "level")
+    estimates, intervals = {}, {}
+    seen = int((data.group_sizes() > 0).sum())
+    if seen < 2:
+        notes.append(
+            f"{seen} intersection has rows: no confidence interval of epsilon-DF or gamma-SF, "
+            "which compare at least two"
+        )
     with warnings.catch_warnings():
         # The exclusion is reported once, in `notes`, instead of once per estimate.
         warnings.filterwarnings("ignore", message=".*empty intersection", category=UserWarning)
+        warnings.filterwarnings("ignore", message=".*without rows", category=UserWarning)
         for t in targets:
             estimates[(t, "EDF")] = empirical_fairness(data, target=t, alpha=0.0)
             estimates[(t, "smoothed")] = empirical_fairness(data, target=t, alpha=alpha)
+            if seen >= 2:
+                intervals[t] = fairness_confidence_interval(data, target=t, level=level)
     amp = None
     if "decision" in targets:
         parts = []
@@ -233,4 +268,6 @@ def run_audit(
         auc=auc,
         truth=dict(truth or {}),
         notes=notes,
+        intervals=intervals,
+        level=level,
     )

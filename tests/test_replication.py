@@ -142,3 +142,18 @@ def test_weaker_additivity_prior_covers_where_the_papers_misses():
     print(cal.to_string())
     assert cal[("lam=1", "epsilon")] >= 0.80 and cal[("lam=1", "gamma")] >= 0.80
     assert cal[("lam=10", "epsilon")] < cal[("lam=1", "epsilon")] - 0.1
+
+
+def test_calibration_near_a_fair_population_scores_the_frequentist_interval_too():
+    """With equal P(y|s) in every intersection (weights 1.9 / sum of the codes), every
+    posterior draw of epsilon is positive, so the HDI never holds the truth 0; the
+    frequentist interval, scored on the same data, does in at least 90% of replicates."""
+    total = np.add.outer(np.arange(1, 5), np.arange(1, 3)).ravel()
+    cal = foulds.calibration_study(
+        EDF, replicates=20, n_rows=2000, weights=1.9 / total, frequentist=True, random_state=0
+    ).set_index(["model", "metric", "p_s"])["coverage"]
+    assert cal[("EDF", "epsilon", "n/a")] == 0
+    assert cal[("frequentist CI", "epsilon", "n/a")] >= 0.9
+    assert cal[("frequentist CI", "gamma", "n/a")] >= 0.9
+    with pytest.raises(TypeError, match="frequentist"):
+        foulds.calibration_study(EDF, replicates=1, frequentist="yes")

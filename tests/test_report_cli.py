@@ -10,7 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair import AuditData, bias_amplification, empirical_fairness, run_audit
+from bayesfair import (
+    AuditData,
+    bias_amplification,
+    empirical_fairness,
+    fairness_confidence_interval,
+    run_audit,
+)
 from bayesfair.cli import main
 from bayesfair.report import Report, Table, Text, scan_audit_data
 from bayesfair.spec import load_spec
@@ -739,6 +745,27 @@ def test_audit_summary_is_the_fairness_table_with_the_truth():
     truth = eps["truth (outcome)"].dropna().unique()
     assert list(truth) == [ds.truth["epsilon"]]
     assert table.loc[table["target"] == "decision", "truth (outcome)"].isna().all()
+    # the EDF rows carry the confidence interval of the population's value, which holds the
+    # EDF estimate itself (the sample's rates and shares lie in their intervals)
+    edf = table["method"] == "EDF"
+    lo, hi = table["ci_90%_low"], table["ci_90%_high"]
+    assert (lo[edf] <= table["value"][edf]).all() and (table["value"][edf] <= hi[edf]).all()
+    assert lo[~edf].isna().all() and hi[~edf].isna().all()
+    ci = fairness_confidence_interval(data, target="decision", level=0.9)
+    row = table[edf & (table["target"] == "decision") & (table["metric"] == "gamma-SF")]
+    assert row[["ci_90%_low", "ci_90%_high"]].iloc[0].tolist() == list(ci.gamma_interval)
+    assert "ci_80%_low" in run_audit(data, level=0.8).fairness_table()
+    with pytest.raises(ValueError, match="level"):
+        run_audit(data, level=1.0)
+
+
+def test_audit_says_when_it_has_no_interval_of_epsilon():
+    # one intersection with rows (the others are unused categories): nothing to compare
+    cat = lambda v, c: pd.Categorical([v] * 6, categories=c)  # noqa: E731
+    df = pd.DataFrame({"a": cat("x", ["x", "y"]), "b": cat("u", ["u", "v"]), "y": [0, 1] * 3})
+    result = run_audit(AuditData(df, ["a", "b"], "y"))
+    assert "1 intersection has rows: no confidence interval" in result.notes[-1]
+    assert result.fairness_table()["ci_90%_low"].isna().all() and not result.intervals
 
 
 def test_tables_show_and_save_a_meaningful_index(tmp_path):

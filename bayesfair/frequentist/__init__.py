@@ -1,8 +1,10 @@
-"""Frequentist companions: studentized permutation tests and discrimination tests."""
+"""Frequentist companions: studentized permutation tests, discrimination tests and
+confidence intervals of epsilon-DF and gamma-SF."""
 
 from .auc import auc_permutation_test
 from .correlation import correlation_permutation_test
 from .discrimination import DiscriminationTestResult, discrimination_test
+from .fairness_bounds import FairnessConfidenceInterval, fairness_confidence_interval
 from .generic import metric_permutation_test
 from .learning import (
     DiscriminationComparison,
@@ -24,6 +26,7 @@ from .permutation import (
 __all__ = [
     "DiscriminationComparison",
     "DiscriminationTestResult",
+    "FairnessConfidenceInterval",
     "IntersectionalPermutationResult",
     "LearningCurveResult",
     "PermutationTestResult",
@@ -32,6 +35,7 @@ __all__ = [
     "compare_discrimination",
     "correlation_permutation_test",
     "discrimination_test",
+    "fairness_confidence_interval",
     "group_learning_curves",
     "intersectional_permutation_test",
     "metric_permutation_test",

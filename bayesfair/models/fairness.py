@@ -278,6 +278,14 @@ def posterior_fairness(
     PosteriorFairness
         ``.summary()``, ``.plot()``, ``.draws``, ``.pairs``.
 
+    Notes
+    -----
+    Every model here gives each intersection a rate of its own, so each draw's epsilon (a
+    largest absolute log-ratio) and gamma are positive: where the population is fair or
+    nearly so, the posterior sits above the truth and its HDI can exclude it, a fair
+    population's 0 always (notebook 02, section 6, measures it). The intervals of
+    :func:`~bayesfair.frequentist.fairness_confidence_interval` hold there too.
+
     Examples
     --------
     >>> from bayesfair.datasets import make_gaussian_threshold

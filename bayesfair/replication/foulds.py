@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from .._validation import check_flag
 from ..data import AuditData
 from ..datasets import load_adult, load_compas, make_gaussian_threshold
+from ..frequentist import fairness_confidence_interval
 from ..models import (
     DirichletMultinomial,
     FairnessModel,
@@ -465,6 +467,8 @@ def calibration_study(
     levels: dict[str, int] | None = None,
     prob: float = 0.9,
     p_s: str | Sequence[str] = ("empirical", "posterior"),
+    weights: Sequence[float] | None = None,
+    frequentist: bool = False,
     random_state: int = 0,
 ) -> pd.DataFrame:
     """How often the ``prob`` credible interval of epsilon-DF and gamma-SF covers the truth.
@@ -490,6 +494,14 @@ def calibration_study(
         Credible mass of the intervals.
     p_s : str or sequence of str
         ``"empirical"`` and/or ``"posterior"``.
+    weights : sequence of float, optional
+        The generator's group weights (see
+        :func:`~bayesfair.datasets.make_gaussian_threshold`); default: drawn once from
+        ``random_state``. Weights near 0 make a nearly fair population.
+    frequentist : bool, default False
+        Also score the confidence intervals of
+        :func:`~bayesfair.frequentist.fairness_confidence_interval` at level ``prob`` on
+        the same data (model ``"frequentist CI"``).
     random_state : int, default 0
 
     Returns
@@ -510,7 +522,8 @@ def calibration_study(
     """
     modes = (p_s,) if isinstance(p_s, str) else tuple(p_s)
     levels = levels or {"race": 4, "sex": 2}
-    base = make_gaussian_threshold(levels, n_rows=1000, random_state=random_state)
+    check_flag(frequentist, "frequentist")
+    base = make_gaussian_threshold(levels, n_rows=1000, weights=weights, random_state=random_state)
     w = base.truth["table"]["w"].to_numpy()
     truth_p_s = base.truth["table"]["p_s"].to_numpy()
     rng = np.random.default_rng(random_state + 1)
@@ -522,6 +535,17 @@ def calibration_study(
             levels, group_sizes=rng.multinomial(n_rows, truth_p_s), weights=w, random_state=rng
         )
         data = ds.audit_data()
+        if frequentist:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                ci = fairness_confidence_interval(data, level=prob)
+            for metric, (lo, hi) in (
+                ("epsilon", ci.epsilon_interval),
+                ("gamma", ci.gamma_interval),
+            ):
+                key = ("frequentist CI", metric, "n/a")
+                hits.setdefault(key, []).append(float(lo <= ds.truth[metric] <= hi))
+                widths.setdefault(key, []).append(float(hi - lo))
         for m_idx, (name, factory) in enumerate(factories.items()):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)

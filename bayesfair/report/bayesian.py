@@ -106,7 +106,11 @@ def add_bayesian_section(
             "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). "
             "Intervals are 90% HDIs. gamma's posterior also draws P(s), the intersections' "
             "shares, from its posterior (the Bayesian bootstrap): it is gamma of the "
-            "population the rows were sampled from; O and X use the sample's shares."
+            "population the rows were sampled from; O and X use the sample's shares. "
+            "Near a fair population these intervals mislead: each model gives every "
+            "intersection a rate of its own, so each draw of epsilon and gamma is positive "
+            "and an HDI never contains a fair population's 0. The confidence intervals of "
+            "the fairness section (bayesfair.fairness_confidence_interval) hold there too."
         )
     )
     rows = []

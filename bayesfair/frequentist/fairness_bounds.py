@@ -1,0 +1,271 @@
+"""Confidence intervals for epsilon-DF and gamma-SF that hold at any group size, including
+for a perfectly fair population: simultaneous Clopper-Pearson intervals of every
+intersection's rate (and share), projected onto the two metrics."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta as _beta
+
+from .._repr import compact_repr
+from .._validation import check_open_probability
+from ..data import AuditData
+from ..metrics.fairness import epsilon_df, gamma_sf
+
+__all__ = ["FairnessConfidenceInterval", "fairness_confidence_interval"]
+
+
+def clopper_pearson(k: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided Clopper-Pearson bounds of ``k`` successes in ``n`` trials (``n > 0``),
+    vectorised; 0 and 1 exactly where ``k`` is 0 or ``n``."""
+    k, n = np.asarray(k, float), np.asarray(n, float)
+    a = (1 - level) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k == 0, 0.0, _beta.ppf(a, k, n - k + 1))
+        hi = np.where(k == n, 1.0, _beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
+
+
+def _max_other(a: np.ndarray, b: np.ndarray) -> float:
+    """``max over i != j of a[i] - b[j]`` without forming every pair (two largest a, two
+    smallest b)."""
+    ia, ib = np.argsort(-a, kind="stable")[:2], np.argsort(b, kind="stable")[:2]
+    if ia[0] != ib[0]:
+        return float(a[ia[0]] - b[ib[0]])
+    return float(max(a[ia[0]] - b[ib[1]], a[ia[1]] - b[ib[0]]))
+
+
+def epsilon_range(lower: np.ndarray, upper: np.ndarray) -> tuple[float, float]:
+    """The range of epsilon-DF over every ``P(y=1|s)`` in the box ``[lower, upper]``.
+
+    epsilon is the largest ``|log P(y|s_i) - log P(y|s_j)|`` over pairs and both outcomes.
+    The upper end, the largest ``log U_i - log L_j`` (or its ``1 - p`` twin) over pairs,
+    is attained at a corner. The lower end is the larger of the two outcomes' smallest
+    spreads, ``max_i log L_i - min_j log U_j`` and its twin (0 when the intervals
+    overlap): at most the smallest epsilon in the box, which may need both at once.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hi = max(
+            _max_other(np.log(upper), np.log(lower)),
+            _max_other(np.log1p(-lower), np.log1p(-upper)),
+        )
+        lo = max(
+            0.0,
+            _max_other(np.log(lower), np.log(upper)),
+            _max_other(np.log1p(-upper), np.log1p(-lower)),
+        )
+    return lo, hi
+
+
+def gamma_range(
+    share: tuple[np.ndarray, np.ndarray],
+    rate: tuple[np.ndarray, np.ndarray],
+    overall: tuple[float, float],
+) -> tuple[float, float]:
+    """A range that holds gamma-SF, ``max_s P(s) |P(y=1) - P(y=1|s)|``, for every share,
+    rate and overall rate ``P(y=1)`` in their intervals (treated as free of each other,
+    which can only widen it)."""
+    (s_lo, s_hi), (lo, hi), (a_lo, a_hi) = share, rate, overall
+    near = np.maximum.reduce([np.zeros_like(lo), lo - a_hi, a_lo - hi])
+    far = np.maximum(a_hi - lo, hi - a_lo)
+    return float(np.max(s_lo * near)), float(np.max(s_hi * far))
+
+
+@dataclass(frozen=True)
+class FairnessConfidenceInterval:  # numpydoc ignore=PR01
+    """Confidence intervals of epsilon-DF and gamma-SF (:func:`fairness_confidence_interval`).
+
+    Attributes
+    ----------
+    epsilon, gamma : float
+        The empirical (EDF) estimates.
+    epsilon_interval, gamma_interval : tuple of float
+        ``(lower, upper)``, jointly covering the population's values with probability
+        at least ``level`` each.
+    level : float
+    target : str
+    by : tuple of str
+    groups : pandas.DataFrame
+        Per intersection with rows: ``n``, ``positives``, ``p`` and the bounds
+        ``p_lower``, ``p_upper`` that hold for all intersections at once with
+        probability at least ``1 - (1 - level) / 2`` (epsilon's lower end).
+    excluded : list of str
+        Intersections left out because they have no rows.
+    notes : list of str
+    """
+
+    __repr__ = compact_repr
+
+    epsilon: float
+    gamma: float
+    epsilon_interval: tuple[float, float]
+    gamma_interval: tuple[float, float]
+    level: float
+    target: str
+    by: tuple[str, ...]
+    groups: pd.DataFrame
+    excluded: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> pd.DataFrame:
+        """One row per metric: the EDF estimate and the interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``metric``, ``estimate``, ``lower``, ``upper``, ``level``,
+            ``target`` and ``method``.
+        """
+        k = len(self.groups)
+        return pd.DataFrame(
+            {
+                "metric": ["epsilon-DF", "gamma-SF"],
+                "estimate": [self.epsilon, self.gamma],
+                "lower": [self.epsilon_interval[0], self.gamma_interval[0]],
+                "upper": [self.epsilon_interval[1], self.gamma_interval[1]],
+                "level": [self.level] * 2,
+                "target": [self.target] * 2,
+                "method": [
+                    f"Clopper-Pearson rates of {k} groups, projected (Sidak for the lower end)",
+                    f"Clopper-Pearson rates and shares of {k} groups and the overall rate, "
+                    "projected",
+                ],
+            }
+        )
+
+
+def fairness_confidence_interval(
+    data: AuditData,
+    *,
+    target: str = "outcome",
+    level: float = 0.9,
+    by: str | Sequence[str] | None = None,
+) -> FairnessConfidenceInterval:
+    """Confidence intervals of the population's epsilon-DF and gamma-SF, valid at any
+    group size and for a perfectly fair population.
+
+    A posterior interval of epsilon rests on a model in which no two intersections
+    share a rate, and epsilon is a largest absolute log-ratio: its estimates are biased
+    upwards and, where the population is fair or nearly so, posterior (and bootstrap)
+    intervals exclude the truth. These intervals assume only that each intersection's
+    count is binomial given its size, and hold with probability at least ``level`` at
+    any group size. With ``a = (1 - level) / 2`` for each end:
+
+    * epsilon's lower end is the smallest epsilon over a box in which every rate
+      ``P(y=1|s)`` lies in its Clopper-Pearson interval at the Sidak level
+      ``(1 - a) ** (1/k)`` (all ``k`` hold at once: the counts are independent given
+      the sizes). It is 0 whenever those intervals overlap, as in a fair population.
+    * epsilon's upper end needs only the two rates of the pair that attains the
+      population's epsilon, each on one side: it is the largest epsilon over the
+      rates' Clopper-Pearson intervals at level ``1 - a``.
+    * gamma also needs the shares ``P(s)`` and the overall rate ``P(y=1)`` (rows drawn
+      at random from the population): its lower end holds when every share is above
+      its lower bound, every rate in its box and the overall rate in its interval
+      (``a/3`` each); its upper end when the attaining group's share, rate and the
+      overall rate are on the right side of one bound each (``a/3`` each). A group
+      without rows enters gamma's upper end with a rate anywhere in [0, 1].
+
+    Each end is attained by some rates in the boxes, or lies beyond them, so the
+    intervals are conservative: coverage is at least ``level``, often more.
+    epsilon is over the intersections with rows, as in EDF: an empty intersection's
+    rate is unknown and is left out (with a warning and a note).
+
+    Parameters
+    ----------
+    data : AuditData
+    target : {"outcome", "decision"}
+        Fairness of the true labels or of the mechanism's decisions.
+    level : float, default 0.9
+        Confidence level of each interval (the package's credible mass is also 0.9).
+    by : str or list of str, optional
+        Compare the groups of a subset of the protected columns.
+
+    Returns
+    -------
+    FairnessConfidenceInterval
+        ``epsilon_interval``, ``gamma_interval``, the bounds per group, ``.summary()``.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.frequentist import fairness_confidence_interval
+    >>> ds = make_gaussian_threshold(n_rows=4000, random_state=1)
+    >>> ci = fairness_confidence_interval(ds.audit_data())
+    >>> lo, hi = ci.epsilon_interval
+    >>> bool(lo <= ci.epsilon <= hi)
+    True
+    >>> ci.summary()[["metric", "lower", "upper"]].round(3)  # doctest: +SKIP
+    """
+    if not isinstance(data, AuditData):
+        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    level = check_open_probability(level, "level")
+    counts = data.counts(target, by)
+    labels = data.grouping(by)["intersection"].tolist()
+    n, pos = counts.sum(axis=1), counts[:, 1]
+    seen = n > 0
+    excluded = [lab for lab, s in zip(labels, seen, strict=True) if not s]
+    if seen.sum() < 2:
+        raise ValueError(
+            f"`data` has {int(seen.sum())} group(s) with rows{f' by {by!r}' if by else ''}; "
+            "epsilon-DF and gamma-SF compare at least two"
+        )
+    notes = []
+    if excluded:
+        notes.append(
+            f"{len(excluded)} group(s) without rows left out of epsilon (their rate is "
+            f"unknown, as in EDF): {excluded[:5]}{' ...' if len(excluded) > 5 else ''}"
+        )
+        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+    k, total, a = int(seen.sum()), int(n.sum()), (1 - level) / 2
+    # The lower end of epsilon needs every rate in its interval at once (Sidak: the
+    # counts are independent given the sizes); the upper end only the two rates of the
+    # pair that attains the population's epsilon, one side each: a/2 per side.
+    box = clopper_pearson(pos[seen], n[seen], (1 - a) ** (1 / k))
+    pair = clopper_pearson(pos[seen], n[seen], 1 - a)
+    eps_interval = (epsilon_range(*box)[0], epsilon_range(*pair)[1])
+    # gamma's lower end: every share (one-sided, Bonferroni), every rate (Sidak) and the
+    # overall rate, a/3 each; its upper end: the attaining group's share and rate and the
+    # overall rate, one side each, a/3 each. A group without rows has rate in [0, 1].
+    overall = clopper_pearson(pos.sum(), total, 1 - a / 3)
+    low = gamma_range(
+        clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
+        clopper_pearson(pos[seen], n[seen], (1 - a / 3) ** (1 / k)),
+        (float(overall[0]), float(overall[1])),
+    )[0]
+    overall = clopper_pearson(pos.sum(), total, 1 - 2 * a / 3)
+    rate = clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
+    high = gamma_range(
+        clopper_pearson(n, total, 1 - 2 * a / 3),
+        (np.where(seen, rate[0], 0.0), np.where(seen, rate[1], 1.0)),
+        (float(overall[0]), float(overall[1])),
+    )[1]
+    p = pos[seen] / n[seen]
+    groups = pd.DataFrame(
+        {
+            "intersection": [lab for lab, s in zip(labels, seen, strict=True) if s],
+            "n": n[seen],
+            "positives": pos[seen],
+            "p": p,
+            "p_lower": box[0],
+            "p_upper": box[1],
+        }
+    )
+    with np.errstate(divide="ignore"):
+        eps = float(epsilon_df(np.column_stack([1 - p, p])))
+    return FairnessConfidenceInterval(
+        epsilon=eps,
+        gamma=float(gamma_sf(p, n[seen])),
+        epsilon_interval=eps_interval,
+        gamma_interval=(low, high),
+        level=level,
+        target=target,
+        by=tuple(data._check_by(by)),
+        groups=groups,
+        excluded=excluded,
+        notes=notes,
+    )
