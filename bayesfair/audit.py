@@ -42,7 +42,8 @@ class AuditResult:  # numpydoc ignore=PR01
         ``{(target, method): FairnessEstimate}`` for target ``"outcome"`` and,
         with a decision, ``"decision"``; methods ``"EDF"`` and ``"smoothed"``.
     amplification : pandas.DataFrame or None
-        Bias amplification (decision minus outcome) for both methods.
+        Bias amplification (decision minus outcome) for both methods, with its
+        confidence interval on the EDF rows.
     rates : pandas.DataFrame or None
         Confusion-matrix rates per intersection (with a decision).
     auc : pandas.DataFrame or None
@@ -168,7 +169,13 @@ class AuditResult:  # numpydoc ignore=PR01
         )
         sec.add(Table(self.fairness_table(), float_format="{:.4f}"))
         if self.amplification is not None:
-            sec.add(Text("Bias amplification: the decision's unfairness minus the data's."))
+            sec.add(
+                Text(
+                    "Bias amplification: the decision's unfairness minus the data's. Its "
+                    f"{self.level:.0%} confidence interval (beside EDF) takes the two targets' "
+                    f"intervals at {1 - (1 - self.level) / 2:.1%} each and their far ends."
+                )
+            )
             sec.add(Table(self.amplification, float_format="{:.4f}"))
         if self.rates is not None:
             sec = rep.section("Per-intersection error rates")
@@ -181,6 +188,28 @@ class AuditResult:  # numpydoc ignore=PR01
             sec = rep.section("Per-intersection AUC")
             sec.add(Table(self.auc, float_format="{:.3f}"))
         return rep
+
+
+def _amplification_interval(data: AuditData, level: float) -> np.ndarray:
+    """Intervals of the amplification ``mechanism - data`` of epsilon-DF and gamma-SF: both
+    targets' intervals at level ``1 - (1 - level) / 2`` hold together with probability at
+    least ``level`` (Bonferroni), and then the difference lies between their far ends."""
+    half = 1 - (1 - level) / 2
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*without rows", category=UserWarning)
+        d, m = (
+            fairness_confidence_interval(data, target=t, level=half)
+            for t in ("outcome", "decision")
+        )
+    return np.array(
+        [
+            [
+                m.epsilon_interval[0] - d.epsilon_interval[1],
+                m.epsilon_interval[1] - d.epsilon_interval[0],
+            ],
+            [m.gamma_interval[0] - d.gamma_interval[1], m.gamma_interval[1] - d.gamma_interval[0]],
+        ]
+    )
 
 
 def run_audit(
@@ -254,6 +283,9 @@ def run_audit(
         for method in ("EDF", "smoothed"):
             a = bias_amplification(estimates[("decision", method)], estimates[("outcome", method)])
             a.insert(0, "method", estimates[("outcome", method)].method)
+            a[[f"ci_{level:.0%}_low", f"ci_{level:.0%}_high"]] = (
+                _amplification_interval(data, level) if method == "EDF" and intervals else np.nan
+            )
             parts.append(a)
         amp = pd.concat(parts, ignore_index=True)
     rates = group_rates(data) if "decision" in targets else None

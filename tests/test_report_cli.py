@@ -754,6 +754,16 @@ def test_audit_summary_is_the_fairness_table_with_the_truth():
     ci = fairness_confidence_interval(data, target="decision", level=0.9)
     row = table[edf & (table["target"] == "decision") & (table["metric"] == "gamma-SF")]
     assert row[["ci_90%_low", "ci_90%_high"]].iloc[0].tolist() == list(ci.gamma_interval)
+    # amplification: both targets' intervals at 95%, their far ends
+    amp = result.amplification.set_index(["method", "metric"]).loc["EDF"]
+    d, m = (
+        fairness_confidence_interval(data, target=t, level=0.95) for t in ("outcome", "decision")
+    )
+    assert amp.loc["gamma-SF", "ci_90%_low"] == m.gamma_interval[0] - d.gamma_interval[1]
+    assert amp.loc["gamma-SF", "ci_90%_high"] == m.gamma_interval[1] - d.gamma_interval[0]
+    assert amp.loc["epsilon-DF", "ci_90%_high"] == m.epsilon_interval[1] - d.epsilon_interval[0]
+    assert (amp["ci_90%_low"] <= amp["amplification"]).all()
+    assert (amp["amplification"] <= amp["ci_90%_high"]).all()
     assert "ci_80%_low" in run_audit(data, level=0.8).fairness_table()
     with pytest.raises(ValueError, match="level"):
         run_audit(data, level=1.0)
