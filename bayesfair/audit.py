@@ -86,7 +86,7 @@ class AuditResult:  # numpydoc ignore=PR01
             truth of synthetic data is added where given.
         """
         rows = []
-        lo_col, hi_col = f"ci_{self.level:.0%}_low", f"ci_{self.level:.0%}_high"
+        lo_col, hi_col = _ci_columns(self.level)
         for (target, method), est in self.estimates.items():
             s = est.summary()
             s.insert(0, "target", s.pop("target"))
@@ -190,6 +190,10 @@ class AuditResult:  # numpydoc ignore=PR01
         return rep
 
 
+def _ci_columns(level: float) -> list[str]:
+    return [f"ci_{level:.0%}_low", f"ci_{level:.0%}_high"]
+
+
 def _amplification_interval(data: AuditData, level: float) -> np.ndarray:
     """Intervals of the amplification ``mechanism - data`` of epsilon-DF and gamma-SF: both
     targets' intervals at level ``1 - (1 - level) / 2`` hold together with probability at
@@ -283,7 +287,7 @@ def run_audit(
         for method in ("EDF", "smoothed"):
             a = bias_amplification(estimates[("decision", method)], estimates[("outcome", method)])
             a.insert(0, "method", estimates[("outcome", method)].method)
-            a[[f"ci_{level:.0%}_low", f"ci_{level:.0%}_high"]] = (
+            a[_ci_columns(level)] = (
                 _amplification_interval(data, level) if method == "EDF" and intervals else np.nan
             )
             parts.append(a)
