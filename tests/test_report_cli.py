@@ -709,6 +709,9 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     assert html.count("<td>decisions</td>") == 3 and html.count("<td>labels</td>") == 3
     # with each fit's posterior predictive check
     assert "counts not reproduced" in html and "predictive_check()" in html
+    # the posterior boxes have the frequentist interval of the same table beside them
+    assert "frequentist 90% confidence interval of the same table" in html
+    assert "each draw of epsilon and gamma is positive" in html
     # epsilon over each attribute alone beside the intersections' (race, sex, nationality)
     assert "epsilon over each protected attribute alone" in html
     for groups in ("race", "sex", "nationality", "race x sex x nationality"):
@@ -801,3 +804,30 @@ def test_tables_show_and_save_a_meaningful_index(tmp_path):
         assert (tmp_path / name).read_text().splitlines()[0] == header
     html = rep.to_html()
     assert "<td>u</td>" in html and "<th>group</th>" in html and "<th>k</th>" in html
+
+
+def test_posterior_boxes_draw_the_frequentist_interval_beside_the_models():
+    from bayesfair.datasets import make_gaussian_threshold
+    from bayesfair.frequentist.fairness_bounds import intervals_from_counts
+    from bayesfair.models import DirichletMultinomial, posterior_fairness
+    from bayesfair.report import plot_posterior_boxes
+
+    data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    labels = DirichletMultinomial(draws=200, random_state=0).fit(data)
+    decisions = DirichletMultinomial(draws=200, random_state=1).fit(data, target="decision")
+    ci = fairness_confidence_interval(data)
+    # the report computes it from the model's table: the same interval
+    d = labels.design_
+    same = intervals_from_counts(
+        d.n, d.k, d.labels, level=0.9, target="outcome", by=("race", "sex", "nationality")
+    )
+    assert same.epsilon_interval == ci.epsilon_interval and same.gamma_interval == ci.gamma_interval
+    fig = plot_posterior_boxes({"EDF": posterior_fairness(labels, decisions)}, ci)
+    ticks = [[t.get_text() for t in ax.get_xticklabels()] for ax in fig.axes]
+    assert ticks == [["EDF", "90% CI"], ["EDF", "90% CI"], ["EDF"]]  # none for amplification
+    for ax, (lo, hi) in zip(fig.axes, (ci.epsilon_interval, ci.gamma_interval), strict=False):
+        (segment,) = ax.collections[-1].get_segments()
+        end = segment[1, 1]
+        assert segment[0, 1] == lo
+        # up to the upper end, or to the plot's top with an arrow where the end lies beyond
+        assert end == hi or (end < hi and ax.lines[-1].get_marker() == "^")

@@ -206,12 +206,33 @@ def fairness_confidence_interval(
     level = check_open_probability(level, "level")
     counts = data.counts(target, by)
     labels = data.grouping(by)["intersection"].tolist()
-    n, pos = counts.sum(axis=1), counts[:, 1]
+    return intervals_from_counts(
+        counts.sum(axis=1),
+        counts[:, 1],
+        labels,
+        level=level,
+        target=target,
+        by=tuple(data._check_by(by)),
+    )
+
+
+def intervals_from_counts(
+    n: np.ndarray,
+    pos: np.ndarray,
+    labels: list[str],
+    *,
+    level: float,
+    target: str,
+    by: tuple[str, ...],
+) -> FairnessConfidenceInterval:
+    """:func:`fairness_confidence_interval` from the groups' rows ``n`` and positives
+    ``pos`` (a fitted model's table, say), over the protected columns ``by``."""
+    n, pos = np.asarray(n, np.int64), np.asarray(pos, np.int64)
     seen = n > 0
     excluded = [lab for lab, s in zip(labels, seen, strict=True) if not s]
     if seen.sum() < 2:
         raise ValueError(
-            f"`data` has {int(seen.sum())} group(s) with rows{f' by {by!r}' if by else ''}; "
+            f"`data` has {int(seen.sum())} group(s) of {list(by)} with rows; "
             "epsilon-DF and gamma-SF compare at least two"
         )
     notes = []
@@ -264,7 +285,7 @@ def fairness_confidence_interval(
         gamma_interval=(low, high),
         level=level,
         target=target,
-        by=tuple(data._check_by(by)),
+        by=by,
         groups=groups,
         excluded=excluded,
         notes=notes,

@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from .._arviz import CI_PROB
 from .._validation import check_instance
+from ..frequentist.fairness_bounds import intervals_from_counts
 from ..models import (
     FairnessModel,
     HierarchicalLogisticRegression,
@@ -149,9 +151,27 @@ def add_bayesian_section(
                 "point_estimate='empirical_bayes'."
             )
         )
+    design = next(iter(models.values())).design_
+    confidence = None
+    if (design.n > 0).sum() >= 2:
+        confidence = intervals_from_counts(
+            design.n,
+            design.k,
+            design.labels,
+            level=CI_PROB,
+            target=design.target,
+            by=tuple(design.attributes),
+        )
     sec.add(
         Figure(
-            plot_posterior_boxes(results), caption="Posterior of the fairness metrics per model."
+            plot_posterior_boxes(results, confidence),
+            caption="Posterior of the fairness metrics per model"
+            + (
+                f", and the frequentist {CI_PROB:.0%} confidence interval of the same table "
+                "(green; an arrow: its upper end lies above the plot, or is infinite)."
+                if confidence is not None
+                else "."
+            ),
         )
     )
     pairs = []

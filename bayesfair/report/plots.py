@@ -129,13 +129,17 @@ def plot_group_rates(
     return fig
 
 
-def plot_posterior_boxes(results: dict) -> Figure:
+def plot_posterior_boxes(results: dict, confidence=None) -> Figure:
     """Box plots of posterior epsilon-DF and gamma-SF per model, with O and X markers.
 
     Parameters
     ----------
     results : dict
         Model name -> :class:`~bayesfair.models.PosteriorFairness`.
+    confidence : FairnessConfidenceInterval, optional
+        Drawn beside the models as one more column: the frequentist interval of epsilon
+        and gamma (:func:`~bayesfair.frequentist.fairness_confidence_interval`), with an
+        arrow where its upper end lies above the plot or is infinite.
 
     Returns
     -------
@@ -183,8 +187,23 @@ def plot_posterior_boxes(results: dict) -> Figure:
             ms=8,
             label="X: posterior predictive",
         )
+        ticks = list(names)
+        interval = None
+        if confidence is not None and metric in ("epsilon", "gamma"):
+            interval = getattr(confidence, f"{metric}_interval")
+        if interval is not None:
+            x = len(names) + 1
+            lo, hi = interval
+            top = max(ax.get_ylim()[1], 1.05 * lo)
+            ax.vlines(x, lo, min(hi, top), color="C2", lw=2.5, label="frequentist CI")
+            ax.plot(x, lo, "_", color="C2", ms=14)
+            ax.plot(
+                x, min(hi, top), "^" if hi > top else "_", color="C2", ms=10 if hi > top else 14
+            )
+            ticks.append(f"{confidence.level:.0%} CI")
+            pos = np.arange(1, len(ticks) + 1)
         ax.set_xticks(pos)
-        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
+        ax.set_xticklabels(ticks, rotation=30, ha="right", fontsize=8)
         ax.set_title(metric, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7)
