@@ -256,7 +256,7 @@ def run_audit(
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
-    targets = ["outcome"] + (["decision"] if data.row_decision is not None else [])
+    targets = ["outcome"] + (["decision"] if data.has_decision else [])
     notes: list[str] = []
     empty = data.empty_intersections
     if len(empty):
@@ -293,7 +293,7 @@ def run_audit(
             parts.append(a)
         amp = pd.concat(parts, ignore_index=True)
     rates = group_rates(data) if "decision" in targets else None
-    auc = group_auc(data) if data.row_score is not None else None
+    auc = group_auc(data) if data.has_rows and data.row_score is not None else None
     return AuditResult(
         data=data,
         name=name or "audit",

@@ -59,7 +59,7 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int) -> tuple[dict, dict |
         }
 
     labels = fits("outcome", 0)
-    decisions = fits("decision", 10) if data.row_decision is not None else None
+    decisions = fits("decision", 10) if data.has_decision else None
     return labels, decisions
 
 
@@ -105,7 +105,7 @@ def _add_sections(
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
         add_bayesian_section(rep, *_bayesian_fits(data, seed, draws))
-    if data.row_decision is not None:
+    if data.has_decision:
         step("permutation tests")
         add_frequentist_section(rep, data, random_state=seed)
         step("conditional bias scans of false positive rates")

@@ -49,6 +49,37 @@ def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _En
     return enc
 
 
+def _encode_all(
+    frame: pd.DataFrame, protected: list[str], levels: Mapping[str, Sequence] | None
+) -> tuple[list[_Encoded], tuple[int, ...]]:
+    """Encode every protected column of ``frame`` (checking ``levels`` and that each has
+    two values or more) and the shape of their Cartesian product."""
+    if levels is not None:
+        if not isinstance(levels, Mapping):
+            raise TypeError("`levels` must be a mapping {protected column: [values...]}")
+        extra = [k for k in levels if k not in protected]
+        if extra:
+            raise ValueError(f"`levels` names columns that are not protected: {extra}")
+    levels = dict(levels or {})
+    encoded = []
+    for col in protected:
+        enc = _encode_protected(frame[col], col, levels.get(col))
+        if len(enc.levels) < 2:
+            raise ValueError(
+                f"protected column {col!r} has a single value ({enc.levels[0]!r}); a "
+                "sensitive attribute needs at least two values to compare groups"
+            )
+        encoded.append(enc)
+    dims = tuple(len(e.levels) for e in encoded)
+    if math.prod(dims) > MAX_INTERSECTIONS:
+        raise ValueError(
+            f"the protected columns {protected} have {math.prod(dims):,} intersections "
+            f"(levels {dict(zip(protected, dims, strict=True))}), more than "
+            f"{MAX_INTERSECTIONS:,}; use fewer or coarser attributes"
+        )
+    return encoded, dims
+
+
 def _encode(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
     if levels is not None:
         levels = list(levels)
@@ -198,32 +229,8 @@ class AuditData:
         if len(frame) == 0:
             raise ValueError("the DataFrame has no rows; an audit needs data")
 
-        if levels is not None:
-            if not isinstance(levels, Mapping):
-                raise TypeError("`levels` must be a mapping {protected column: [values...]}")
-            extra = [k for k in levels if k not in protected_cols]
-            if extra:
-                raise ValueError(f"`levels` names columns that are not protected: {extra}")
-        levels = dict(levels or {})
-
-        encoded = []
-        for col in protected_cols:
-            enc = _encode_protected(frame[col], col, levels.get(col))
-            if len(enc.levels) < 2:
-                raise ValueError(
-                    f"protected column {col!r} has a single value ({enc.levels[0]!r}); a "
-                    "sensitive attribute needs at least two values to compare groups"
-                )
-            encoded.append(enc)
-
-        dims = tuple(len(e.levels) for e in encoded)
+        encoded, dims = _encode_all(frame, protected_cols, levels)
         n_int = math.prod(dims)
-        if n_int > MAX_INTERSECTIONS:
-            raise ValueError(
-                f"the protected columns {protected_cols} have {n_int:,} intersections "
-                f"(levels {dict(zip(protected_cols, dims, strict=True))}), more than "
-                f"{MAX_INTERSECTIONS:,}; use fewer or coarser attributes"
-            )
 
         y = check_binary(frame[outcome], outcome, "outcome", pos_label)
         s = check_probability(frame[score], score, "score") if score else None
@@ -267,6 +274,173 @@ class AuditData:
         self._counts = self._aggregate()
         self.grouping(None)  # builds the labels: refuses one that two intersections would share
 
+    @classmethod
+    def from_counts(
+        cls,
+        table: pd.DataFrame,
+        protected: str | Sequence[str],
+        *,
+        outcome: str = "outcome",
+        decision: str | None = None,
+        score: str | None = None,
+        levels: Mapping[str, Sequence] | None = None,
+    ) -> AuditData:
+        """An audit of a per-intersection count table, for data too large to hold as rows.
+
+        ``table`` is what :func:`~bayesfair.aggregate_counts` returns (computed where the
+        data live, on a Dask cluster, say): the protected columns, ``n`` and
+        ``positives``, and optionally the confusion cells ``tp``, ``fp``, ``fn``,
+        ``tn`` (the decision's counts) and ``score_sum``. Rows of the same intersection
+        are added up, so partial tables (one per day, one per shard) can be stacked.
+        Everything that needs only counts works as on the rows: epsilon-DF and gamma-SF
+        with their intervals, every Bayesian model, rates and their permutation tests,
+        :func:`~bayesfair.run_audit` and its report. What needs rows (AUC, scans,
+        discrimination tests) refuses, saying so.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame
+            One row per intersection (or part of one) with non-negative whole counts.
+        protected : str or list of str
+            The protected columns of ``table``.
+        outcome : str, default "outcome"
+            The outcome's name in reports.
+        decision : str, optional
+            The decision's name in reports (default ``"decision"`` when ``table`` has
+            the confusion cells).
+        score : str, optional
+            The score's name in reports (default ``"score"`` when ``table`` has
+            ``score_sum``).
+        levels : mapping, optional
+            ``{column: [values...]}``, as in :class:`AuditData`: the order of a
+            column's values, and values no row has.
+
+        Returns
+        -------
+        AuditData
+            With ``has_rows`` False.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from bayesfair import AuditData, aggregate_counts
+        >>> df = pd.DataFrame({"g": ["a", "a", "b", "b"], "y": [1, 0, 1, 1], "d": [1, 1, 0, 1]})
+        >>> data = AuditData.from_counts(aggregate_counts(df, "g", "y", decision="d"), "g")
+        >>> data.table[["intersection", "n", "positives", "tp", "fp"]]
+          intersection  n  positives  tp  fp
+        0            a  2          1   1   1
+        1            b  2          2   1   0
+        """
+        if not isinstance(table, pd.DataFrame):
+            raise TypeError(f"`table` must be a pandas DataFrame, got {type(table).__name__}")
+        protected_cols = as_column_list(protected, "protected")
+        if not protected_cols:
+            raise ValueError("`protected` must name at least one sensitive attribute column")
+        require_columns(table, protected_cols, "protected")
+        require_columns(table, ["n", "positives"], "count")
+        cells = [c for c in ("tp", "fp", "fn", "tn") if c in table.columns]
+        if cells and len(cells) < 4:
+            raise ValueError(
+                f"`table` has the confusion cells {cells} but not "
+                f"{[c for c in ('tp', 'fp', 'fn', 'tn') if c not in cells]}: give all four "
+                "for the decision's counts, or none"
+            )
+        if "decision_positives" in table.columns and not cells:
+            raise ValueError(
+                "`table` has decision_positives but not the confusion cells tp, fp, fn, tn, "
+                "which the rates need: aggregate_counts(..., decision=...) gives them"
+            )
+        for arg, value in (("outcome", outcome), ("decision", decision), ("score", score)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"`{arg}` must be a name (str), got {value!r}")
+        if decision is not None and not cells:
+            raise ValueError("`decision` names the decision, but `table` has no tp, fp, fn, tn")
+        if score is not None and "score_sum" not in table.columns:
+            raise ValueError("`score` names the score, but `table` has no score_sum")
+        if len(table) == 0:
+            raise ValueError("`table` has no rows; an audit needs counts")
+        encoded, dims = _encode_all(table, protected_cols, levels)
+        G = math.prod(dims)
+        idx = (
+            encoded[0].codes
+            if len(encoded) == 1
+            else np.ravel_multi_index(tuple(e.codes for e in encoded), dims)
+        )
+        whole = {}
+        for col in ["n", "positives", *cells]:
+            v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
+            bad = ~(np.isfinite(v) & (v >= 0) & (v == np.round(v)))
+            if bad.any():
+                first = table[col].to_numpy()[bad][:1].tolist()[0]
+                raise ValueError(
+                    f"count column {col!r} must hold non-negative whole numbers; "
+                    f"{int(bad.sum())} row(s) do not (first: {first!r})"
+                )
+            whole[col] = np.bincount(idx, weights=v, minlength=G).round().astype(np.int64)
+        counts = {"n": whole["n"], "positives": whole["positives"]}
+        rules = [("positives <= n", (counts["positives"] <= counts["n"]).all())]
+        if cells:
+            tp, fp, fn, tn = (whole[c] for c in ("tp", "fp", "fn", "tn"))
+            rules += [
+                ("tp + fp + fn + tn == n", np.array_equal(tp + fp + fn + tn, counts["n"])),
+                ("tp + fn == positives", np.array_equal(tp + fn, counts["positives"])),
+            ]
+            if "decision_positives" in table.columns:
+                given = pd.to_numeric(table["decision_positives"], errors="coerce")
+                summed = np.bincount(idx, weights=given.to_numpy(float), minlength=G)
+                rules.append(("tp + fp == decision_positives", np.array_equal(tp + fp, summed)))
+            counts.update(decision_positives=tp + fp, tp=tp, fp=fp, fn=fn, tn=tn)
+            decision = decision or "decision"
+        broken = [rule for rule, ok in rules if not ok]
+        if broken:
+            raise ValueError(f"`table`'s counts break {broken[0]} for some intersection")
+        if "score_sum" in table.columns:
+            v = pd.to_numeric(table["score_sum"], errors="coerce").to_numpy(dtype=float)
+            if not np.isfinite(v).all():
+                raise ValueError("count column 'score_sum' must hold finite numbers")
+            counts["score_sum"] = np.bincount(idx, weights=v, minlength=G)
+            score = score or "score"
+        if counts["n"].sum() == 0:
+            raise ValueError("`table` counts no rows; an audit needs data")
+        self = cls.__new__(cls)
+        self.frame = None
+        self.protected = tuple(protected_cols)
+        self.outcome, self.score, self.decision = outcome, score, decision
+        self.threshold, self.covariates, self.pos_label = None, (), None
+        self.levels = {c: e.levels for c, e in zip(protected_cols, encoded, strict=True)}
+        self.shape_ = dims
+        self.n_rows = int(counts["n"].sum())
+        self.n_intersections = G
+        self.row_group = self.row_outcome = self.row_decision = self.row_score = None
+        self._counts = counts
+        self.grouping(None)
+        return self
+
+    @property
+    def has_rows(self) -> bool:
+        """Whether the rows are here (False for :meth:`from_counts`)."""
+        return self.frame is not None
+
+    @property
+    def has_decision(self) -> bool:
+        """Whether the decision's counts are known (a decision column, a threshold on the
+        score, or the confusion cells of a count table)."""
+        return "tp" in self._counts
+
+    def require_rows(self, what: str) -> None:
+        """Refuse, naming ``what``, when only counts are here.
+
+        Parameters
+        ----------
+        what : str
+            The method that needs rows, for the message.
+        """
+        if self.frame is None:
+            raise ValueError(
+                f"{what} needs the rows, and this AuditData holds per-intersection counts "
+                "only (AuditData.from_counts)"
+            )
+
     # ------------------------------------------------------------------ internals
     def _aggregate(self) -> dict[str, np.ndarray]:
         g, y, d = self.row_group, self.row_outcome, self.row_decision
@@ -307,7 +481,7 @@ class AuditData:
     def _check_target(self, target: str) -> None:
         if target not in _TARGETS:
             raise ValueError(f"`target` must be one of {_TARGETS}, got {target!r}")
-        if target == "decision" and self.row_decision is None:
+        if target == "decision" and not self.has_decision:
             raise ValueError(
                 "target='decision' needs a decision: give `decision=` or `score=` with `threshold=`"
             )
@@ -453,6 +627,7 @@ class AuditData:
         """``columns`` of the frame beside the 0/1 outcome and decision, named after their
         roles' columns (a decision from a threshold: ``"<score> >= <threshold>"``), for
         methods that take a frame and column names; with those names."""
+        self.require_rows("a method of the rows (a scan, a per-group evaluation)")
         f = pd.DataFrame({c: self.frame[c] for c in columns})
         outcome, decision = self.outcome, None
         f[outcome] = self.row_outcome.astype(int)
@@ -477,4 +652,6 @@ class AuditData:
             parts.append(f"decision={self.decision!r}")
         elif self.threshold is not None:
             parts.append(f"decision=score>={self.threshold:g}")
+        if self.frame is None:
+            parts.append("counts only")
         return "AuditData(" + ", ".join(parts) + ")"

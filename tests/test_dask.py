@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair import AuditData, aggregate_counts
+from bayesfair import AuditData, aggregate_counts, run_audit
 from bayesfair.aggregate import cells_for
 from bayesfair.frequentist import permutation_test, permutation_test_counts
 
@@ -105,6 +105,11 @@ def test_dask_dataframe_aggregation_feeds_count_tests(cluster):
     )
     assert by_counts.statistic == pytest.approx(by_rows.statistic)
     assert by_counts.studentized_statistic == pytest.approx(by_rows.studentized_statistic)
+    # ... and, as an AuditData of counts, the whole empirical audit of the rows
+    counted = AuditData.from_counts(got, ["g", "sex"], levels=data.levels)
+    pd.testing.assert_frame_equal(
+        run_audit(counted).fairness_table(), run_audit(data).fairness_table()
+    )
 
 
 def test_aggregate_refuses_missing_protected_values():

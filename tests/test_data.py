@@ -341,3 +341,122 @@ def test_bad_target_and_by():
         data.table_for("y")
     with pytest.raises(ValueError, match="non-negative"):
         data.probabilities(alpha=-1.0)
+
+
+def _counted(n=3000, seed=0):
+    from bayesfair import aggregate_counts
+    from bayesfair.datasets import make_gaussian_threshold
+
+    ds = make_gaussian_threshold(n_rows=n, random_state=seed)
+    rows = ds.audit_data()
+    table = aggregate_counts(ds.frame, list(ds.protected), "y", decision="decision", score="score")
+    return ds, rows, table
+
+
+def test_from_counts_reproduces_the_audit_of_the_rows():
+    import bayesfair as bf
+    from bayesfair.models import DirichletMultinomial
+
+    ds, rows, table = _counted()
+    data = AuditData.from_counts(table, list(ds.protected), levels=rows.levels)
+    assert not data.has_rows and data.has_decision and rows.has_rows
+    assert data.n_rows == rows.n_rows and "counts only" in repr(data)
+    pd.testing.assert_frame_equal(data.table, rows.table)
+    for f in (
+        lambda d: bf.empirical_fairness(d, target="decision").summary(),
+        lambda d: bf.fairness_confidence_interval(d, by="race").summary(),
+        lambda d: bf.group_rates(d, ["fpr", "ppv"], by="sex"),
+        lambda d: bf.intersectional_permutation_test(
+            d, "fnr", n_resamples=199, random_state=0
+        ).summary(),
+        lambda d: bf.run_audit(d).fairness_table(),
+    ):
+        pd.testing.assert_frame_equal(f(data), f(rows))
+    p = [
+        bf.permutation_test(d, "fpr", by="sex", n_resamples=199, random_state=0).pvalue
+        for d in (data, rows)
+    ]
+    assert p[0] == p[1]
+    fits = [DirichletMultinomial(random_state=0).fit(d, target="decision") for d in (data, rows)]
+    np.testing.assert_array_equal(fits[0].p_draws_, fits[1].p_draws_)
+    html = bf.run_audit(data).report().to_html()
+    assert "Per-intersection error rates" in html and "Per-intersection AUC" not in html
+
+
+def test_from_counts_adds_up_partial_tables():
+    from bayesfair import aggregate_counts
+
+    ds, rows, table = _counted(2000, 1)
+    halves = [ds.frame.iloc[:700], ds.frame.iloc[700:]]
+    parts = pd.concat(
+        [aggregate_counts(h, list(ds.protected), "y", decision="decision") for h in halves]
+    )
+    assert len(parts) > len(table)  # the same intersection twice
+    data = AuditData.from_counts(parts, list(ds.protected), levels=rows.levels)
+    cols = ["n", "positives", "tp", "fp", "fn", "tn"]
+    pd.testing.assert_frame_equal(data.table[cols], rows.table[cols])
+    assert data.score is None and data.decision == "decision"
+
+
+def test_from_counts_refuses_tables_that_are_not_counts():
+    _, _, table = _counted(500)
+    prot = ["race", "sex", "nationality"]
+    bad = {
+        "no n": (table.drop(columns="n"), r"count column\(s\) \['n'\] not found"),
+        "negative": (
+            table.assign(tn=table["tn"] - table["tn"].max() - 1),
+            r"'tn' must hold non-negative whole numbers; \d+ row\(s\) do not \(first: -\d+\)",
+        ),
+        "fraction": (table.assign(positives=table["positives"] + 0.5), "'positives' must hold"),
+        "NaN": (table.assign(n=table["n"].where(table.index > 0)), "'n' must hold"),
+        "positives > n": (table.assign(positives=table["n"] + 1), "break positives <= n"),
+        "decision_positives": (
+            table.assign(decision_positives=table["decision_positives"] + 1),
+            r"break tp \+ fp == decision_positives",
+        ),
+        "cells": (table.assign(tp=table["tp"] + 1), r"break tp \+ fp \+ fn \+ tn == n"),
+        "three cells": (table.drop(columns="tn"), r"not \['tn'\]"),
+        "only decision_positives": (
+            table.drop(columns=["tp", "fp", "fn", "tn"]),
+            "decision_positives",
+        ),
+        "missing value": (
+            table.assign(race=table["race"].astype(object).where(table.index > 0)),
+            "race",
+        ),
+        "empty": (table.iloc[:0], "no rows"),
+        "no rows counted": (
+            table.assign(n=0, positives=0, tp=0, fp=0, fn=0, tn=0, decision_positives=0),
+            "counts no rows",
+        ),
+    }
+    for name, (t, match) in bad.items():
+        with pytest.raises(ValueError, match=match):
+            AuditData.from_counts(t, prot)
+        assert name
+    with pytest.raises(TypeError, match="`table` must be a pandas DataFrame"):
+        AuditData.from_counts(table.to_numpy(), prot)
+    with pytest.raises(ValueError, match="no tp, fp, fn, tn"):
+        AuditData.from_counts(table[[*prot, "n", "positives"]], prot, decision="d")
+    with pytest.raises(ValueError, match="no score_sum"):
+        AuditData.from_counts(table.drop(columns="score_sum"), prot, score="s")
+    plain = table.assign(sex=table["sex"].astype(str))
+    with pytest.raises(ValueError, match="protected column 'sex' has a single value"):
+        AuditData.from_counts(plain[plain["sex"] == plain["sex"].iloc[0]], prot)
+
+
+def test_counts_only_data_say_which_methods_need_rows():
+    import bayesfair as bf
+    from bayesfair.report import scan_audit_data
+
+    ds, _, table = _counted(800)
+    data = AuditData.from_counts(table, list(ds.protected))
+    need = "needs the rows, and this AuditData holds per-intersection counts only"
+    for call in (
+        lambda: bf.group_auc(data),
+        lambda: bf.auc_permutation_test(data, by="sex"),
+        lambda: bf.discrimination_test("zero_one", data=data),
+        lambda: scan_audit_data(data),
+    ):
+        with pytest.raises(ValueError, match=need):
+            call()

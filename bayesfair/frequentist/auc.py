@@ -144,6 +144,7 @@ def auc_permutation_test(
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data.require_rows("an AUC test")
     if data.row_score is None:
         raise ValueError("an AUC test needs a score: give `score=` to AuditData")
     check_flag(studentize, "studentize")

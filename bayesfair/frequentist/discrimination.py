@@ -133,6 +133,8 @@ def _row_loss(name: str, data: AuditData | None) -> np.ndarray:
         raise ValueError(
             f"`loss` must be an array of per-row losses or one of {list(needs)}, got {name!r}"
         )
+    if data is not None:
+        data.require_rows(f"loss={name!r}")
     column = None if data is None else getattr(data, f"row_{needs[name]}")
     if column is None:
         raise ValueError(f"loss={name!r} needs `data` with a {needs[name]}")

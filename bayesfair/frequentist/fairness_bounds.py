@@ -241,7 +241,7 @@ def intervals_from_counts(
             f"{len(excluded)} group(s) without rows left out of epsilon (their rate is "
             f"unknown, as in EDF): {excluded[:5]}{' ...' if len(excluded) > 5 else ''}"
         )
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+        warnings.warn(notes[-1], UserWarning, stacklevel=3)
     k, total, a = int(seen.sum()), int(n.sum()), (1 - level) / 2
     # The lower end of epsilon needs every rate in its interval at once (Sidak: the
     # counts are independent given the sizes); the upper end only the two rates of the

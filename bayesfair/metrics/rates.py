@@ -127,6 +127,7 @@ def group_auc(data: AuditData, *, by: str | Sequence[str] | None = None) -> pd.D
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data.require_rows("group AUC")
     if data.row_score is None:
         raise ValueError("group AUC needs a score: give `score=` to AuditData")
     cols = data._check_by(by)

@@ -87,7 +87,7 @@ def plot_group_rates(
     >>> len(plot_group_rates(data).axes)
     1
     """
-    targets = ["outcome"] + (["decision"] if data.row_decision is not None else [])
+    targets = ["outcome"] + (["decision"] if data.has_decision else [])
     if max_groups is not None:
         check_count(max_groups, "max_groups")
     n = data.group_sizes()

@@ -58,6 +58,7 @@ def scan_audit_data(
     8
     """
     check_instance(data, AuditData, "data", "an AuditData")
+    data.require_rows("a bias scan")
     if data.row_decision is None:
         raise ValueError("a scan of recommendations needs a decision (or a score and threshold)")
     numeric = [c for c in data.covariates if is_numeric_not_bool(data.frame[c])]
