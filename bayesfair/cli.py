@@ -108,6 +108,14 @@ def _add_sections(
     if data.has_decision:
         step("permutation tests")
         add_frequentist_section(rep, data, random_state=seed)
+    if data.has_decision and not data.has_rows:
+        rep.section("Not run on counts").add(
+            Text(
+                "The data are a per-intersection count table, so the bias scans and the "
+                "per-group estimates, which need the rows, were not run."
+            )
+        )
+    elif data.has_decision:
         step("conditional bias scans of false positive rates")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
@@ -177,6 +185,26 @@ def _audit(args: argparse.Namespace) -> int:
         alpha = float(spec.metrics.get("alpha", args.alpha))
         name = spec.name
         published = spec.published
+    elif args.counts:
+        if not args.protected:
+            print("bayesfair: a count table's audit needs --protected", file=sys.stderr)
+            return 2
+        if args.threshold is not None or args.pos_label is not None:
+            print(
+                "bayesfair: --threshold and --pos-label apply to rows; a count table has "
+                "counted its decisions and positives already",
+                file=sys.stderr,
+            )
+            return 2
+        data = AuditData.from_counts(
+            pd.read_csv(source),
+            args.protected,
+            outcome=args.outcome or "outcome",
+            decision=args.decision,
+            score=args.score,
+        )
+        alpha = args.alpha
+        name = source.name
     else:
         if not args.protected or not args.outcome:
             print("bayesfair: a CSV audit needs --protected and --outcome", file=sys.stderr)
@@ -286,6 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--pos-label", help="outcome value that means 1 (for non-0/1 codings)")
     a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
+    a.add_argument(
+        "--counts",
+        action="store_true",
+        help="the CSV is a per-intersection count table (the protected columns, n, positives "
+        "and optionally tp, fp, fn, tn, score_sum, as aggregate_counts writes it); "
+        "--outcome, --decision and --score then only name them",
+    )
     a.add_argument(
         "--bayes",
         action="store_true",

@@ -211,6 +211,36 @@ def test_audit_csv(tmp_path, capsys):
     assert "tables written to" in printed.out
 
 
+def test_audit_of_a_count_table(tmp_path, capsys):
+    """``bayesfair audit table.csv --counts``: the count table of the rows gives the rows'
+    fairness table and permutation tests; scans and per-group estimates are said not run."""
+    from bayesfair import aggregate_counts
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], 400), "h": rng.choice(["u", "v"], 400)})
+    df["y"] = (rng.random(400) < np.where(df.g == "a", 0.3, 0.5)).astype(int)
+    df["d"] = (rng.random(400) < 0.4).astype(int)
+    rows_csv, counts_csv = tmp_path / "rows.csv", tmp_path / "counts.csv"
+    df.to_csv(rows_csv, index=False)
+    aggregate_counts(df, ["g", "h"], "y", decision="d").to_csv(counts_csv, index=False)
+    common = ["--protected", "g", "h", "--outcome", "y", "--decision", "d"]
+    assert main(["audit", str(rows_csv), *common, "--out", str(tmp_path / "a.html")]) == 0
+    by_rows = capsys.readouterr().out.split("report written")[0]
+    out = tmp_path / "b.html"
+    assert main(["audit", str(counts_csv), "--counts", *common, "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.split("report written")[0] == by_rows
+    html = out.read_text()
+    assert "Frequentist companions" in html and "Not run on counts" in html
+    assert re.findall(r"\] (.+)$", printed.err, flags=re.M) == [
+        "permutation tests",
+        "writing the report",
+    ]
+    argv = ["audit", str(counts_csv), "--counts", "--protected", "g", "h", "--threshold", "0.5"]
+    assert main(argv) == 2
+    assert "--threshold and --pos-label apply to rows" in capsys.readouterr().err
+
+
 def test_save_tables_writes_every_row_that_the_html_cuts(tmp_path):
     """The HTML shows at most max_rows rows of a table (and says so); save_tables writes
     each table in full, unrounded, with an index of files, sections, captions and rows."""
