@@ -199,7 +199,6 @@ def fairness_confidence_interval(
     >>> lo, hi = ci.epsilon_interval
     >>> bool(lo <= ci.epsilon <= hi)
     True
-    >>> ci.summary()[["metric", "lower", "upper"]].round(3)  # doctest: +SKIP
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")

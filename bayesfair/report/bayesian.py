@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -154,14 +155,16 @@ def add_bayesian_section(
     design = next(iter(models.values())).design_
     confidence = None
     if (design.n > 0).sum() >= 2:
-        confidence = intervals_from_counts(
-            design.n,
-            design.k,
-            design.labels,
-            level=CI_PROB,
-            target=design.target,
-            by=tuple(design.attributes),
-        )
+        with warnings.catch_warnings():  # the posterior's own warning names empty groups
+            warnings.filterwarnings("ignore", message=".*without rows", category=UserWarning)
+            confidence = intervals_from_counts(
+                design.n,
+                design.k,
+                design.labels,
+                level=CI_PROB,
+                target=design.target,
+                by=tuple(design.attributes),
+            )
     sec.add(
         Figure(
             plot_posterior_boxes(results, confidence),
