@@ -5,13 +5,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
 from .._validation import check_instance, is_numeric_not_bool
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
+from ..scan.cbs import _Inestimable
 from .html import Figure, Report, Table, Text
 
 __all__ = ["add_scan_section", "scan_audit_data"]
@@ -75,8 +75,6 @@ def scan_audit_data(
     f, outcome, decision = data._coded_frame(attrs)
     f[attrs] = f[attrs].astype(str)
     out, skipped = [], []
-    negative = (f[outcome] == 0).to_numpy()
-    flagged = f[decision].to_numpy()
     for attr in data.protected:
         if len(attrs) < 2:
             break
@@ -84,39 +82,27 @@ def scan_audit_data(
             prot = (f[attr] == str(value)).to_numpy()
             if prot.all() or not prot.any():
                 continue
-            # the scan keeps the rows with outcome 0, and estimates the expected decisions of
-            # the class (I-hat) from those of the other rows: it needs both decisions there
-            if not (prot & negative).any() or not (~prot & negative).any():
-                where = "in" if not (prot & negative).any() else "outside"
-                skipped.append(f"{attr} = {value} (no row {where} it has {outcome} == 0)")
-                continue
-            seen = np.unique(flagged[~prot & negative])
-            if len(seen) < 2:
-                skipped.append(
-                    f"{attr} = {value} (every row outside it with {outcome} == 0 has "
-                    f"{decision} == {seen[0]}, so no expectation can be estimated)"
+            try:
+                out.append(
+                    conditional_bias_scan(
+                        f,
+                        protected=(attr, str(value)),
+                        scan_type="separation_recommendations",
+                        outcome=outcome,
+                        decision=decision,
+                        condition_value=0,
+                        attributes=[a for a in attrs if a != attr],
+                        penalty=penalty,
+                        n_restarts=n_restarts,
+                        n_permutations=n_permutations,
+                        random_state=random_state,
+                    )
                 )
-                continue
-            out.append(
-                conditional_bias_scan(
-                    f,
-                    protected=(attr, str(value)),
-                    scan_type="separation_recommendations",
-                    outcome=outcome,
-                    decision=decision,
-                    condition_value=0,
-                    attributes=[a for a in attrs if a != attr],
-                    penalty=penalty,
-                    n_restarts=n_restarts,
-                    n_permutations=n_permutations,
-                    random_state=random_state,
-                )
-            )
+            except _Inestimable as err:  # the scan's own reason, with the columns' names
+                skipped.append(f"{attr} = {value} ({err})")
     if skipped:
         warnings.warn(
-            f"{len(skipped)} protected class(es) not scanned: an FPR scan needs rows with "
-            f"{outcome} == 0 in the class and outside it, and both decisions outside it: "
-            f"{'; '.join(skipped)}",
+            f"{len(skipped)} protected class(es) not scanned: {'; '.join(skipped)}",
             UserWarning,
             stacklevel=2,
         )

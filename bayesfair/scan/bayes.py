@@ -298,7 +298,7 @@ def posterior_bias_scan(
         None,
         ordinal,
     )
-    pipe.require_both_classes(A)
+    pipe.require_estimable(A)
     rng = check_random_state(random_state)
 
     # propensity weights (a point estimate, as in the paper)

@@ -55,8 +55,9 @@ __all__ = ["SCAN_TYPES", "CBSResult", "conditional_bias_scan", "expected_events"
 
 
 class _Inestimable(ValueError):
-    """The data leave I-hat nothing to be estimated from (one class of its target, or no
-    rows); a permuted data set for which this happens takes no part in the null."""
+    """The data leave the scan nothing to estimate (no rows of a class it keeps, or one
+    class of I-hat's target); a permuted data set for which this happens takes no part
+    in the null, and a report skips a protected class for which it happens."""
 
 
 #: scan type -> (event variable, conditional variable, score) with roles
@@ -497,6 +498,7 @@ class _Pipeline:
             return check_binary(frame[name], name, f"`{role}`", takes_pos_label=False).astype(float)
 
         self.event = column(ev_role)
+        self.event_name = roles[ev_role]
         cond = column(cond_role)
         self.event_is_prob = ev_role == "score"
         self.cond_is_prob = cond_role == "score"
@@ -533,15 +535,22 @@ class _Pipeline:
         self.propensity_model = propensity_model
         self.ihat_model = ihat_model
 
-    def require_both_classes(self, protected: np.ndarray) -> None:
-        """Refuse a value-conditional scan that keeps no row of one class."""
-        if self.kept is None or self.keep.all():
-            return
-        for who, rows in (("protected", protected), ("non-protected", ~protected)):
-            if not (rows & self.keep).any():
-                raise ValueError(
-                    f"no {who} row has {self.kept}; a value-conditional scan keeps only "
-                    "those rows and needs both classes among them"
+    def require_estimable(self, protected: np.ndarray) -> None:
+        """Refuse, naming the columns, data that leave the scan nothing to estimate: a
+        value-conditional scan that keeps no row in the protected class or outside it,
+        or a binary event with one value among the kept rows outside the class, from
+        which I-hat cannot be learned (:class:`_Inestimable`, a ValueError)."""
+        if self.kept is not None:
+            for where, rows in (("in", protected), ("outside", ~protected)):
+                if not (rows & self.keep).any():
+                    raise _Inestimable(f"no row {where} the protected class has {self.kept}")
+        if not self.event_is_prob:
+            seen = np.unique(self.event[~protected & self.keep])
+            if len(seen) == 1:
+                kept = f" with {self.kept}" if self.kept else ""
+                raise _Inestimable(
+                    f"every row outside the protected class{kept} has {self.event_name} == "
+                    f"{seen[0]:g}, so the expected {self.event_name} (I-hat) cannot be learned"
                 )
 
     def ihat(self, protected: np.ndarray) -> np.ndarray:
@@ -685,7 +694,7 @@ def conditional_bias_scan(
         ihat_model,
         ordinal,
     )
-    pipe.require_both_classes(A)
+    pipe.require_estimable(A)
     seq = check_seed(random_state)
     scan_seq, perm_seq = seq.spawn(2)
     ihat = pipe.ihat(A)
