@@ -131,7 +131,8 @@ class AuditResult:  # numpydoc ignore=PR01
         sec.add(
             KeyValues(
                 {
-                    "rows": f"{d.n_rows:,}",
+                    "rows": f"{d.n_rows:,}"
+                    + ("" if d.has_rows else " (counted: the audit has the count table only)"),
                     "protected attributes": ", ".join(
                         f"{c} ({len(d.levels[c])} values)" for c in d.protected
                     ),

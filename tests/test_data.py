@@ -388,6 +388,7 @@ def test_from_counts_reproduces_the_audit_of_the_rows():
     np.testing.assert_array_equal(fits[0].p_draws_, fits[1].p_draws_)
     html = bf.run_audit(data).report().to_html()
     assert "Per-intersection error rates" in html and "Per-intersection AUC" not in html
+    assert "3,000 (counted: the audit has the count table only)" in html
 
 
 def test_from_counts_adds_up_partial_tables():
