@@ -197,3 +197,44 @@ def test_intervals_cover_fair_unfair_and_small_populations():
             assert zero >= floor
         else:
             assert zero < 1  # the intervals do tell unequal rates apart
+
+
+@pytest.mark.slow
+def test_amplification_intervals_cover():
+    """run_audit's interval of the bias amplification (decisions' epsilon and gamma minus
+    the labels') covers the truth in at least 90% of 200 replicates, where both are fair
+    (amplification 0) and where the decisions amplify (epsilon by log 2)."""
+    from bayesfair import run_audit
+
+    rng = np.random.default_rng(7)
+    shares = rng.dirichlet(np.ones(8) * 3)
+    labels = [(a, b) for a in "ABCD" for b in "MF"]
+    R = 200
+    for p_y, p_d in (
+        (np.full(8, 0.3), np.full(8, 0.3)),
+        (np.linspace(0.2, 0.4, 8), np.linspace(0.15, 0.6, 8)),
+    ):
+        truth = {
+            "epsilon-DF": _eps(p_d) - _eps(p_y),
+            "gamma-SF": float(gamma_sf(p_d, shares)) - float(gamma_sf(p_y, shares)),
+        }
+        hits = {m: [] for m in truth}
+        for _ in range(R):
+            g = np.repeat(np.arange(8), rng.multinomial(1500, shares))
+            df = pd.DataFrame(
+                {
+                    "a": [labels[i][0] for i in g],
+                    "b": [labels[i][1] for i in g],
+                    "y": (rng.random(len(g)) < p_y[g]).astype(int),
+                    "d": (rng.random(len(g)) < p_d[g]).astype(int),
+                }
+            )
+            with warnings.catch_warnings():  # a small group may have no rows; it says so
+                warnings.filterwarnings("ignore", category=UserWarning)
+                amp = run_audit(AuditData(df, ["a", "b"], "y", decision="d")).amplification
+            edf = amp.set_index(["method", "metric"]).loc["EDF"]
+            for m, t in truth.items():
+                hits[m].append(edf.loc[m, "ci_90%_low"] <= t <= edf.loc[m, "ci_90%_high"])
+        cover = {m: float(np.mean(h)) for m, h in hits.items()}
+        print(f"amplification {truth}: coverage {cover}")
+        assert min(cover.values()) >= 0.9 - 3 * np.sqrt(0.09 / R), cover
