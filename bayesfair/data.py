@@ -290,8 +290,9 @@ class AuditData:
         ``table`` is what :func:`~bayesfair.aggregate_counts` returns (computed where the
         data live, on a Dask cluster, say): the protected columns, ``n`` and
         ``positives``, and optionally the confusion cells ``tp``, ``fp``, ``fn``,
-        ``tn`` (the decision's counts) and ``score_sum``. Rows of the same intersection
-        are added up, so partial tables (one per day, one per shard) can be stacked.
+        ``tn`` (the decision's counts) and ``score_sum`` (or ``mean_score``, as in
+        :attr:`table`, which therefore round-trips). Rows of the same intersection are
+        added up, so partial tables (one per day, one per shard) can be stacked.
         Everything that needs only counts works as on the rows: epsilon-DF and gamma-SF
         with their intervals, every Bayesian model, rates and their permutation tests,
         :func:`~bayesfair.run_audit` and its report. What needs rows (AUC, scans,
@@ -355,8 +356,8 @@ class AuditData:
                 raise TypeError(f"`{arg}` must be a name (str), got {value!r}")
         if decision is not None and not cells:
             raise ValueError("`decision` names the decision, but `table` has no tp, fp, fn, tn")
-        if score is not None and "score_sum" not in table.columns:
-            raise ValueError("`score` names the score, but `table` has no score_sum")
+        if score is not None and not {"score_sum", "mean_score"} & set(table.columns):
+            raise ValueError("`score` names the score, but `table` has no score_sum or mean_score")
         if len(table) == 0:
             raise ValueError("`table` has no rows; an audit needs counts")
         encoded, dims = _encode_all(table, protected_cols, levels)
@@ -394,10 +395,15 @@ class AuditData:
         broken = [rule for rule, ok in rules if not ok]
         if broken:
             raise ValueError(f"`table`'s counts break {broken[0]} for some intersection")
-        if "score_sum" in table.columns:
-            v = pd.to_numeric(table["score_sum"], errors="coerce").to_numpy(dtype=float)
+        if "score_sum" in table.columns or "mean_score" in table.columns:
+            # AuditData.table gives the mean score (NaN where a group has no rows)
+            col = "score_sum" if "score_sum" in table.columns else "mean_score"
+            v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
+            if col == "mean_score":
+                rows = pd.to_numeric(table["n"]).to_numpy(dtype=float)
+                v = np.where(rows > 0, v * rows, 0.0)
             if not np.isfinite(v).all():
-                raise ValueError("count column 'score_sum' must hold finite numbers")
+                raise ValueError(f"column {col!r} must hold finite numbers (where n > 0)")
             counts["score_sum"] = np.bincount(idx, weights=v, minlength=G)
             score = score or "score"
         if counts["n"].sum() == 0:
