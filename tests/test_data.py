@@ -446,10 +446,9 @@ def test_from_counts_refuses_tables_that_are_not_counts():
             "counts no rows",
         ),
     }
-    for name, (t, match) in bad.items():
+    for t, match in bad.values():
         with pytest.raises(ValueError, match=match):
             AuditData.from_counts(t, prot)
-        assert name
     with pytest.raises(TypeError, match="`table` must be a pandas DataFrame"):
         AuditData.from_counts(table.to_numpy(), prot)
     with pytest.raises(ValueError, match="no tp, fp, fn, tn"):

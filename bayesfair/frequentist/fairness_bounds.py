@@ -10,25 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta as _beta
 
 from .._repr import compact_repr
 from .._validation import check_open_probability
 from ..data import AuditData
 from ..metrics.fairness import epsilon_df, gamma_sf
+from .permutation import _clopper_pearson
 
 __all__ = ["FairnessConfidenceInterval", "fairness_confidence_interval"]
-
-
-def clopper_pearson(k: np.ndarray, n: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided Clopper-Pearson bounds of ``k`` successes in ``n`` trials (``n > 0``),
-    vectorised; 0 and 1 exactly where ``k`` is 0 or ``n``."""
-    k, n = np.asarray(k, float), np.asarray(n, float)
-    a = (1 - level) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k == 0, 0.0, _beta.ppf(a, k, n - k + 1))
-        hi = np.where(k == n, 1.0, _beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
 
 
 def _max_other(a: np.ndarray, b: np.ndarray) -> float:
@@ -245,22 +234,22 @@ def intervals_from_counts(
     # The lower end of epsilon needs every rate in its interval at once (Sidak: the
     # counts are independent given the sizes); the upper end only the two rates of the
     # pair that attains the population's epsilon, one side each: a/2 per side.
-    box = clopper_pearson(pos[seen], n[seen], (1 - a) ** (1 / k))
-    pair = clopper_pearson(pos[seen], n[seen], 1 - a)
+    box = _clopper_pearson(pos[seen], n[seen], (1 - a) ** (1 / k))
+    pair = _clopper_pearson(pos[seen], n[seen], 1 - a)
     eps_interval = (epsilon_range(*box)[0], epsilon_range(*pair)[1])
     # gamma's lower end: every share (one-sided, Bonferroni), every rate (Sidak) and the
     # overall rate, a/3 each; its upper end: the attaining group's share and rate and the
     # overall rate, one side each, a/3 each. A group without rows has rate in [0, 1].
-    overall = clopper_pearson(pos.sum(), total, 1 - a / 3)
+    overall = _clopper_pearson(pos.sum(), total, 1 - a / 3)
     low = gamma_range(
-        clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
-        clopper_pearson(pos[seen], n[seen], (1 - a / 3) ** (1 / k)),
+        _clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
+        _clopper_pearson(pos[seen], n[seen], (1 - a / 3) ** (1 / k)),
         (float(overall[0]), float(overall[1])),
     )[0]
-    overall = clopper_pearson(pos.sum(), total, 1 - 2 * a / 3)
-    rate = clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
+    overall = _clopper_pearson(pos.sum(), total, 1 - 2 * a / 3)
+    rate = _clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
     high = gamma_range(
-        clopper_pearson(n, total, 1 - 2 * a / 3),
+        _clopper_pearson(n, total, 1 - 2 * a / 3),
         (np.where(seen, rate[0], 0.0), np.where(seen, rate[1], 1.0)),
         (float(overall[0]), float(overall[1])),
     )[1]

@@ -102,11 +102,15 @@ def _pvalues(null: np.ndarray, observed: np.ndarray, alternative: str):
     return (k + 1) / (null.shape[0] + 1), k
 
 
-def _clopper_pearson(k: int, n: int, level: float = 0.99) -> tuple[float, float]:
+def _clopper_pearson(k, n, level: float = 0.99) -> tuple:
+    """Two-sided Clopper-Pearson bounds of ``k`` successes in ``n > 0`` trials, exactly 0
+    and 1 where ``k`` is 0 or ``n``: floats for numbers, arrays for arrays."""
+    k, n = np.asarray(k, float), np.asarray(n, float)
     a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(_beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(_beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k == 0, 0.0, _beta.ppf(a, k, n - k + 1))
+        hi = np.where(k == n, 1.0, _beta.ppf(1 - a, k + 1, n - k))
+    return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 
 @dataclass
