@@ -27,7 +27,7 @@ STUDIES = (
 #: The [study] keys each study reads (besides ``name``); others are refused, not ignored.
 _STUDY_KEYS = {
     "foulds-table2": {"dataset", "seed"},
-    "foulds-table3": {"dataset", "replicates", "seed"},
+    "foulds-table3": {"dataset", "replicates", "seed", "point_estimates"},
     "foulds-compas-case": {"seed"},
     "foulds-calibration": {"replicates", "n_rows", "seed"},
     "boxer-table4": {"restarts", "penalty", "permutations", "n_jobs", "seed"},
@@ -169,7 +169,7 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
 _KEY_TYPES = {
     "float": {"penalty", "alpha"},
     "bool": {"dnn"},
-    "str": {"dataset"},
+    "str": {"dataset", "point_estimates"},
 }
 
 
@@ -285,7 +285,12 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
     if name == "foulds-table3":
         reps = 2 if small else int(st.get("replicates", 10))
         return foulds.table3(
-            st["dataset"], models=models, data_home=data_home, replicates=reps, random_state=seed
+            st["dataset"],
+            models=models,
+            data_home=data_home,
+            replicates=reps,
+            random_state=seed,
+            point_estimates=st.get("point_estimates", "map"),
         )
     if name == "foulds-compas-case":
         pf = foulds.compas_case_study(

@@ -42,6 +42,7 @@ NEEDS_REFERENCE_DATA = {
     "table2",
     "table2_splits",
     "table3",
+    "summarise_table3",
     "compas_case_study",
     "table4",
 }

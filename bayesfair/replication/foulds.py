@@ -20,6 +20,7 @@ from .._validation import check_flag
 from ..data import AuditData
 from ..datasets import load_adult, load_compas, make_gaussian_threshold
 from ..frequentist import fairness_confidence_interval
+from ..metrics import epsilon_df
 from ..models import (
     DirichletMultinomial,
     FairnessModel,
@@ -33,12 +34,15 @@ from ..models import (
 )
 
 __all__ = [
+    "AUTHORS_CODES",
     "PAPER_TABLE2",
     "PAPER_TABLE3",
     "SETTINGS",
+    "authors_point_estimates",
     "calibration_study",
     "compas_case_study",
     "default_models",
+    "summarise_table3",
     "table2",
     "table2_splits",
     "table3",
@@ -88,6 +92,161 @@ PAPER_TABLE3: dict[str, dict[str, list[float]]] = {
 }
 
 ModelFactory = Callable[[int], FairnessModel]
+
+#: The integer codes of the protected attributes in the authors' public code
+#: (``modeling_Intersectional_Fairness.py`` of rashid-islam/BayesianModelingIntersectionalFairness):
+#: ``{dataset: {attribute: values in the order of their codes 0, 1, ...}}``.  Its COMPAS map is
+#: African-American 0, Caucasian 1, Hispanic 2 (then Native American, Asian, Other, which the
+#: paper merges into Other: code 3 here); its naive Bayes comments give Adult's, "0,1,2,3 values
+#: represent Black, White, Asian-Pac-Islander and Other races", Female 0 and Male 1, USA 0 and
+#: other nationalities 1.  Of the 24 orders of Adult's races, only this one gives the paper's
+#: LR-PE and NB-PE in Table 2 (``pytest tests/test_replication.py -k authors_point``).
+AUTHORS_CODES: dict[str, dict[str, tuple[str, ...]]] = {
+    "adult": {
+        "race": ("Black", "White", "Asian-Pac-Islander", "Other"),
+        "sex": ("Female", "Male"),
+        "nationality": ("United-States", "Other"),
+    },
+    "compas": {
+        "race": ("African-American", "Caucasian", "Hispanic", "Other"),
+        "sex": ("Female", "Male"),
+    },
+}
+_AUTHORS_MODELS = ("EDF", "NB", "LR", "DNN")
+
+
+def authors_point_estimates(
+    data: AuditData,
+    *,
+    codes: dict[str, Sequence[str]],
+    target: str = "outcome",
+    models: Sequence[str] = _AUTHORS_MODELS,
+    random_state: int = 0,
+) -> pd.DataFrame:
+    """P(y = 1 | s) from the point-estimate models of the authors' public code (the paper's "PE").
+
+    The paper's point estimates are not MAPs of its Bayesian models: its public
+    code fits scikit-learn estimators on the *integer codes* of the protected
+    attributes (one numeric column per attribute, ``codes``), so that logistic
+    regression is linear in the code of race:
+
+    * ``"LR"``: ``LogisticRegression(C=1.0, solver="liblinear")`` (which also
+      penalises the intercept);
+    * ``"NB"``: ``BernoulliNB(alpha=0.1, binarize=0.0)``, which binarises every
+      code at 0, so race is seen as "code 0 or not";
+    * ``"DNN"``: ``MLPClassifier(hidden_layer_sizes=(10, 10, 10), activation="relu",
+      solver="adam", random_state=random_state)`` (the authors': 0), its
+      convergence warnings silenced as the authors' code silences every warning;
+    * ``"EDF"``: the empirical rate, left out (NaN) where it is 0 or 1 or
+      undefined, as the authors' ``computeEDFforData`` drops such intersections.
+
+    NB, LR and DNN predict the intersections whose every attribute value occurs in
+    ``data`` (the authors loop over the observed values of each attribute); the
+    others are NaN.  Each estimator is fitted on the rows that ``data``'s counts
+    stand for, so the result needs only the count table.  With Adult's official
+    split this gives the paper's LR-PE and NB-PE in Table 2 to 4 decimals
+    (-0.4416 and -0.4333 against -0.4334) where the package's own PE, the exact
+    MAP of the one-hot model, scores -0.4303 and -0.4329.
+
+    Parameters
+    ----------
+    data : AuditData
+        The training data.
+    codes : dict
+        ``{attribute: values in the order of their integer codes}`` for every
+        protected attribute of ``data`` (:data:`AUTHORS_CODES` has the paper's).
+    target : {"outcome", "decision"}
+    models : sequence of str
+        Any of ``"EDF"``, ``"NB"``, ``"LR"``, ``"DNN"``.
+    random_state : int, default 0
+        Seed of the network's initial weights and mini-batches.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One column per model, one row per intersection (index: the labels, in
+        table order).
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.replication.foulds import authors_point_estimates
+    >>> data = make_gaussian_threshold({"a": 3, "b": 2}, n_rows=600, random_state=0).audit_data()
+    >>> codes = {name: values for name, values in data.levels.items()}
+    >>> pe = authors_point_estimates(data, codes=codes, models=("EDF", "LR"))
+    >>> pe.shape
+    (6, 2)
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression as SkLR
+    from sklearn.naive_bayes import BernoulliNB
+    from sklearn.neural_network import MLPClassifier
+
+    unknown = [m for m in models if m not in _AUTHORS_MODELS]
+    if unknown:
+        raise ValueError(f"`models` must be among {list(_AUTHORS_MODELS)}, got {unknown}")
+    table = data.table
+    columns = []
+    for attr in data.protected:
+        if attr not in codes:
+            raise ValueError(f"`codes` has no integer codes for the protected attribute {attr!r}")
+        code = {value: i for i, value in enumerate(codes[attr])}
+        missing = sorted(set(data.levels[attr]) - set(code))
+        if missing:
+            raise ValueError(f"`codes[{attr!r}]` has no code for the values {missing}")
+        columns.append(table[attr].astype(str).map(code).to_numpy(int))
+    x = np.column_stack(columns)
+    counts = data.counts(target)
+    n = counts.sum(axis=1)
+    # intersections whose every attribute value has rows: the authors' loop over observed values
+    seen = np.ones(len(x), dtype=bool)
+    for j in range(x.shape[1]):
+        seen &= np.isin(x[:, j], np.unique(x[n > 0, j]))
+    rows = np.repeat(np.vstack([x, x]), np.concatenate([counts[:, 1], counts[:, 0]]), axis=0)
+    labels = np.repeat([1, 0], [counts[:, 1].sum(), counts[:, 0].sum()])
+    estimators = {
+        "NB": lambda: BernoulliNB(alpha=0.1, binarize=0.0),
+        "LR": lambda: SkLR(C=1.0, solver="liblinear"),
+        "DNN": lambda: MLPClassifier(
+            hidden_layer_sizes=(10, 10, 10),
+            activation="relu",
+            solver="adam",
+            random_state=random_state,
+        ),
+    }
+    out = {}
+    for name in models:
+        if name == "EDF":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rate = counts[:, 1] / n
+            out[name] = np.where((rate > 0) & (rate < 1), rate, np.nan)
+            continue
+        if np.unique(labels).size < 2:
+            raise ValueError(
+                f"{name} needs rows of both {target} values in `data`, which has "
+                f"{counts[:, 1].sum()} rows of 1 and {counts[:, 0].sum()} of 0"
+            )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf = estimators[name]().fit(rows, labels)
+        out[name] = np.where(seen, clf.predict_proba(x)[:, 1], np.nan)
+    return pd.DataFrame(out, index=pd.Index(data.group_labels, name="intersection"))
+
+
+def _authors_fairness(p1: np.ndarray, n: np.ndarray, *, empirical: bool) -> tuple[float, float]:
+    """epsilon-DF and gamma-SF as the authors' code computes them from a point estimate.
+
+    Over the intersections where ``p1`` is defined; P(s) is ``n / N`` for the
+    empirical estimate and ``(n + 1/2) / (N + 1)`` for the models, not renormalised
+    over the intersections kept (``subgroupFairness``).
+    """
+    total = n.sum()
+    share = n / total if empirical else (n + 0.5) / (total + 1)
+    keep = np.isfinite(p1)
+    p1, share = p1[keep], share[keep]
+    eps = float(epsilon_df(np.stack([1 - p1, p1], axis=-1)))
+    overall = float(np.sum(p1 * share))
+    return eps, float(np.max(share * np.abs(overall - p1))) if p1.size else np.nan
 
 
 def default_models(
@@ -245,6 +404,7 @@ def table2(
     data_home: str | os.PathLike | None = None,
     random_state: int = 0,
     ensemble: str | None = "bma",
+    authors_pe: bool = True,
 ) -> pd.DataFrame:
     """Reproduce Table 2 for one data set: negative cross-entropy, PE and FB, four settings.
 
@@ -260,14 +420,22 @@ def table2(
         Seeds the splits (:func:`table2_splits`) and the fits.
     ensemble : {"bma", "stacking", ...} or None
         Also score the model average of the fitted models.
+    authors_pe : bool, default True
+        Also score the point estimates of the authors' public code
+        (:func:`authors_point_estimates`, estimate ``"PE (authors)"``) for NB, LR
+        and DNN where ``models`` has them: the paper's PE column.  (EDF's is its
+        own PE, the empirical rate.)
 
     Returns
     -------
     pandas.DataFrame
-        Long table with columns ``model``, ``setting``, ``estimate`` (PE or FB),
-        ``ours``, ``paper`` and ``difference``.
+        Long table with columns ``model``, ``setting``, ``estimate`` (PE, FB or
+        "PE (authors)"), ``ours``, ``paper`` and ``difference``; PE is the
+        package's point estimate (the MAP; counts for EDF; empirical Bayes for HLR).
     """
     models = models or default_models()
+    check_flag(authors_pe, "authors_pe")
+    authors = [m for m in ("NB", "LR", "DNN") if m in models] if authors_pe else []
     rows = []
     splits = table2_splits(dataset, data_home=data_home, random_state=random_state)
     for s_idx, (setting, (train, test, target)) in enumerate(splits.items()):
@@ -282,6 +450,17 @@ def table2(
                     model, test, target=target, estimate="point" if est == "PE" else "predictive"
                 )
                 rows.append((name, setting, est, value))
+        if authors:
+            pe = authors_point_estimates(
+                train,
+                codes=AUTHORS_CODES[dataset],
+                target=target,
+                models=authors,
+                random_state=random_state,
+            )
+            for name in authors:
+                value = negative_cross_entropy(pe[name].to_numpy(), test, target=target)
+                rows.append((name, setting, "PE (authors)", value))
         if ensemble:
             avg = model_average(fitted, ensemble)
             rows.append(
@@ -318,6 +497,7 @@ def table3(
     replicates: int = 10,
     random_state: int = 0,
     ensemble: str | None = "bma",
+    point_estimates: str = "map",
 ) -> pd.DataFrame:
     """Reproduce Table 3: L1 deviation of 1%-subsample estimates from full-data "ground truth".
 
@@ -325,11 +505,23 @@ def table3(
     logistic-regression mechanism on the held-out half; COMPAS: the COMPAS
     decision); the ground truth of epsilon-DF and gamma-SF is the median of
     all finite estimates, over ``replicates`` full-size bootstrap samples, all
-    models and both estimates (PE and FB).  PE is the point-estimate plug-in
-    (MAP; counts for EDF), FB the posterior-predictive plug-in ("X"), and
-    ``post`` the posterior median of the metric (the middle of the paper's box
-    plots), the other reading of "fully Bayesian"; "Ensemble" is the model
-    average (``ensemble``) of the fitted models.
+    models and both estimates (PE and FB).  FB is the posterior-predictive
+    plug-in ("X"), and ``post`` the posterior median of the metric (the middle
+    of the paper's box plots), the other reading of "fully Bayesian";
+    "Ensemble" is the model average (``ensemble``) of the fitted models.  PE is
+    chosen by ``point_estimates``:
+
+    * ``"map"``: the package's point estimates of the same models (the MAP;
+      counts for EDF, whose epsilon is infinite where an intersection's rate is
+      0 or 1; empirical Bayes for HLR);
+    * ``"authors"``: the paper's, from the authors' public code
+      (:func:`authors_point_estimates`: scikit-learn estimators on integer codes
+      of the attributes, EDF without the intersections whose rate is 0 or 1, and
+      their formula of gamma), for EDF, NB, LR and DNN; HLR has none (the paper's
+      "X").
+
+    Both are computed on every replicate (``attrs["estimates"]``), so
+    :func:`summarise_table3` gives the other reading without refitting.
 
     Two deviations are reported, because the paper's text admits both:
 
@@ -355,20 +547,25 @@ def table3(
     random_state : int, default 0
     ensemble : {"bma", "stacking", ...} or None
         Also evaluate the model average of the fitted models.
+    point_estimates : {"map", "authors"}, default "map"
+        Which point estimates the PE columns and the ground truth use.
 
     Returns
     -------
     pandas.DataFrame
         One row per model with both sets of columns and the paper's values
-        (``paper_eps_PE`` ...); ``attrs`` hold ``truth``, ``rows_small`` and the
-        per-replicate estimates (``estimates``, a long DataFrame).
+        (``paper_eps_PE`` ...); ``attrs`` hold ``truth``, ``rows_small``,
+        ``point_estimates`` and the per-replicate estimates (``estimates``, a long
+        DataFrame with the package's PE in ``eps_PE`` and the authors' in
+        ``eps_PE_authors``).
     """
+    _check_point_estimates(point_estimates)
     models = models or default_models()
     splits = table2_splits(dataset, data_home=data_home, random_state=random_state)
     train, _, _ = splits["M(x), held-out"]
     frame = train.frame
     rng = np.random.default_rng(random_state + 1)
-    keys = ("eps_PE", "eps_FB", "eps_post", "gamma_PE", "gamma_FB", "gamma_post")
+    authors = [m for m in _AUTHORS_MODELS if m in models]
 
     def estimates(size: int, label: str) -> list[dict[str, object]]:
         out: list[dict[str, object]] = []
@@ -381,15 +578,25 @@ def table3(
                 decision=train.decision,
                 levels=train.levels,
             )
+            pe = authors_point_estimates(
+                data,
+                codes=AUTHORS_CODES[dataset],
+                target="decision",
+                models=authors,
+                random_state=random_state,
+            )
+            n = data.counts("decision").sum(axis=1).astype(float)
             fitted = []
             for m_idx, (name, factory) in enumerate(models.items()):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)
                     model = factory(random_state + 1000 * r + m_idx).fit(data, target="decision")
                 fitted.append(model)
-                out.append(
-                    {"size": label, "replicate": r, "model": name, **_fairness_estimates(model)}
-                )
+                row = {"size": label, "replicate": r, "model": name, **_fairness_estimates(model)}
+                if name in authors:
+                    eps, gamma = _authors_fairness(pe[name].to_numpy(), n, empirical=name == "EDF")
+                    row.update(eps_PE_authors=eps, gamma_PE_authors=gamma)
+                out.append(row)
             if ensemble and len(fitted) > 1:
                 avg = _fairness_estimates(model_average(fitted, ensemble), point=False)
                 out.append({"size": label, "replicate": r, "model": "Ensemble", **avg})
@@ -397,6 +604,47 @@ def table3(
 
     n_small = max(round(fraction * len(frame)), 2)
     est = pd.DataFrame(estimates(len(frame), "full") + estimates(n_small, "small"))
+    for key in ("eps_PE_authors", "gamma_PE_authors"):
+        if key not in est:
+            est[key] = np.nan
+    out = summarise_table3(est, dataset=dataset, point_estimates=point_estimates)
+    out.attrs["rows_small"] = n_small
+    return out
+
+
+def _check_point_estimates(point_estimates: str) -> None:
+    if point_estimates not in ("map", "authors"):
+        raise ValueError(f"`point_estimates` must be 'map' or 'authors', got {point_estimates!r}")
+
+
+def summarise_table3(
+    estimates: pd.DataFrame, *, dataset: str, point_estimates: str = "map"
+) -> pd.DataFrame:
+    """Table 3 from the per-replicate estimates of :func:`table3` (``attrs["estimates"]``).
+
+    Parameters
+    ----------
+    estimates : pandas.DataFrame
+        ``table3(...).attrs["estimates"]``.
+    dataset : {"adult", "compas"}
+        Which of the paper's values to print beside ours.
+    point_estimates : {"map", "authors"}, default "map"
+        The package's point estimates or the authors' (see :func:`table3`): they
+        fill the PE columns and enter the ground truth.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`table3`.
+    """
+    _check_point_estimates(point_estimates)
+    if dataset not in PAPER_TABLE3:
+        raise ValueError(f"`dataset` must be 'adult' or 'compas', got {dataset!r}")
+    est = estimates.copy()
+    if point_estimates == "authors":
+        est["eps_PE"] = est["eps_PE_authors"]
+        est["gamma_PE"] = est["gamma_PE_authors"]
+    keys = ("eps_PE", "eps_FB", "eps_post", "gamma_PE", "gamma_FB", "gamma_post")
     full = est[(est["size"] == "full") & (est["model"] != "Ensemble")]
     truth = {}
     for metric in ("eps", "gamma"):
@@ -419,8 +667,8 @@ def table3(
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs["truth"] = truth
-    out.attrs["rows_small"] = n_small
-    out.attrs["estimates"] = est
+    out.attrs["point_estimates"] = point_estimates
+    out.attrs["estimates"] = estimates
     return out
 
 
