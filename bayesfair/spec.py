@@ -121,6 +121,11 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
                 f"{path}: [study] {study['name']} needs dataset = 'adult' or 'compas', "
                 f"got {study.get('dataset')!r}"
             )
+        if study.get("point_estimates", "map") not in ("map", "authors"):
+            raise ValueError(
+                f"{path}: [study] point_estimates must be 'map' or 'authors', "
+                f"got {study['point_estimates']!r}"
+            )
         columns = dict(raw.get("columns", {}))
         if data or columns:
             _check_study_population(path, study["name"], data, columns)

@@ -459,6 +459,14 @@ def test_spec_validation(tmp_path):
         ),
         ('[study]\nname = "boxer-table4"\npenalty = "1"\n', r"penalty must be a number"),
         ('[study]\nname = "foulds-table3"\n', "needs dataset = 'adult' or 'compas', got None"),
+        (
+            '[study]\nname = "foulds-table3"\ndataset = "adult"\npoint_estimates = "mle"\n',
+            "point_estimates must be 'map' or 'authors', got 'mle'",
+        ),
+        (
+            '[study]\nname = "foulds-table2"\ndataset = "adult"\npoint_estimates = "map"\n',
+            r"\[study\] key\(s\) \['point_estimates'\]",
+        ),
     ]:
         p.write_text(text)
         with pytest.raises(ValueError, match=match):
