@@ -63,6 +63,18 @@ def test_edf_drops_degenerate_rates_and_unseen_values_are_not_predicted():
     assert pe.filter(like="x, ", axis=0)[["LR", "DNN"]].isna().all().all()
 
 
+def test_integer_valued_attributes_take_their_own_codes():
+    frame = _frame(2).assign(race=lambda d: d["race"].map({"b": 7, "w": 3, "o": 5}))
+    data = AuditData(frame, ["race", "sex"], "y")
+    by_value = foulds.authors_point_estimates(
+        data, codes={"race": (7, 3, 5), "sex": CODES["sex"]}, models=("LR",)
+    )
+    named = foulds.authors_point_estimates(
+        AuditData(_frame(2), ["race", "sex"], "y"), codes=CODES, models=("LR",)
+    )
+    np.testing.assert_allclose(np.sort(by_value["LR"]), np.sort(named["LR"]))
+
+
 def test_authors_fairness_by_hand():
     p1 = np.array([0.2, 0.5, np.nan, 0.4])
     n = np.array([10.0, 30.0, 0.0, 60.0])

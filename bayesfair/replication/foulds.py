@@ -194,7 +194,7 @@ def authors_point_estimates(
         missing = sorted(set(data.levels[attr]) - set(code))
         if missing:
             raise ValueError(f"`codes[{attr!r}]` has no code for the values {missing}")
-        columns.append(table[attr].astype(str).map(code).to_numpy(int))
+        columns.append(np.array([code[value] for value in table[attr]], dtype=int))
     x = np.column_stack(columns)
     counts = data.counts(target)
     n = counts.sum(axis=1)
