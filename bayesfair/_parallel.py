@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from joblib import Parallel, delayed
 
-from ._validation import check_count, check_seed
+from ._validation import check_resamples, check_seed
 
 __all__ = ["chunked_resamples", "shuffled_statistic"]
 
@@ -32,7 +32,7 @@ def chunked_resamples(
 
     ``fn`` returns an array whose first axis has length ``size``.
     """
-    check_count(n_resamples, "n_resamples")
+    check_resamples(n_resamples, "n_resamples")
     if n_jobs is not None and (
         isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
     ):

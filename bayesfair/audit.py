@@ -266,6 +266,8 @@ def run_audit(
             "definition covers intersections with P(s) > 0): " + "; ".join(empty["intersection"])
         )
     level = check_open_probability(level, "level")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"`name` must be a string (the report's title), got {name!r}")
     estimates, intervals = {}, {}
     seen = int((data.group_sizes() > 0).sum())
     if seen < 2:

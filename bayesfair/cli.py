@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._output import (
+    Terminated,
+    check_output_file,
+    check_output_folder,
+    raise_if_stopped,
+    stop_on_signals,
+)
 from .audit import run_audit
 from .data import AuditData
 from .datasets import make_gaussian_threshold
@@ -100,6 +108,7 @@ def _add_sections(
     t0 = time.perf_counter()
 
     def step(what: str) -> None:
+        raise_if_stopped()  # a sampler may have swallowed the interrupt
         print(f"bayesfair: [{time.perf_counter() - t0:6.1f} s] {what}", file=sys.stderr, flush=True)
 
     if bayes:
@@ -130,10 +139,22 @@ def _add_sections(
     step("writing the report")
 
 
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path] = ()) -> None:
+    """Refuse, before any computation, output paths that cannot or must not be written:
+    an input file, a folder, a path under a file, a device, another program's file
+    (without ``--force``), a ``--tables`` folder holding other files."""
+    check_output_file(args.out, inputs=inputs, overwrite=args.force, argument="--out")
+    if args.tables:
+        check_output_folder(args.tables, argument="--tables")
+        if Path(args.tables).expanduser().resolve() == Path(args.out).expanduser().resolve():
+            raise ValueError("--tables and --out name the same path; give each its own")
+
+
 def _finish(rep, result, args: argparse.Namespace) -> int:
     """Save the report (and its tables, with ``--tables``), print the fairness table and
     where they are."""
-    path = rep.save(args.out)
+    raise_if_stopped()
+    path = rep.save(args.out, overwrite=args.force)
     print(result.fairness_table().to_string(index=False))
     print(f"\nreport written to {path}")
     if args.tables:
@@ -142,6 +163,7 @@ def _finish(rep, result, args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    _check_outputs(args)
     ds = demo_dataset(args.n_rows, args.seed)
     data = ds.audit_data()
     result = run_audit(data, alpha=args.alpha, name="synthetic demo", truth=ds.truth)
@@ -173,31 +195,71 @@ def _cli_label(label: str | None, column: pd.Series | None):
     return int(value) if value.is_integer() else value
 
 
+#: flags that name columns or code them: a spec says these itself
+_ROW_FLAGS = ("protected", "outcome", "score", "decision", "threshold", "pos_label", "counts")
+
+
+def _read_csv(source: Path, encoding: str, protected: Sequence[str] | None) -> pd.DataFrame:
+    """Read a CSV file; in the ``protected`` columns only an empty cell is missing, so that
+    categories spelt like pandas' missing-value markers ("NA", "None", "null", "N/A")
+    stay categories."""
+    try:
+        frame = pd.read_csv(source, encoding=encoding)
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{source} is not valid {encoding} text ({err.reason} at byte {err.start}); pass "
+            "--encoding with the file's encoding, for example --encoding latin-1"
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{source} is empty; expected a CSV file with a header row") from None
+    except pd.errors.ParserError as err:
+        raise ValueError(f"{source} is not a readable CSV file ({err})") from None
+    cols = [c for c in (protected or []) if c in frame.columns]
+    if cols:
+        raw = pd.read_csv(source, encoding=encoding, usecols=cols, dtype=str, keep_default_na=False)
+        for c in cols:
+            literal = frame[c].isna().to_numpy() & (raw[c] != "").to_numpy()
+            if literal.any():  # "NA" and the like are values here, not missing ones
+                frame[c] = raw[c].where(raw[c] != "", None)
+    return frame
+
+
 def _audit(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if not source.exists():
-        print(f"bayesfair: {source} does not exist", file=sys.stderr)
-        return 2
+        raise FileNotFoundError(f"{source} does not exist")
+    if not source.is_file():
+        raise ValueError(f"{source} is not a file; give a CSV file or a .toml audit spec")
     published = []
-    if source.suffix == ".toml":
+    is_spec = source.suffix.lower() == ".toml"
+    if is_spec:
+        given = [f for f in _ROW_FLAGS if getattr(args, f) not in (None, False)]
+        if given:
+            flags = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise ValueError(
+                f"{flags} cannot be used with a spec ({source.name}), which names its own "
+                "data and columns: edit its [columns] section, or audit the CSV file instead"
+            )
+    elif args.counts:
+        if not args.protected:
+            raise ValueError("a count table's audit needs --protected")
+        if args.threshold is not None or args.pos_label is not None:
+            raise ValueError(
+                "--threshold and --pos-label apply to rows; a count table has counted its "
+                "decisions and positives already"
+            )
+    elif not args.protected or not args.outcome:
+        raise ValueError("a CSV audit needs --protected and --outcome")
+    _check_outputs(args, inputs=[source])
+    if is_spec:
         spec = load_spec(source)
         data = spec.audit_data(data_home=args.data_home)
         alpha = float(spec.metrics.get("alpha", args.alpha))
         name = spec.name
         published = spec.published
     elif args.counts:
-        if not args.protected:
-            print("bayesfair: a count table's audit needs --protected", file=sys.stderr)
-            return 2
-        if args.threshold is not None or args.pos_label is not None:
-            print(
-                "bayesfair: --threshold and --pos-label apply to rows; a count table has "
-                "counted its decisions and positives already",
-                file=sys.stderr,
-            )
-            return 2
         data = AuditData.from_counts(
-            pd.read_csv(source),
+            _read_csv(source, args.encoding, args.protected),
             args.protected,
             outcome=args.outcome or "outcome",
             decision=args.decision,
@@ -206,10 +268,7 @@ def _audit(args: argparse.Namespace) -> int:
         alpha = args.alpha
         name = source.name
     else:
-        if not args.protected or not args.outcome:
-            print("bayesfair: a CSV audit needs --protected and --outcome", file=sys.stderr)
-            return 2
-        frame = pd.read_csv(source)
+        frame = _read_csv(source, args.encoding, args.protected)
         data = AuditData(
             frame,
             protected=args.protected,
@@ -231,26 +290,41 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    from ._output import atomic_file
+
     spec = load_spec(args.spec)
     if not spec.study:
-        print(
-            f"bayesfair: {args.spec} has no [study] section; use `bayesfair audit`", file=sys.stderr
-        )
-        return 2
+        raise ValueError(f"{args.spec} has no [study] section; use `bayesfair audit`")
+    if args.csv:
+        csv = Path(args.csv).expanduser()
+        check_output_file(csv, inputs=[args.spec], overwrite=True, argument="--csv")
     table = run_study(spec, data_home=args.data_home, small=args.small)
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(f"{spec.name}\n")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if args.csv:
-        table.to_csv(args.csv, index=False)
-        print(f"\ntable written to {Path(args.csv).resolve()}")
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(csv, "w", newline="") as fh:
+            table.to_csv(fh, index=False)
+        print(f"\ntable written to {csv.resolve()}")
     return 0
 
 
 _TABLES_HELP = (
     "also write every table of the report in full (the HTML shows at most 200 rows of each) "
-    "as CSV files to this folder, listed in its index.csv"
+    "as CSV files to this folder, listed in its index.csv; the folder must be new, empty or "
+    "a previous --tables folder, which is replaced whole"
 )
+_FORCE_HELP = (
+    "replace an existing --out file that is not a bayesfair report (a previous report is "
+    "always replaced; the input file never is)"
+)
+_EPILOG = """exit status:
+  0    the report was written
+  1    an internal error (a bug: the traceback is printed; please report it)
+  2    a usage or input error, named in one line on stderr (--debug adds the traceback)
+  130  interrupted (Ctrl-C); 143 terminated (SIGTERM): the previous report is left intact
+"""
 
 
 def _sampler_options(args: argparse.Namespace) -> dict:
@@ -294,17 +368,29 @@ def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="bayesfair", description="Audit predictive models for intersectional bias."
+        prog="bayesfair",
+        description="Audit predictive models for intersectional bias.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="audit synthetic data with known truth and write a report")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", help="print the traceback of an input error too"
+    )
+    d = sub.add_parser(
+        "demo", parents=[common], help="audit synthetic data with known truth and write a report"
+    )
     d.add_argument("--out", default="report.html", help="report path (default: report.html)")
     d.add_argument("--tables", help=_TABLES_HELP)
+    d.add_argument("--force", action="store_true", help=_FORCE_HELP)
     d.add_argument("--n-rows", type=int, default=20_000)
     d.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
     _add_sampler_arguments(d, seed=2024)
-    a = sub.add_parser("audit", help="audit a CSV file or run a spec from models/specs/")
+    a = sub.add_parser(
+        "audit", parents=[common], help="audit a CSV file or run a spec from models/specs/"
+    )
     a.add_argument("source", help="a CSV file, or a .toml audit spec")
     a.add_argument("--protected", nargs="+", help="sensitive attribute columns")
     a.add_argument("--outcome", help="binary outcome column")
@@ -329,7 +415,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sampler_arguments(a, seed=0)
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
     a.add_argument("--tables", help=_TABLES_HELP)
-    r = sub.add_parser("reproduce", help="run a paper reproduction spec ([study] section)")
+    a.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    a.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="text encoding of the CSV file (default utf-8; e.g. latin-1, cp1252)",
+    )
+    r = sub.add_parser(
+        "reproduce", parents=[common], help="run a paper reproduction spec ([study] section)"
+    )
     r.add_argument("spec", help="a .toml spec with a [study] section, from models/specs/")
     r.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
     r.add_argument("--small", action="store_true", help="few draws and replicates (smoke run)")
@@ -337,18 +431,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: errors a user's input or environment causes: one line on stderr, exit status 2
+USER_ERRORS = (ValueError, TypeError, OSError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``bayesfair`` console script."""
+    """Entry point of the ``bayesfair`` console script.
+
+    Returns the exit status (see ``bayesfair --help``): a user's mistake is one line on
+    stderr naming what to change (status 2), a bug a traceback (status 1).
+    """
     args = build_parser().parse_args(argv)
+    run = {"demo": _demo, "reproduce": _reproduce, "audit": _audit}[args.command]
     try:
-        if args.command == "demo":
-            return _demo(args)
-        if args.command == "reproduce":
-            return _reproduce(args)
-        return _audit(args)
-    except (ValueError, TypeError, FileNotFoundError) as err:
-        print(f"bayesfair: error: {err}", file=sys.stderr)
+        with stop_on_signals():
+            return run(args)
+    except KeyboardInterrupt:
+        print("bayesfair: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("bayesfair: terminated; nothing was written", file=sys.stderr)
+        return 143
+    except USER_ERRORS as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"bayesfair: error: {_one_line(err)}", file=sys.stderr)
         return 2
+    except Exception:
+        traceback.print_exc()
+        print(
+            "bayesfair: internal error (a bug, not your input): please report it with the "
+            "traceback above",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception's message on one line (an OSError's with its file name)."""
+    if isinstance(err, OSError) and err.strerror:
+        where = f" {err.filename!r}" if err.filename else ""
+        text = f"{err.strerror}{where}"
+    else:
+        text = str(err) or type(err).__name__
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -41,6 +41,25 @@ class _Encoded:
     codes: np.ndarray
 
 
+#: the largest count float64 holds exactly (every count above it is refused)
+MAX_COUNT = 2**53
+
+
+def _check_score_sums(sums: np.ndarray, n: np.ndarray, column: str) -> None:
+    """A score is a probability, as the rows' ``score`` column must be: a row's sum of
+    scores lies in [0, n], its mean in [0, 1] (with a little room for rounding)."""
+    tol = 1e-9 * np.maximum(n, 1)
+    bad = (sums < -tol) | (sums > n + tol)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        shown = sums[i] if column == "score_sum" else sums[i] / n[i]
+        what = "in [0, n]" if column == "score_sum" else "in [0, 1]"
+        raise ValueError(
+            f"column {column!r} must lie {what} (scores are probabilities in [0, 1]); "
+            f"{int(bad.sum())} row(s) do not (first: {float(shown):g} with n = {n[i]:g})"
+        )
+
+
 def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
     """Integer-code one protected column; levels give the order of its values."""
     check_no_missing_groups(col, f"protected column {name!r}")
@@ -378,6 +397,12 @@ class AuditData:
                     f"{int(bad.sum())} row(s) do not (first: {first!r})"
                 )
             whole[col] = np.bincount(idx, weights=v, minlength=G).round().astype(np.int64)
+            if whole[col].max(initial=0) >= MAX_COUNT:
+                raise ValueError(
+                    f"count column {col!r} adds up to {int(whole[col].max())} for an "
+                    f"intersection, at or above 2**53 = {MAX_COUNT}, beyond which floating "
+                    "point does not hold every whole number: the rates would lose precision"
+                )
         counts = {"n": whole["n"], "positives": whole["positives"]}
         rules = [("positives <= n", (counts["positives"] <= counts["n"]).all())]
         if cells:
@@ -395,6 +420,8 @@ class AuditData:
         broken = [rule for rule, ok in rules if not ok]
         if broken:
             raise ValueError(f"`table`'s counts break {broken[0]} for some intersection")
+        if counts["n"].sum() == 0:
+            raise ValueError("`table` counts no rows; an audit needs data")
         if "score_sum" in table.columns or "mean_score" in table.columns:
             # AuditData.table gives the mean score (NaN where a group has no rows)
             col = "score_sum" if "score_sum" in table.columns else "mean_score"
@@ -404,10 +431,9 @@ class AuditData:
                 v = np.where(rows > 0, v * rows, 0.0)
             if not np.isfinite(v).all():
                 raise ValueError(f"column {col!r} must hold finite numbers (where n > 0)")
+            _check_score_sums(v, pd.to_numeric(table["n"]).to_numpy(dtype=float), col)
             counts["score_sum"] = np.bincount(idx, weights=v, minlength=G)
             score = score or "score"
-        if counts["n"].sum() == 0:
-            raise ValueError("`table` counts no rows; an audit needs data")
         self = cls.__new__(cls)
         self.frame = None
         self.protected = tuple(protected_cols)

@@ -101,6 +101,7 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
         raise ValueError(
             f"{path}: unknown section(s) {sorted(unknown)}; allowed {sorted(_SECTIONS)}"
         )
+    _check_section_types(path, raw)
     data = dict(raw.get("data", {}))
     study = dict(raw.get("study", {}))
     if study:
@@ -168,6 +169,41 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
         published=published,
         path=path,
     )
+
+
+def _check_section_types(path: Path, raw: dict) -> None:
+    """Every section is a table (``[data]``), ``[[published]]`` an array of tables:
+    ``data = "csv"`` or ``audit = 5`` at the top level are refused by name."""
+    for section, value in raw.items():
+        if section == "published":
+            if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                raise ValueError(
+                    f"{path}: published must be an array of tables ([[published]] blocks), "
+                    f"got {value!r}"
+                )
+        elif not isinstance(value, dict):
+            raise ValueError(
+                f"{path}: {section} must be a table (a [{section}] section with keys), got "
+                f"{section} = {value!r}"
+            )
+    name = raw.get("audit", {}).get("name")
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"{path}: [audit] name must be a string, got {name!r}")
+    columns = raw.get("columns", {})
+    for key in ("outcome", "score", "decision"):
+        if key in columns and not isinstance(columns[key], str):
+            raise ValueError(
+                f"{path}: [columns] {key} must be a column name (a string), got {columns[key]!r}"
+            )
+    protected = columns.get("protected")
+    names = [protected] if isinstance(protected, str) else protected
+    if protected is not None and not (
+        isinstance(names, list) and names and all(isinstance(c, str) for c in names)
+    ):
+        raise ValueError(
+            f"{path}: [columns] protected must be a column name or a list of them, got "
+            f"{protected!r}"
+        )
 
 
 #: The type of every numeric or switch key of [study], [inference] and [metrics].

@@ -5,8 +5,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import os
 import shutil
+import signal
+import stat
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -263,3 +269,83 @@ def test_cbs_semisynthetic_accepts_real_covariates(compas_cbs):
     assert len(ds) == 6172
     with pytest.raises(ValueError, match="n_bias"):
         make_cbs_semisynthetic(cov, n_bias=9, random_state=0)
+
+
+# ------------------------------------------------------------------ downloads that stop
+class _Stalling(http.server.BaseHTTPRequestHandler):
+    """Announces 10 MB, sends 1,000 bytes, then waits (a stalled or cut connection)."""
+
+    stall = 30.0
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(10_000_000))
+        self.end_headers()
+        self.wfile.write(b"x" * 1000)
+        self.wfile.flush()
+        time.sleep(self.stall)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stalling_server():
+    def serve(stall: float):
+        handler = type("H", (_Stalling,), {"stall": stall})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    servers: list = []
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_cut_download_says_so_and_keeps_nothing(stalling_server, tmp_path):
+    url = stalling_server(0.0)  # the server closes after 1,000 of 10,000,000 bytes
+    home = tmp_path / "home"
+    with pytest.raises(ConnectionError, match="stopped after 1000 of 10000000 bytes"):
+        fetch_file("adult.data", home, mirror=url)
+    assert list(home.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_download_stopped_by_a_signal_keeps_nothing(stalling_server, tmp_path, sig):
+    url = stalling_server(30.0)
+    home = tmp_path / "home"
+    code = (
+        "import sys; from bayesfair.datasets import fetch_file; "
+        f"print('start', flush=True); fetch_file('adult.data', {str(home)!r}, mirror={url!r})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "start"
+    deadline = time.monotonic() + 60
+    while not any(home.glob(".adult.data.*")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the download has begun
+    assert any(home.glob(".adult.data.*"))
+    proc.send_signal(sig)
+    assert proc.wait(timeout=60) != 0
+    assert list(home.iterdir()) == []
+
+
+def test_a_downloaded_file_gets_the_umask_mode(http_root, data_home, tmp_path):
+    root, url = http_root
+    shutil.copy(data_home / "adult.data", root)
+    old = os.umask(0o022)
+    try:
+        path = fetch_file("adult.data", tmp_path / "home", mirror=url)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_the_checksum_error_names_a_fix_that_exists(tmp_path):
+    (tmp_path / "adult.data").write_text("not the adult data\n")
+    with pytest.raises(ValueError) as info:
+        fetch_file("adult.data", tmp_path)
+    assert "verify=False" not in str(info.value) and "Remove it" in str(info.value)

@@ -126,6 +126,16 @@ def test_epsilon_properties(p1, rnd):
     assert (eps == 0.0) == bool(np.all(p1 == p1[0]))  # zero exactly when all rates equal
 
 
+def test_gamma_refuses_fractions_that_are_not_shares():
+    """Shares must add up to 1; [0.9, 0.9] is a mistake, not a distribution to normalise
+    (counts, whole numbers, are normalised)."""
+    assert float(gamma_sf([0.2, 0.6], [3, 5])) == pytest.approx(
+        float(gamma_sf([0.2, 0.6], [3 / 8, 5 / 8]))
+    )
+    with pytest.raises(ValueError, match=r"add up to 1.*adding up to 1\.8"):
+        gamma_sf([0.2, 0.6], [0.9, 0.9])
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.floats(0.001, 0.999), st.integers(2, 10))
 def test_epsilon_zero_for_equal_rates(r, k):
@@ -136,9 +146,12 @@ def test_epsilon_zero_for_equal_rates(r, k):
 @settings(max_examples=200, deadline=None)
 @given(rates, st.data())
 def test_gamma_properties(p1, data):
-    ps = data.draw(arrays(np.float64, p1.shape, elements=st.floats(0.0, 10.0)))
+    # P(s) as counts (whole numbers) or as shares that add up to 1
+    ps = data.draw(arrays(np.int64, p1.shape, elements=st.integers(0, 10))).astype(float)
     if ps.sum() <= 0:
         ps[0] = 1.0
+    if data.draw(st.booleans()):
+        ps = ps / ps.sum()
     g = float(gamma_sf(p1, ps))
     assert 0 <= g <= 1
     assert g == pytest.approx(_brute_gamma(p1, ps), abs=1e-12)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from .._output import atomic_file, stop_on_signals
 
 __all__ = ["REMOTE_FILES", "fetch_file", "get_cache_dir", "get_data_home"]
 
@@ -110,7 +111,7 @@ def _verify(path: Path, remote: RemoteFile, name: str) -> None:
         raise ValueError(
             f"{path} has sha256 {digest}, which is not a known version of {name!r} "
             f"(expected one of {list(remote.sha256)}); the file is corrupt or a different "
-            "data set. Remove it to download it again, or pass verify=False to use it anyway."
+            "data set. Remove it and it will be downloaded again, or put the original file there."
         )
 
 
@@ -123,25 +124,30 @@ def _writable_dir(path: Path) -> bool:
 
 
 def _download(url: str, target: Path, remote: RemoteFile, name: str, timeout: float) -> None:
+    """Download into a temporary file beside ``target``, verify it, rename it over
+    ``target``.  An interrupted download (SIGINT, SIGTERM, a dropped connection) leaves no
+    temporary file, and one cut short is reported as such, not as a checksum mismatch."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=target.parent)
     h = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+    with stop_on_signals(), atomic_file(target, "wb") as out:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            announced = resp.length  # Content-Length, when the server sends one
+            received = 0
             for chunk in iter(lambda: resp.read(1 << 20), b""):
                 h.update(chunk)
                 out.write(chunk)
+                received += len(chunk)
+        if announced is not None and received < announced:
+            raise ConnectionError(
+                f"download of {name!r} from {url} stopped after {received} of {announced} "
+                "bytes; nothing was kept, try again"
+            )
         digest = h.hexdigest()
         if digest not in remote.sha256:
             raise ValueError(
                 f"download of {name!r} from {url} has sha256 {digest}, expected one of "
                 f"{list(remote.sha256)}; the file was not kept"
             )
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def fetch_file(

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .. import _arviz
+from .._names import safe_names
+from .._plotting import literal, literals
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
@@ -21,6 +23,7 @@ from .._validation import (
     check_flag,
     check_open_probability,
     check_random_state,
+    check_resamples,
 )
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
@@ -287,7 +290,7 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
             lo, hi = e["lower"].to_numpy(), e["upper"].to_numpy()
             fin = np.isfinite(lo) & np.isfinite(hi)
             ax.vlines(x[fin], lo[fin], hi[fin], color=f"C{j}", lw=1)
-            ax.plot(x, y, "o", ms=3, color=f"C{j}", label=est)
+            ax.plot(x, y, "o", ms=3, color=f"C{j}", label=literal(est))
         if truth is not None:
             tv = groups["group"].map(truth)
             ax.scatter(
@@ -306,9 +309,9 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
             ax.set_xlabel("group size (groups ordered by size)" + shown)
         else:
             ticks = [f"{g} (n={n})" for g, n in zip(groups["group"], groups["n"], strict=True)]
-            ax.set_xticklabels(ticks, fontsize=7, rotation=90)
+            ax.set_xticklabels(literals(ticks), fontsize=7, rotation=90)
             ax.set_xlabel("group (ordered by size)" + shown)
-        ax.set_ylabel(metric)
+        ax.set_ylabel(literal(metric))
         ax.legend(frameon=False, fontsize=8)
         return ax
 
@@ -355,7 +358,8 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     worst = _worst_r_hat(idata)
     if worst is None:
         return advice
-    attribute = {f"{p}_{c}": c for c in labels.columns for p in ("sigma", "z")}.get(worst)
+    var = safe_names(labels.columns)
+    attribute = {f"{p}_{var[c]}": c for c in labels.columns for p in ("sigma", "z")}.get(worst)
     if (
         attribute is not None
         and main_effects != "centred"
@@ -517,8 +521,8 @@ def disaggregated_evaluation(
             f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
         )
     check_open_probability(hb_target_accept, "hb_target_accept")
-    check_count(n_bootstrap, "n_bootstrap", minimum=2)
-    check_count(n_bootstrap_variance, "n_bootstrap_variance", minimum=2)
+    check_resamples(n_bootstrap, "n_bootstrap", minimum=2)
+    check_resamples(n_bootstrap_variance, "n_bootstrap_variance", minimum=2)
     check_count(hb_draws, "hb_draws")
     check_count(hb_tune, "hb_tune")  # NUTS adapts while tuning (nutpie panics without)
     check_count(hb_chains, "hb_chains")

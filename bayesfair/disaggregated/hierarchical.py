@@ -36,6 +36,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from .._names import safe_names
+
 __all__ = ["fit_hierarchical"]
 
 
@@ -400,6 +402,9 @@ def fit_hierarchical(
     nuts = dict(
         draws=draws, tune=tune, chains=chains, target_accept=target_accept, random_seed=random_seed
     )
+    # model variables are named after the columns (sigma_<col>), which PyMC and netCDF
+    # refuse with a "/"
+    labels = labels.rename(columns=safe_names(labels.columns))
     seen = _groups_with_seen_levels(labels, k, m, s, se)
     if seen.any() and not seen.all():
         return _fit_with_unseen_levels(

@@ -15,6 +15,7 @@ from .._validation import (
     check_count,
     check_flag,
     check_no_missing_groups,
+    check_resamples,
     check_same_index,
     check_seed,
 )
@@ -132,7 +133,7 @@ def metric_permutation_test(
     elif callable(metric):
         # the standard error (of the studentized statistic, reported either way) is the
         # spread of the bootstrap differences
-        check_count(n_bootstrap, "n_bootstrap", minimum=2)
+        check_resamples(n_bootstrap, "n_bootstrap", minimum=2)
         take = (
             (lambda idx: values.iloc[idx])
             if isinstance(values, pd.DataFrame)

@@ -13,6 +13,7 @@ from scipy.stats import norm
 from sklearn.base import clone
 
 from .._parallel import chunked_resamples
+from .._plotting import literal
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
@@ -221,7 +222,7 @@ class LearningCurveResult:  # numpydoc ignore=PR01
             _, ax = plt.subplots(figsize=(5.5, 3.5))
         grid = np.geomspace(mc.index.min(), top, 100)
         for j, g in enumerate(mc.columns):
-            ax.plot(mc.index, mc[g], "o", color=f"C{j}", label=f"group {g}")
+            ax.plot(mc.index, mc[g], "o", color=f"C{j}", label=literal(f"group {g}"))
             f = self.fits.set_index("group").loc[g]
             ax.plot(grid, _pow3(grid, f["delta"], f["alpha"], f["beta"]), "-", color=f"C{j}")
             ax.axhline(f["delta"], color=f"C{j}", ls=":", lw=1)

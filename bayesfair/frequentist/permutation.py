@@ -18,6 +18,7 @@ from scipy.stats import beta as _beta
 from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
+from .._plotting import literal
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
@@ -25,6 +26,7 @@ from .._validation import (
     check_flag,
     check_open_probability,
     check_real,
+    check_resamples,
     check_seed,
 )
 from ..data import AuditData
@@ -208,7 +210,9 @@ class PermutationTestResult:  # numpydoc ignore=PR01
         ax.hist(null, bins=60, color="#9ab", density=True)
         obs = self.studentized_statistic if self.studentize else self.statistic
         ax.axvline(obs, color="C3", label=f"observed ({obs:.3g}), p = {self.pvalue:.3g}")
-        ax.set_xlabel(("studentized " if self.studentize else "") + f"difference of {self.metric}")
+        ax.set_xlabel(
+            ("studentized " if self.studentize else "") + literal(f"difference of {self.metric}")
+        )
         ax.legend(fontsize=8)
         fig.tight_layout()
         return fig
@@ -244,6 +248,8 @@ def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
                 f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
             )
         return (labels[0], labels[1])
+    if not isinstance(groups, (tuple, list)):
+        raise TypeError(f"`groups` must be a pair (a, b) of groups among {labels}, got {groups!r}")
     named = [_as_label(g, labels) for g in groups] if len(groups) == 2 else []
     if len(named) != 2 or named[0] == named[1] or any(g not in labels for g in named):
         raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
@@ -449,6 +455,27 @@ def permutation_test(
     )
 
 
+def _check_cells(cells: object, argument: str) -> np.ndarray:
+    """Four non-negative whole counts (tp, fp, fn, tn), as int64; a fraction or NaN is
+    refused, not truncated."""
+    try:
+        v = np.asarray(cells, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"`{argument}` must be four non-negative counts (tp, fp, fn, tn), got {cells!r}"
+        ) from None
+    if v.shape != (4,):
+        raise ValueError(
+            f"`{argument}` must be four non-negative counts (tp, fp, fn, tn), got shape {v.shape}"
+        )
+    bad = ~(np.isfinite(v) & (v >= 0) & (v == np.round(v)) & (v < 2**53))
+    if bad.any():
+        raise ValueError(
+            f"`{argument}` must hold non-negative whole numbers (tp, fp, fn, tn), got {v.tolist()}"
+        )
+    return v.astype(np.int64)
+
+
 def permutation_test_counts(
     cells_a: Sequence[int],
     cells_b: Sequence[int],
@@ -491,10 +518,9 @@ def permutation_test_counts(
     """
     permute = _check_common(metric, alternative, permute)
     check_flag(studentize, "studentize")
-    a = np.asarray(cells_a, dtype=np.int64)
-    b = np.asarray(cells_b, dtype=np.int64)
-    if a.shape != (4,) or b.shape != (4,) or (a < 0).any() or (b < 0).any():
-        raise ValueError("cells must be four non-negative counts (tp, fp, fn, tn) per group")
+    check_resamples(n_resamples)
+    a = _check_cells(cells_a, "cells_a")
+    b = _check_cells(cells_b, "cells_b")
     observed_diff = float(_stat(a, b, metric, False))
     observed_z = float(_stat(a, b, metric, True))
     if np.isnan(observed_diff):

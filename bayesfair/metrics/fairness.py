@@ -31,8 +31,26 @@ __all__ = [
 _ATOL = 1e-6
 
 
+def _float_array(value: object, argument: str) -> np.ndarray:
+    """``value`` as a float64 array, or a TypeError naming ``argument`` (an AuditData is
+    pointed to the functions that take one)."""
+    if type(value).__name__ in ("AuditData", "DataFrame", "FairnessEstimate"):
+        raise TypeError(
+            f"`{argument}` must be an array of probabilities, got a {type(value).__name__}; "
+            "for an audit's data use bayesfair.empirical_fairness(data) (or a model's "
+            "posterior_fairness)"
+        )
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"`{argument}` must be an array of probabilities (numbers), got "
+            f"{type(value).__name__} {str(value)[:60]}"
+        ) from None
+
+
 def _as_p(p: object) -> np.ndarray:
-    arr = np.asarray(p, dtype=np.float64)
+    arr = _float_array(p, "p")
     if arr.ndim < 2:
         raise ValueError(
             "`p` must be shaped (..., n_intersections, n_outcomes); got shape "
@@ -45,7 +63,13 @@ def _as_p(p: object) -> np.ndarray:
         raise ValueError(
             f"`p` must hold probabilities in [0, 1]; range [{finite.min():g}, {finite.max():g}]"
         )
-    present = ~np.isnan(arr).any(axis=-1)
+    nan = np.isnan(arr)
+    if (nan.any(axis=-1) & ~nan.all(axis=-1)).any():
+        raise ValueError(
+            "a row of `p` (an intersection) is NaN for some outcomes and not others; NaN "
+            "marks an absent intersection, whose whole row is NaN"
+        )
+    present = ~nan.any(axis=-1)
     sums = np.where(present, np.nan_to_num(arr).sum(axis=-1), 1.0)
     if np.abs(sums - 1).max(initial=0.0) > _ATOL:
         raise ValueError("each row of `p` (an intersection) must sum to 1 over outcomes")
@@ -71,7 +95,7 @@ def outcome_probabilities(p1: object) -> np.ndarray:
     >>> outcome_probabilities([0.25, 0.5]).tolist()
     [[0.75, 0.25], [0.5, 0.5]]
     """
-    p1 = np.asarray(p1, dtype=np.float64)
+    p1 = _float_array(p1, "p1")
     return np.stack([1.0 - p1, p1], axis=-1)
 
 
@@ -153,8 +177,8 @@ def epsilon_df_argmax(p: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _as_p1_ps(p1: object, p_s: object) -> tuple[np.ndarray, np.ndarray]:
-    p1 = np.asarray(p1, dtype=np.float64)
-    p_s = np.asarray(p_s, dtype=np.float64)
+    p1 = _float_array(p1, "p1")
+    p_s = _float_array(p_s, "p_s")
     if p1.ndim < 1:
         raise ValueError("`p1` must be shaped (..., n_intersections)")
     try:
@@ -163,11 +187,20 @@ def _as_p1_ps(p1: object, p_s: object) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(
             f"`p1` {p1.shape} and `p_s` {p_s.shape} must broadcast over intersections"
         ) from None
-    if np.isnan(p_s).any() or (p_s < 0).any():
-        raise ValueError("`p_s` must be non-negative probabilities or counts without NaN")
+    if not np.isfinite(p_s).all() or (p_s < 0).any():
+        raise ValueError("`p_s` must be non-negative probabilities or counts, finite, without NaN")
     total = p_s.sum(axis=-1, keepdims=True)
     if (total <= 0).any():
         raise ValueError("`p_s` must have a positive total over intersections")
+    # shares must add up to 1; anything else must be counts (whole numbers), which are
+    # normalised: shares of 0.9 and 0.9 are a mistake, not a distribution
+    shares = np.isclose(total, 1.0, rtol=1e-6, atol=0.0).all()
+    if not shares and not (p_s == np.round(p_s)).all():
+        worst = float(np.abs(total - 1.0).max() + 1.0)
+        raise ValueError(
+            "`p_s` must be shares that add up to 1 over intersections (the last axis), or "
+            f"counts (whole numbers); got fractions adding up to {worst:.6g}"
+        )
     p_s = p_s / total
     bad = np.isnan(p1) & (p_s > 0)
     if bad.any():
@@ -197,7 +230,7 @@ def gamma_sf(p1: object, p_s: object) -> np.ndarray:
     p1 : array_like, shape (..., n_intersections)
         P(y = 1 | s).  NaN is allowed where ``p_s`` is 0.
     p_s : array_like, broadcastable to ``p1``
-        P(s), or counts; normalised over the last axis.
+        P(s) (adding up to 1 over the last axis), or counts (whole numbers, normalised).
 
     Returns
     -------

@@ -64,10 +64,18 @@ def group_rates(
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    if isinstance(metrics, str):  # one metric: "fpr", not the letters f, p, r
+        metrics = [metrics]
+    if metrics is not None and not isinstance(metrics, (list, tuple)):
+        raise TypeError(
+            f"`metrics` must be a metric name or a list of them, got {type(metrics).__name__}"
+        )
     names = list(RATE_DEFINITIONS) if metrics is None else list(metrics)
     unknown = [m for m in names if m not in RATE_DEFINITIONS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; choose from {list(RATE_DEFINITIONS)}")
+        raise ValueError(
+            f"`metrics`: unknown metric(s) {unknown}; choose from {list(RATE_DEFINITIONS)}"
+        )
     table = data.table_for(by)
     if "tp" not in table:
         if names != ["base_rate"]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._names import safe_names
 from ..data import AuditData
 
 __all__ = ["Design", "design_from"]
@@ -45,6 +46,21 @@ class Design:  # numpydoc ignore=PR01
         """The protected attributes, in order."""
         return list(self.levels)
 
+    def var(self, attribute: str) -> str:
+        """The attribute's name in model variables (``beta_<var>``) and dimensions
+        (``<var>_value``): the column's name, with ``/`` (which PyMC and netCDF refuse)
+        replaced (see :func:`bayesfair._names.safe_names`).
+
+        Parameters
+        ----------
+        attribute : str
+
+        Returns
+        -------
+        str
+        """
+        return safe_names(self.levels)[attribute]
+
     def coords(self) -> dict[str, list]:
         """PyMC/ArviZ coords: ``intersection`` and one dim per attribute (``<attr>_value``).
 
@@ -55,7 +71,7 @@ class Design:  # numpydoc ignore=PR01
         """
         out: dict[str, list] = {"intersection": self.labels}
         for a, lv in self.levels.items():
-            out[f"{a}_value"] = [str(v) for v in lv]
+            out[f"{self.var(a)}_value"] = [str(v) for v in lv]
         return out
 
     def one_hot(self) -> np.ndarray:

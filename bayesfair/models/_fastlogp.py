@@ -105,7 +105,8 @@ def fixed_effects(
     for a, basis in zip(design.attributes, maps, strict=True):  # beta_<attr> = M @ v
         block = np.zeros((basis.shape[0], p))
         block[:, start : start + basis.shape[1]] = basis
-        outputs.append((f"beta_{a}", (f"{a}_value",), block))
+        v = design.var(a)
+        outputs.append((f"beta_{v}", (f"{v}_value",), block))
         start += basis.shape[1]
     return xf, np.asarray(prior_mu, dtype=float), outputs
 

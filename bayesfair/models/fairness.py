@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from .. import _arviz
+from .._plotting import literal
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
@@ -168,11 +169,11 @@ class PosteriorFairness:  # numpydoc ignore=PR01
             ax.boxplot(d, widths=0.5, showfliers=False)
             ax.plot([1], [self.o[name]], "o", mfc="none", mec="k", ms=9, label="O (point est.)")
             ax.plot([1], [self.x[name]], "x", color="C3", ms=9, label="X (post. predictive)")
-            ax.set_title(name, fontsize=9)
+            ax.set_title(literal(name), fontsize=9)
             ax.set_xticks([])
             ax.grid(axis="y", alpha=0.3)
         axes[0].legend(fontsize=7, loc="best")
-        fig.suptitle(" vs ".join(self.model_names), fontsize=9)
+        fig.suptitle(literal(" vs ".join(self.model_names)), fontsize=9)
         fig.tight_layout()
         return fig
 

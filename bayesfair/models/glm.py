@@ -97,11 +97,12 @@ class LogisticRegression(FairnessModel):
         with model:
             eta = pm.Normal("c", self.mu, sigma)
             for d, a in enumerate(design.attributes):
-                dim = f"{a}_value"
+                v = design.var(a)
+                dim = f"{v}_value"
                 if self.effects == "sum_to_zero":
-                    beta = pm.ZeroSumNormal(f"beta_{a}", sigma=sigma, dims=dim)
+                    beta = pm.ZeroSumNormal(f"beta_{v}", sigma=sigma, dims=dim)
                 else:
-                    beta = pm.Normal(f"beta_{a}", self.mu, sigma, dims=dim)
+                    beta = pm.Normal(f"beta_{v}", self.mu, sigma, dims=dim)
                 eta = eta + beta[design.codes[d]]
         return eta
 

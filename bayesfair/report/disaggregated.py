@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from .._plotting import literal
 from .._validation import check_instance
 from ..disaggregated import DisaggregatedResult
 from .html import Figure, Report, Table, Text, whole_numbers
@@ -144,7 +145,7 @@ def add_disaggregated_section(
         ax = fig.add_subplot()
         # named groups: the reader should see *which* small groups the data cannot speak for
         result.plot(metric, estimators=have, ax=ax, labels="group", max_groups=n_plot)
-        ax.set_title(metric)
+        ax.set_title(literal(metric))
         sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group.{left_out}"))
     for metric in shown:
         sec.add(Text(f"{metric}, group by group:"))

@@ -20,6 +20,16 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure as _MplFigure
 
+from .._output import (
+    GENERATOR_MARK,
+    MANIFEST,
+    MANIFEST_COLUMNS,
+    atomic_write_text,
+    check_output_file,
+    neutralise_formulas,
+    replace_folder,
+)
+
 __all__ = ["Figure", "KeyValues", "Report", "Section", "Table", "Text"]
 
 _CSS = """
@@ -320,27 +330,42 @@ class Report:
         body = "\n".join(s.to_html(f"section-{i}") for i, s in enumerate(self.sections, 1))
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>'
+            f'{GENERATOR_MARK} {_e(__version__)}"/>'
             f"<title>{_e(self.title)}</title><style>{_CSS}</style></head><body>"
             f"<h1>{_e(self.title)}</h1>{sub}"
             f'<p class="meta">bayesfair {_e(__version__)} · generated {_e(stamp)}</p>'
             f"<ol>{toc}</ol>\n{body}\n</body></html>\n"
         )
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the report and return its absolute path.
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the report atomically and return its absolute path.
+
+        The document goes to a temporary file in the same folder, which is renamed over
+        ``path`` once complete: a write that fails (a full disk, an interrupt) leaves the
+        previous file intact.  An existing file is replaced when it is a previous
+        bayesfair report, or when ``overwrite`` is True.
 
         Parameters
         ----------
         path : str or os.PathLike
+            A file path; missing folders are created.
+        overwrite : bool, default False
+            Replace an existing file that is not a bayesfair report.
 
         Returns
         -------
         pathlib.Path
+
+        Raises
+        ------
+        ValueError
+            When ``path`` is a folder, lies under a file, is a device, or is another
+            existing file and ``overwrite`` is False.
         """
-        path = Path(path)
+        path = check_output_file(path, overwrite=overwrite, argument="path")
+        text = self.to_html()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.to_html(), encoding="utf-8")
-        return path.resolve()
+        return atomic_write_text(path, text)
 
     def save_tables(self, folder: str | os.PathLike) -> Path:
         """Write every table of the report in full as a CSV file, with an index.
@@ -349,11 +374,15 @@ class Report:
         unrounded, for an auditor's own analysis.  Files are named
         ``<section>-<table>_<section title>.csv`` (numbers as in the report's table of
         contents) and listed in ``index.csv`` with their section, caption and row count.
+        The folder holds one audit: it is built beside ``folder`` and swapped in whole,
+        replacing a previous set of tables (never a folder holding other files, which is
+        refused). Text cells that a spreadsheet would run as a formula (``=``, ``+``,
+        ``-``, ``@``) are prefixed with ``'``.
 
         Parameters
         ----------
         folder : str or os.PathLike
-            Created if missing.
+            Absent, empty, or a previous set of tables (created if missing).
 
         Returns
         -------
@@ -371,25 +400,24 @@ class Report:
         >>> index[["file", "rows"]].values.tolist()
         [['01-1_rates-by-group.csv', 500]]
         """
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         listed = []
-        for i, sec in enumerate(self.sections, 1):
-            tables = [b for b in sec.blocks if isinstance(b, Table)]
-            slug = re.sub(r"[^a-z0-9]+", "-", sec.title.lower()).strip("-")[:60] or "section"
-            for j, table in enumerate(tables, 1):
-                name = f"{i:02d}-{j}_{slug}.csv"
-                table.shown.to_csv(folder / name, index=False)
-                listed.append(
-                    {
-                        "file": name,
-                        "section": sec.title,
-                        "caption": table.caption,
-                        "rows": len(table.frame),
-                    }
-                )
-        index = folder / "index.csv"
-        pd.DataFrame(listed, columns=["file", "section", "caption", "rows"]).to_csv(
-            index, index=False
-        )
-        return index.resolve()
+
+        def write(tmp: Path) -> None:
+            for i, sec in enumerate(self.sections, 1):
+                tables = [b for b in sec.blocks if isinstance(b, Table)]
+                slug = re.sub(r"[^a-z0-9]+", "-", sec.title.lower()).strip("-")[:60] or "section"
+                for j, table in enumerate(tables, 1):
+                    name = f"{i:02d}-{j}_{slug}.csv"
+                    neutralise_formulas(table.shown).to_csv(tmp / name, index=False)
+                    listed.append(
+                        {
+                            "file": name,
+                            "section": sec.title,
+                            "caption": table.caption,
+                            "rows": len(table.frame),
+                        }
+                    )
+            index = pd.DataFrame(listed, columns=MANIFEST_COLUMNS)
+            neutralise_formulas(index).to_csv(tmp / MANIFEST, index=False)
+
+        return replace_folder(folder, write) / MANIFEST

@@ -6,6 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import beta
 
+from .._plotting import literal, literals
 from .._validation import check_count
 from ..data import AuditData
 
@@ -117,7 +118,7 @@ def plot_group_rates(
             label=f"P({t}=1 | s), {prob:.0%} Jeffreys interval",
         )
     ax.set_yticks(ypos)
-    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_yticklabels(literals(labels), fontsize=8)
     # largest first, half a row of margin: matplotlib's default 5% of the range is a blank
     # band of a dozen rows on a chart of hundreds of intersections
     ax.set_ylim(len(order) - 0.5, -0.5)
@@ -203,8 +204,8 @@ def plot_posterior_boxes(results: dict, confidence=None) -> Figure:
             ticks.append(f"{confidence.level:.0%} CI")
             pos = np.arange(1, len(ticks) + 1)
         ax.set_xticks(pos)
-        ax.set_xticklabels(ticks, rotation=30, ha="right", fontsize=8)
-        ax.set_title(metric, fontsize=10)
+        ax.set_xticklabels(literals(ticks), rotation=30, ha="right", fontsize=8)
+        ax.set_title(literal(metric), fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
@@ -254,12 +255,13 @@ def plot_posterior_rates(model, *, prob: float = 0.9, max_groups: int | None = N
         "o",
         ms=4,
         color="#1f5fa8",
-        label=f"{model.name} posterior mean, {prob:.0%} HDI",
+        label=literal(f"{model.name} posterior mean, {prob:.0%} HDI"),
     )
     ax.plot(s["empirical"], y - 0.15, "s", ms=4, color="#888", label="empirical rate")
     ax.set_yticks(y)
     ax.set_yticklabels(
-        [f"{a}  (n={n:,})" for a, n in zip(s["intersection"], s["n"], strict=True)], fontsize=8
+        [literal(f"{a}  (n={n:,})") for a, n in zip(s["intersection"], s["n"], strict=True)],
+        fontsize=8,
     )
     ax.set_ylim(len(s) - 0.5, -0.5)  # largest first, half a row of margin
     ax.set_xlim(-0.02, 1.02)

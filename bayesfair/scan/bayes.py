@@ -275,6 +275,8 @@ def posterior_bias_scan(
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
+    if len(data) == 0:
+        raise ValueError("`data` has no rows; a scan needs data")
     _check_common(penalty, n_restarts, sigma)
     for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
         check_count(val, name)

@@ -30,14 +30,15 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
 from .._parallel import chunked_resamples
+from .._plotting import literal
 from .._repr import compact_repr
 from .._validation import (
     SeedLike,
     check_axes,
     check_binary,
-    check_count,
     check_no_missing_groups,
     check_probability,
+    check_resamples,
     check_seed,
 )
 from .engine import (
@@ -389,7 +390,7 @@ class CBSResult:  # numpydoc ignore=PR01
             ax.hist(self.null_scores, bins=30, color="0.7", label="permuted data sets")
         ax.axvline(self.scan.score, color="C3", lw=2, label=f"observed {self.scan.score:.1f}")
         ax.set_xlabel("maximum penalised score F(S*)")
-        ax.set_title(f"{self.scan_type}: {self.protected_label}")
+        ax.set_title(literal(f"{self.scan_type}: {self.protected_label}"))
         ax.legend(frameon=False, fontsize=8)
         return ax
 
@@ -436,6 +437,9 @@ def scan_attributes(
     the caller named it).  ``attributes=None``: every categorical (non-numeric) column
     but the ``roles``' columns, a boolean ``protected`` column and ``attr``.  Raises if
     none is left or one is not a column."""
+    for role, column in (roles or {}).items():
+        if column is not None and (not isinstance(column, str) or column not in data.columns):
+            raise ValueError(f"`{role}` column {column!r} is not a column of the data")
     if attributes is None:
         used = {c for c in (roles or {}).values() if c} | (
             {protected} if isinstance(protected, str) else set()
@@ -460,6 +464,9 @@ def scan_attributes(
     if missing:
         raise ValueError(f"scan attributes not in the data: {missing}")
     ihat_attributes = list(attributes if ihat_attributes is None else ihat_attributes)
+    missing = [a for a in ihat_attributes if a not in data.columns]
+    if missing:
+        raise ValueError(f"`ihat_attributes` {missing} are not columns of the data")
     if attr is not None and attr in ihat_attributes:
         ihat_attributes.remove(attr)
     return attributes, ihat_attributes
@@ -672,6 +679,8 @@ def conditional_bias_scan(
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
+    if len(data) == 0:
+        raise ValueError("`data` has no rows; a scan needs data")
     A, label, attr = _protected_mask(data, protected)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
@@ -680,7 +689,7 @@ def conditional_bias_scan(
     from .engine import _check_common
 
     _check_common(penalty, n_restarts, sigma)
-    check_count(n_permutations, "n_permutations", minimum=0)
+    check_resamples(n_permutations, "n_permutations", minimum=0)
     pipe = _Pipeline(
         data,
         roles,

@@ -77,6 +77,25 @@ def warn_impossible_events(observed: np.ndarray, expected: np.ndarray, what: str
         )
 
 
+def warn_clipped_logits(p: np.ndarray, what: str) -> None:
+    """Warn when the Gaussian score meets probabilities of exactly 0 or 1.
+
+    The Gaussian score works on logits, which are infinite there; they are clipped to
+    ``[1e-9, 1 - 1e-9]`` (a logit of +-20.7), so the score of a subgroup holding such rows
+    is set by the clip rather than by the data.
+    """
+    bad = (p <= _EPS) | (p >= 1 - _EPS)
+    if bad.any():
+        warnings.warn(
+            f"{int(bad.sum())} of {len(bad)} rows have {what} probability 0 or 1 (to within "
+            "1e-9): the Gaussian score works on logits, which are infinite there, so they are "
+            "clipped to [1e-9, 1 - 1e-9] and the score depends on that clip; clip them yourself "
+            "to a bound your model supports, e.g. np.clip(p, 1e-3, 1 - 1e-3)",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
 def describe_subgroup(
     subgroup: dict[str, list], prefix: str = "", ordinal: Sequence[str] = ()
 ) -> str:
@@ -389,6 +408,8 @@ class _Prepared:
                 raise ValueError(
                     "`observed` must be probabilities in [0, 1] for the Gaussian score"
                 )
+            warn_clipped_logits(observed, "`observed`")
+            warn_clipped_logits(expected, "`expected`")
             delta = _logit(observed) - _logit(expected)
             if sigma == "estimate":  # any other string is refused by _check_common
                 sigma = float(np.std(delta, ddof=1)) if len(delta) > 1 else 1.0
@@ -576,6 +597,8 @@ def subset_scan(
         raise ValueError(f"scan attributes not in the data: {missing}")
     if not attributes:
         raise ValueError("`attributes` must name at least one column")
+    if len(data) == 0:
+        raise ValueError("`data` has no rows; a scan needs data")
     _check_common(penalty, n_restarts, sigma)
     check_attribute_values(data, attributes, "scan attribute")
     codes, values = _codes(data, attributes)

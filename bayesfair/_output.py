@@ -1,0 +1,365 @@
+"""Safe outputs: files written atomically, output paths checked before any work, folders of
+tables that hold one audit, and CSV cells that a spreadsheet will not execute.
+
+Why: a report is the product of minutes of sampling, and the file it replaces may be the
+only copy of the previous audit.  Every file is written to a temporary file in the same
+folder and renamed over the target (``os.replace`` is atomic on POSIX and Windows), so a
+write that fails (disk full, a file-size limit, SIGINT or SIGTERM) leaves the previous
+file as it was.  A folder of tables is built beside its target and swapped in whole, so a
+reused folder never mixes two audits and two concurrent runs do not interleave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = [
+    "GENERATOR_MARK",
+    "MANIFEST",
+    "MANIFEST_COLUMNS",
+    "Terminated",
+    "atomic_file",
+    "atomic_write_text",
+    "check_output_file",
+    "check_output_folder",
+    "default_file_mode",
+    "neutralise_formulas",
+    "raise_if_stopped",
+    "replace_folder",
+    "stop_on_signals",
+]
+
+#: a line every report bayesfair writes carries in its head: an existing file that has it
+#: is a previous report, which a new one may replace
+GENERATOR_MARK = '<meta name="generator" content="bayesfair'
+#: the file that lists a folder of tables (written last, so its presence means "complete")
+MANIFEST = "index.csv"
+MANIFEST_COLUMNS = ["file", "section", "caption", "rows"]
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def _umask() -> int:
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+def default_file_mode(folder: bool = False) -> int:
+    """The mode a new file (or ``folder``) gets under the process' umask (``0o666 & ~umask``,
+    ``0o777 & ~umask``), which :mod:`tempfile`'s private 0600 and 0700 would otherwise
+    replace."""
+    return (0o777 if folder else 0o666) & ~_umask()
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kwargs) -> Iterator:
+    """Open a temporary file beside ``path``; on success it is flushed, synced and renamed
+    over ``path``; on any exception (KeyboardInterrupt included) it is removed and
+    ``path`` keeps its previous content.
+
+    The new file keeps the mode of the file it replaces, else gets the umask's default.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        try:
+            mode_bits = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode_bits = default_file_mode()
+        os.chmod(tmp, mode_bits)
+        with os.fdopen(fd, mode, **open_kwargs) as fh:
+            fd = -1
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_file`); the absolute path."""
+    path = Path(path)
+    with atomic_file(path, "w", encoding=encoding, newline="") as fh:
+        fh.write(text)
+    return path.resolve()
+
+
+def _first_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_parent(path: Path, argument: str) -> None:
+    """The folder ``path`` goes in exists as a folder, or can be created, and is writable."""
+    base = _first_existing(path.parent)
+    if not base.is_dir():
+        raise ValueError(
+            f"`{argument}` {str(path)!r} cannot be written: {str(base)!r} is a file, not a "
+            "folder; choose another path"
+        )
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"`{argument}` {str(path)!r} cannot be written: no permission to write in "
+            f"{str(base)!r}; choose another folder"
+        )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output_file(
+    path: str | os.PathLike,
+    *,
+    inputs: Iterable[str | os.PathLike] = (),
+    overwrite: bool = False,
+    argument: str = "out",
+) -> Path:
+    """Check, before any work, that a report can be written to ``path``.
+
+    Refused: a folder, a path under a file, a device or other special file, an input of
+    the same run (never overwritten, whatever ``overwrite`` says), and an existing file
+    that is not a previous bayesfair report unless ``overwrite`` is True (the command
+    line's ``--force``).
+
+    Parameters
+    ----------
+    path : path
+    inputs : iterable of paths
+        Files the run reads.
+    overwrite : bool, default False
+        Replace an existing file that bayesfair did not write.
+    argument : str
+        The argument's name, for messages.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    path = Path(path).expanduser()
+    for source in inputs:
+        if _same_file(path, Path(source)):
+            raise ValueError(
+                f"`{argument}` {str(path)!r} is the input file; the report would overwrite "
+                "the data: choose another output path"
+            )
+    if path.exists() or path.is_symlink():
+        if path.is_dir():
+            raise ValueError(
+                f"`{argument}` {str(path)!r} is a folder; give a file path such as "
+                f"{str(path / 'report.html')!r}"
+            )
+        if not path.is_file():
+            raise ValueError(
+                f"`{argument}` {str(path)!r} is not a regular file (a device, pipe or broken "
+                "link); give a file path"
+            )
+        if not overwrite and not _is_report(path):
+            raise ValueError(
+                f"`{argument}` {str(path)!r} exists and is not a bayesfair report; pass "
+                "--force (overwrite=True) to replace it, or choose another path"
+            )
+    _check_parent(path, argument)
+    return path
+
+
+def _is_report(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(2048)
+    except OSError:
+        return False
+    return GENERATOR_MARK.encode() in head
+
+
+def _listed_files(folder: Path) -> set[str] | None:
+    """The files a folder's manifest lists (with the manifest), or None when it has none."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        index = pd.read_csv(manifest, keep_default_na=False)
+    except (ValueError, OSError, UnicodeDecodeError):
+        return None
+    if list(index.columns) != MANIFEST_COLUMNS:
+        return None
+    return {str(f) for f in index["file"]} | {MANIFEST}
+
+
+def check_output_folder(folder: str | os.PathLike, *, argument: str = "tables") -> Path:
+    """Check, before any work, that a folder of tables can be written at ``folder``.
+
+    It must be absent, empty, or hold one previous set of tables (its files are those its
+    ``index.csv`` lists): that set is replaced whole.  A folder holding anything else is
+    refused rather than mixed with the new tables, or emptied.
+
+    Parameters
+    ----------
+    folder : path
+    argument : str
+        The argument's name, for messages.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    folder = Path(folder).expanduser()
+    if folder.exists():
+        if not folder.is_dir():
+            raise ValueError(f"`{argument}` {str(folder)!r} is a file; give a folder")
+        present = {p.name for p in folder.iterdir()}
+        if present:
+            listed = _listed_files(folder)
+            if listed is None or not present <= listed:
+                others = sorted(present - (listed or set()))[:5]
+                raise ValueError(
+                    f"`{argument}` {str(folder)!r} holds files that are not a previous set of "
+                    f"bayesfair tables (for example {others}); give a new or empty folder"
+                )
+        if folder.resolve() == Path.cwd().resolve():
+            raise ValueError(
+                f"`{argument}` {str(folder)!r} is the working folder; give a folder of its own"
+            )
+    _check_parent(folder, argument)
+    return folder
+
+
+def replace_folder(folder: str | os.PathLike, write: callable) -> Path:
+    """Build a folder with ``write(tmp_folder)`` beside ``folder``, then swap it in whole.
+
+    A previous set of tables at ``folder`` (see :func:`check_output_folder`) is removed
+    only after the new set is complete; on any failure the previous set stays.
+    """
+    folder = check_output_folder(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
+    old = None
+    try:
+        os.chmod(tmp, default_file_mode(folder=True))
+        write(tmp)
+        if folder.exists():
+            check_output_folder(folder)  # still one of ours (another run may have written)
+            old = folder.parent / f".{folder.name}.{os.getpid()}-{id(write):x}.old"
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and old.exists() and not folder.exists():
+            os.replace(old, folder)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return folder.resolve()
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _neutral(value: object) -> object:
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells and column names that a spreadsheet would read
+    as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return)
+    are prefixed with ``'`` (OWASP's advice against CSV injection).  Numbers are left as
+    they are, negative ones included.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    out = frame.copy()
+    for col in out.columns:
+        values = out[col]
+        if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+            out[col] = values.map(_neutral).astype(object)
+        elif isinstance(values.dtype, pd.CategoricalDtype):
+            out[col] = values.astype(object).map(_neutral)
+    if isinstance(out.columns, pd.MultiIndex):
+        out.columns = pd.MultiIndex.from_tuples(
+            [tuple(_neutral(str(c)) for c in t) for t in out.columns]
+        )
+    else:
+        out.columns = [_neutral(str(c)) if isinstance(c, str) else c for c in out.columns]
+    return out
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised as an exception so that clean-up code (temporary files) runs."""
+
+
+#: the signal received inside :func:`stop_on_signals`, kept because a library may swallow
+#: the exception it raises (a sampler that treats an interrupt as "stop early and return
+#: the draws so far")
+_received: list[int] = []
+
+
+def raise_if_stopped() -> None:
+    """Raise again the exception of a SIGINT or SIGTERM received inside
+    :func:`stop_on_signals` that a library swallowed; nothing otherwise.  Called between
+    the steps of a long job and before its outputs are written."""
+    if _received:
+        raise Terminated(143) if _received[-1] == signal.SIGTERM else KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (exit status 143) instead of
+    ending the process on the spot, and SIGINT raises KeyboardInterrupt as usual; both are
+    remembered for :func:`raise_if_stopped`, so that ``finally`` and ``except`` clauses
+    remove temporary files and no output is written after a stop.  Outside the main thread
+    signals cannot be caught; nothing changes there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        _received.append(signum)
+        raise_if_stopped()
+
+    def unraisable(info):
+        # the exception raised where it cannot propagate (a ctypes callback of numba's
+        # compiler): remembered in _received, so it is raised again at the next step
+        if info.exc_type is None or not issubclass(info.exc_type, (KeyboardInterrupt, Terminated)):
+            hook(info)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
+    _received.clear()
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        sys.unraisablehook = hook
+        _received.clear()

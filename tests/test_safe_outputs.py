@@ -1,0 +1,364 @@
+"""Outputs that lose nothing: atomic reports, checked output paths, one audit per tables
+folder, CSV cells a spreadsheet will not run, and a CLI that answers a user's mistake in one
+line and leaves the previous report intact when it is stopped."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesfair._output import check_output_file, neutralise_formulas
+from bayesfair.cli import main
+from bayesfair.report import Report, Table, Text
+
+COMMON = ["--protected", "g", "s", "--outcome", "y", "--score", "p", "--threshold", "0.5"]
+
+
+@pytest.fixture
+def csv(tmp_path) -> Path:
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b", "c"], n),
+            "s": rng.choice(["F", "M"], n),
+            "y": rng.integers(0, 2, n),
+            "p": rng.random(n),
+        }
+    )
+    path = tmp_path / "data.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def _report(text: str = "x") -> Report:
+    rep = Report("Audit")
+    rep.section("S").add(Text(text)).add(Table(pd.DataFrame({"v": [1, 2]})))
+    return rep
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith((".part", ".old")))
+
+
+# ------------------------------------------------------------------ atomic report writing
+def test_failed_write_leaves_the_previous_report(tmp_path, monkeypatch):
+    out = tmp_path / "r.html"
+    _report("first").save(out)
+    before = out.read_bytes()
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        _report("second").save(out)
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_report_keeps_the_umask_mode_and_replaces_only_its_own_files(tmp_path):
+    out = tmp_path / "r.html"
+    _report().save(out)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~_umask()
+    _report("again").save(out)  # a previous report is replaced
+    assert "again" in out.read_text()
+    notes = tmp_path / "notes.html"
+    notes.write_text("my notes")
+    with pytest.raises(ValueError, match=r"not a bayesfair report.*overwrite=True"):
+        _report().save(notes)
+    assert notes.read_text() == "my notes"
+    _report().save(notes, overwrite=True)
+    assert "bayesfair" in notes.read_text()
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (lambda d: d, "is a folder"),
+        (lambda d: (d / "afile").touch() or d / "afile" / "r.html", "is a file, not a folder"),
+        (lambda d: Path("/dev/full"), "not a regular file"),
+        (lambda d: Path("/dev/null"), "not a regular file"),
+    ],
+    ids=["folder", "under-a-file", "dev-full", "dev-null"],
+)
+def test_output_paths_that_cannot_be_written_are_refused(tmp_path, make, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        check_output_file(make(tmp_path), argument="--out")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes in any folder")
+def test_output_in_a_read_only_folder_is_refused(tmp_path):  # pragma: no cover - not root
+    tmp_path.chmod(0o500)
+    with pytest.raises(ValueError, match="no permission"):
+        check_output_file(tmp_path / "r.html")
+
+
+# ------------------------------------------------------------------ tables folders
+def test_a_tables_folder_holds_one_audit(tmp_path):
+    folder = tmp_path / "t"
+    rep = _report()
+    rep.section("Second").add(Table(pd.DataFrame({"w": [3]})))
+    rep.save_tables(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "01-1_s.csv",
+        "02-1_second.csv",
+        "index.csv",
+    ]
+    _report().save_tables(folder)  # a smaller audit replaces the whole set
+    assert sorted(p.name for p in folder.iterdir()) == ["01-1_s.csv", "index.csv"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_folder_with_other_files_is_refused_and_left_alone(tmp_path):
+    (tmp_path / "index.csv").write_text("x,y\n1,2\n")
+    with pytest.raises(ValueError, match="not a previous set of bayesfair tables"):
+        _report().save_tables(tmp_path)
+    assert (tmp_path / "index.csv").read_text() == "x,y\n1,2\n"
+    folder = tmp_path / "t"
+    _report().save_tables(folder)
+    (folder / "mine.txt").write_text("keep")
+    with pytest.raises(ValueError, match=r"mine\.txt"):
+        _report().save_tables(folder)
+    assert (folder / "mine.txt").read_text() == "keep"
+
+
+def test_a_failed_tables_write_keeps_the_previous_set(tmp_path, monkeypatch):
+    folder = tmp_path / "t"
+    _report().save_tables(folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def boom(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", boom)
+    with pytest.raises(OSError):
+        _report("new").save_tables(folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_tables_neutralise_spreadsheet_formulas(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "=cmd": ["=HYPERLINK(1)", "+1", "-2+3", "@SUM(A1)", "\tx", "plain", "-"],
+            "number": [-1.5, 2, 3, 4, 5, 6, 7],
+        }
+    )
+    rep = Report("Audit")
+    rep.section("=evil").add(Table(frame, caption="@caption"))
+    index = pd.read_csv(rep.save_tables(tmp_path / "t"), keep_default_na=False)
+    assert index.loc[0, "caption"] == "'@caption" and index.loc[0, "section"] == "'=evil"
+    back = pd.read_csv(tmp_path / "t" / index.loc[0, "file"], keep_default_na=False)
+    assert list(back.columns) == ["'=cmd", "number"]
+    assert back["'=cmd"].tolist() == [
+        "'=HYPERLINK(1)",
+        "'+1",
+        "'-2+3",
+        "'@SUM(A1)",
+        "'\tx",
+        "plain",
+        "'-",
+    ]
+    assert back["number"].tolist() == [-1.5, 2, 3, 4, 5, 6, 7]  # numbers stay numbers
+
+
+def test_neutralise_formulas_leaves_the_frame_alone():
+    frame = pd.DataFrame({"a": ["=1"], "b": pd.Categorical(["+x"])})
+    out = neutralise_formulas(frame)
+    assert frame.loc[0, "a"] == "=1" and out.loc[0, "a"] == "'=1" and out.loc[0, "b"] == "'+x"
+
+
+# ------------------------------------------------------------------ the command line
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--out", "{csv}"], "is the input file"),
+        (["--out", "{tmp}"], "is a folder"),
+        (["--out", "/dev/full"], "not a regular file"),
+        (["--out", "{tmp}/afile/r.html"], "is a file, not a folder"),
+        (["--out", "{tmp}/notes.html"], "not a bayesfair report; pass --force"),
+        (["--out", "{tmp}/r.html", "--tables", "{tmp}/afile"], "is a file; give a folder"),
+        (["--out", "{tmp}/r.html", "--tables", "{tmp}"], "not a previous set"),
+        (["--out", "{tmp}/r.html", "--tables", "{tmp}/r.html"], "same path"),
+    ],
+    ids=[
+        "input",
+        "folder",
+        "dev-full",
+        "under-file",
+        "foreign",
+        "tables-file",
+        "tables-foreign",
+        "same",
+    ],
+)
+def test_cli_refuses_output_paths_before_any_work(
+    tmp_path, csv, capsys, monkeypatch, extra, message
+):
+    (tmp_path / "afile").write_text("a file")
+    (tmp_path / "notes.html").write_text("my notes")
+    import bayesfair.cli as cli
+
+    def no_audit(*args, **kwargs):  # the check must come before the computation
+        raise AssertionError("the audit ran")
+
+    monkeypatch.setattr(cli, "run_audit", no_audit)
+    args = [a.format(csv=csv, tmp=tmp_path) for a in extra]
+    assert main(["audit", str(csv), *COMMON, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert (tmp_path / "notes.html").read_text() == "my notes"
+    assert pd.read_csv(csv).shape == (400, 4)
+
+
+def test_cli_force_replaces_a_foreign_file_but_never_the_input(tmp_path, csv, capsys):
+    notes = tmp_path / "notes.html"
+    notes.write_text("my notes")
+    assert main(["audit", str(csv), *COMMON, "--out", str(notes), "--force"]) == 0
+    assert "bayesfair" in notes.read_text()
+    assert main(["audit", str(csv), *COMMON, "--out", str(csv), "--force"]) == 2
+    assert "is the input file" in capsys.readouterr().err
+
+
+def test_cli_reads_na_like_categories_as_categories(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    n = 300
+    df = pd.DataFrame(
+        {
+            "g": rng.choice(["NA", "None", "null", "x"], n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "r.html"
+    assert main(["audit", str(path), "--protected", "g", "--outcome", "y", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert all(f"<td>{v}</td>" in html for v in ("NA", "None", "null"))
+    # an empty cell is still missing, and said so by name
+    df.loc[0, "g"] = None
+    df.to_csv(path, index=False)
+    assert main(["audit", str(path), "--protected", "g", "--outcome", "y", "--out", str(out)]) == 2
+    assert "protected column 'g' has 1 missing value" in capsys.readouterr().err
+
+
+def test_cli_encoding(tmp_path, capsys):
+    df = pd.DataFrame({"g": ["é", "ü"] * 50, "y": [0, 1] * 50})
+    path = tmp_path / "latin.csv"
+    df.to_csv(path, index=False, encoding="latin-1")
+    args = ["audit", str(path), "--protected", "g", "--outcome", "y", "--out"]
+    assert main([*args, str(tmp_path / "a.html")]) == 2
+    assert "--encoding" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "b.html"), "--encoding", "latin-1"]) == 0
+    assert "é" in (tmp_path / "b.html").read_text()
+
+
+@pytest.mark.parametrize(
+    "text, flags, message",
+    [
+        ("audit = 5\n", [], "audit must be a table"),
+        ('data = "csv"\n', [], "data must be a table"),
+        ("published = 3\n", [], "published must be an array of tables"),
+        ('[audit]\nname = 5\n[data]\ndataset = "compas"\n', [], "name must be a string"),
+        ('[data]\ndataset = "compas"\n[columns]\noutcome = 1\n', [], "outcome must be a column"),
+        ('[data]\ndataset = "compas"\n[columns]\nprotected = [1]\n', [], "protected must be"),
+        ('[data]\ndataset = "compas"\n', ["--threshold", "0.5"], "--threshold cannot be used"),
+        ('[data]\ndataset = "compas"\n', ["--counts"], "--counts cannot be used"),
+        ('[data]\ndataset = "compas"\n', ["--protected", "a"], "--protected cannot be used"),
+        ("[data\n", [], "not valid TOML"),
+    ],
+)
+def test_cli_refuses_bad_specs_by_name(tmp_path, capsys, text, flags, message):
+    spec = tmp_path / "s.TOML"  # the suffix is matched whatever its case
+    spec.write_text(text)
+    assert main(["audit", str(spec), *flags, "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_cli_internal_errors_print_a_traceback_and_exit_1(csv, tmp_path, capsys, monkeypatch):
+    import bayesfair.cli as cli
+
+    def bug(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cli, "run_audit", bug)
+    assert main(["audit", str(csv), *COMMON, "--out", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "internal error" in err
+    # an input error shows its traceback with --debug only
+    assert main(["audit", str(tmp_path / "no.csv"), "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
+    """A file-size limit makes the report's write fail (as a full disk would): the CLI
+    says so in one line, exits 2, and the previous report is intact."""
+    out = tmp_path / "r.html"
+    assert main(["audit", str(csv), *COMMON, "--out", str(out)]) == 0
+    before = out.read_bytes()
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "bayesfair.cli", "audit", str(csv), *COMMON, "--out", str(out)],
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "File too large" in proc.stderr and "Traceback" not in proc.stderr
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_cli_stopped_mid_audit_leaves_the_previous_report(tmp_path, csv, sig, code):
+    out = tmp_path / "r.html"
+    out.write_text('<meta name="generator" content="bayesfair previous"/>')
+    before = out.read_bytes()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bayesfair.cli",
+            "audit",
+            str(csv),
+            *COMMON,
+            "--bayes",
+            "--out",
+            str(out),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # wait until the audit is under way (it announces its steps on stderr)
+    line = proc.stderr.readline()
+    assert "bayesfair: [" in line, line
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == code, err
+    assert "nothing was written" in err and "Traceback" not in err
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path) == []
