@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import sys
 import time
 import traceback
@@ -204,6 +205,12 @@ def _read_csv(source: Path, encoding: str, protected: Sequence[str] | None) -> p
     categories spelt like pandas' missing-value markers ("NA", "None", "null", "N/A")
     stay categories."""
     try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ValueError(
+            f"--encoding {encoding!r} is not a known text encoding (e.g. utf-8, latin-1, cp1252)"
+        ) from None
+    try:
         frame = pd.read_csv(source, encoding=encoding)
     except UnicodeDecodeError as err:
         raise ValueError(
@@ -232,6 +239,11 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError(f"{source} is not a file; give a CSV file or a .toml audit spec")
     published = []
     is_spec = source.suffix.lower() == ".toml"
+    if args.data_home is not None and not is_spec:
+        raise ValueError(
+            "--data-home applies to specs (which load a packaged data set); a CSV file is "
+            "read from its own path: remove --data-home"
+        )
     if is_spec:
         given = [f for f in _ROW_FLAGS if getattr(args, f) not in (None, False)]
         if given:
@@ -341,12 +353,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
 def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
     """Options of the Bayesian fits (the names the SamplerWarning's advice uses are
     those of the Python API: hb_draws is --draws, hb_main_effects --hb-main-effects)."""
     p.add_argument(
         "--seed",
-        type=int,
+        type=_non_negative_int,
         default=seed,
         help=f"seed of every random step: permutations, scans, samplers (default {seed})",
     )
@@ -366,14 +388,21 @@ def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (what is wrong, and where the help is)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bayesfair",
         description="Audit predictive models for intersectional bias.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--debug", action="store_true", help="print the traceback of an input error too"
@@ -384,7 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="report.html", help="report path (default: report.html)")
     d.add_argument("--tables", help=_TABLES_HELP)
     d.add_argument("--force", action="store_true", help=_FORCE_HELP)
-    d.add_argument("--n-rows", type=int, default=20_000)
+    d.add_argument(
+        "--n-rows", type=_positive_int, default=20_000, help="rows of the demo's data (20,000)"
+    )
     d.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
     _add_sampler_arguments(d, seed=2024)

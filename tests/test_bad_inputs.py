@@ -678,3 +678,80 @@ def test_bad_input_is_refused_by_name(case):
     assert any(name.lower() in message.lower() for name in case.names), (
         f"{type(info.value).__name__}: {message!r} names none of {case.names}"
     )
+
+
+# ------------------------------------------------------------------ the command line
+CLI_CASES = [
+    (["demo", "--n-rows", "-5"], "--n-rows"),
+    (["demo", "--n-rows", "x"], "--n-rows"),
+    (["demo", "--seed", "-1"], "--seed"),
+    (["demo", "--draws", "0"], "--draws"),
+    (["demo", "--alpha", "-1", "--no-bayes"], "alpha"),
+    (["demo", "--alpha", "x"], "--alpha"),
+    (["demo", "--hb-main-effects", "sideways"], "--hb-main-effects"),
+    (["audit"], "source"),
+    (["audit", "{csv}"], "--protected"),
+    (["audit", "{csv}", "--protected", "race"], "--outcome"),
+    (["audit", "{csv}", "--protected", "nope", "--outcome", "y"], "nope"),
+    (["audit", "{csv}", "--protected", "race", "--outcome", "p"], "'p'"),
+    (
+        [
+            "audit",
+            "{csv}",
+            "--protected",
+            "race",
+            "--outcome",
+            "y",
+            "--score",
+            "p",
+            "--threshold",
+            "2",
+        ],
+        "threshold",
+    ),
+    (
+        ["audit", "{csv}", "--protected", "race", "--outcome", "y", "--threshold", "0.5"],
+        "threshold",
+    ),
+    (["audit", "{csv}", "--protected", "race", "--outcome", "y", "--pos-label", "7"], "7"),
+    (["audit", "{csv}", "--protected", "race", "--outcome", "y", "--alpha", "nan"], "alpha"),
+    (
+        ["audit", "{csv}", "--protected", "race", "--outcome", "y", "--data-home", "/x"],
+        "--data-home",
+    ),
+    (["audit", "{csv}", "--protected", "race", "--outcome", "y", "--encoding", "nope"], "nope"),
+    (["audit", "{csv}", "--counts", "--protected", "race"], "'n'"),
+    (["audit", "{csv}", "--counts"], "--protected"),
+    (["audit", "{csv}", "--counts", "--protected", "race", "--threshold", "0.5"], "--threshold"),
+    (["audit", "{missing}", "--protected", "race", "--outcome", "y"], "does not exist"),
+    (["audit", "{tmp}", "--protected", "race", "--outcome", "y"], "not a file"),
+    (["audit", "{empty}", "--protected", "race", "--outcome", "y"], "empty"),
+    (["reproduce", "{missing}"], "missing"),
+    (["reproduce", "{csv}"], "TOML"),
+    (["frob"], "frob"),
+]
+
+
+@pytest.mark.parametrize(
+    "argv, named", CLI_CASES, ids=[" ".join(a).replace("/", "_") for a, _ in CLI_CASES]
+)
+def test_cli_refuses_bad_arguments_in_one_line(tmp_path, capsys, argv, named):
+    from bayesfair.cli import main
+
+    csv = tmp_path / "data.csv"
+    DF.to_csv(csv, index=False)
+    (tmp_path / "empty.csv").write_text("")
+    paths = dict(
+        csv=csv, missing=tmp_path / "missing.csv", tmp=tmp_path, empty=tmp_path / "empty.csv"
+    )
+    argv = [a.format(**paths) for a in argv] + ["--out", str(tmp_path / "r.html")] * (
+        argv[0] in ("demo", "audit") and len(argv) > 1
+    )
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's usage errors
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert named in err, err
