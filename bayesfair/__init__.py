@@ -5,6 +5,7 @@ fairness metrics (:mod:`bayesfair.metrics`), data sets
 (:mod:`bayesfair.datasets`) and reports (:mod:`bayesfair.report`).
 """
 
+from . import datasets as datasets  # bf.datasets.load_compas, as the docs write it
 from .aggregate import aggregate_counts
 from .audit import AuditResult, run_audit
 from .data import AuditData

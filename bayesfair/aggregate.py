@@ -59,11 +59,19 @@ def aggregate_counts(
     0  a  2   1   1   0   0
     1  b  1   0   0   1   0
     """
+    if not hasattr(frame, "columns") or not hasattr(frame, "groupby"):
+        raise TypeError(f"`frame` must be a pandas or Dask DataFrame, got {type(frame).__name__}")
     prot = [protected] if isinstance(protected, str) else list(protected)
     cols = prot + [outcome] + [c for c in (decision, score) if c]
     missing = [c for c in cols if c not in frame.columns]
     if missing:
-        raise ValueError(f"columns not in the data: {missing}")
+        roles = dict.fromkeys(prot, "protected") | {
+            outcome: "outcome",
+            decision: "decision",
+            score: "score",
+        }
+        named = ", ".join(f"{roles.get(c, 'a')} column {c!r}" for c in missing)
+        raise ValueError(f"{named} not in the data; available: {list(frame.columns)[:20]}")
     is_dask = type(frame).__module__.startswith("dask")
     f = frame[cols]
     # rows whose outcome or decision is not 0/1 (0.5 was truncated to 0, 2 and -1 gave

@@ -217,6 +217,18 @@ def _amplification_interval(data: AuditData, level: float) -> np.ndarray:
     )
 
 
+def _check_truth(truth: object) -> dict:
+    """The known truth of synthetic data: a mapping (``epsilon``, ``gamma``, ...) or None."""
+    if truth is None:
+        return {}
+    if not isinstance(truth, Mapping):
+        raise TypeError(
+            f"`truth` must be a mapping such as {{'epsilon': 0.5, 'gamma': 0.01}}, got "
+            f"{type(truth).__name__}"
+        )
+    return dict(truth)
+
+
 def run_audit(
     data: AuditData,
     *,
@@ -305,7 +317,7 @@ def run_audit(
         amplification=amp,
         rates=rates,
         auc=auc,
-        truth=dict(truth or {}),
+        truth=_check_truth(truth),
         notes=notes,
         intervals=intervals,
         level=level,

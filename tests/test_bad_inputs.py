@@ -662,6 +662,99 @@ case("Report-save-folder", lambda: Report("x").save("/tmp"), "path")
 case("Report-save-device", lambda: Report("x").save("/dev/null"), "path")
 
 
+# ------------------------------------------------------------------ more entry points
+def _fitted_dm():
+    return DirichletMultinomial(draws=20, chains=1, random_state=0).fit(DATA)
+
+
+for key, bad in [("prob", 2), ("prob", 0), ("p_s", "nope"), ("by", "nope"), ("random_state", -1)]:
+    case(
+        f"posterior_fairness-{key}-{bad!r}",
+        lambda key=key, bad=bad: bf.posterior_fairness(_fitted_dm(), **{key: bad}),
+        key,
+    )
+case("posterior_fairness-model-str", lambda: bf.posterior_fairness("dm"), "model")
+case(
+    "posterior_fairness-unfitted",
+    lambda: bf.posterior_fairness(DirichletMultinomial()),
+    "not fitted",
+)
+case("model_average-method", lambda: bf.model_average([_fitted_dm()] * 2, method="x"), "method")
+case("model_average-str", lambda: bf.model_average(["x", "y"]), "models")
+case("bias_amplification-str", lambda: bf.bias_amplification("a", "b"), "mechanism")
+case("aggregate_counts-list", lambda: bf.aggregate_counts([1], ["race"], "y"), "frame")
+case("aggregate_counts-missing", lambda: bf.aggregate_counts(DF, ["nope"], "y"), "nope")
+case(
+    "aggregate_counts-missing-decision",
+    lambda: bf.aggregate_counts(DF, ["race"], "y", decision="nope"),
+    "decision column 'nope'",
+)
+case(
+    "aggregate_counts-outcome-nan",
+    lambda: bf.aggregate_counts(DF.assign(y=np.nan), ["race"], "y"),
+    "'y'",
+)
+for key in ["mu_sep", "mu_suf", "delta"]:
+    for bad in [float("nan"), float("inf"), "1"]:
+        case(
+            f"make_cbs_semisynthetic-{key}-{bad!r}",
+            lambda key=key, bad=bad: bf.datasets.make_cbs_semisynthetic(**{key: bad}),
+            key,
+        )
+case(
+    "make_gaussian_threshold-n_rows",
+    lambda: bf.datasets.make_gaussian_threshold(n_rows=-1),
+    "n_rows",
+)
+case("load_compas-coding", lambda: bf.datasets.load_compas("nope"), "coding")
+case("load_adult-split", lambda: bf.datasets.load_adult("nope"), "split")
+case("run_audit-truth-str", lambda: bf.run_audit(DATA, truth="x"), "truth")
+for bad in [0, -1, 1.5, True]:
+    case(f"Table-max_rows-{bad!r}", lambda bad=bad: Table(DF, max_rows=bad), "max_rows")
+for bad in ["{:q}", "{0[1]}", 5]:
+    case(f"Table-float_format-{bad!r}", lambda bad=bad: Table(DF, float_format=bad), "float_format")
+case("KeyValues-list", lambda: bf.report.KeyValues([1, 2]), "items")
+case("Figure-str", lambda: bf.report.Figure("x"), "figure")
+case("Report-save_tables-file", lambda: Report("x").save_tables("/etc/passwd"), "is a file")
+for method, arg in [("table_for", "nope"), ("group_sizes", "nope")]:
+    case(f"AuditData.{method}-by", lambda m=method, a=arg: getattr(DATA, m)(a), "by")
+for method in ["counts", "probabilities"]:
+    case(f"AuditData.{method}-target", lambda m=method: getattr(DATA, m)("nope"), "target")
+for key, bad in [
+    ("hb_draws", 0),
+    ("hb_main_effects", "x"),
+    ("eb_interval", "x"),
+    ("sr_ridge", "x"),
+    ("hb_target_accept", 1.5),
+    ("hb_chains", 0),
+]:
+    case(
+        f"disaggregated_evaluation-{key}-{bad!r}",
+        lambda key=key, bad=bad: bf.disaggregated_evaluation(
+            DF, **DIS, estimators=["standard", "hierarchical"], **{key: bad}
+        ),
+        key,
+    )
+for cls, key, bad in [
+    (HierarchicalLogisticRegression, "parameterization", "x"),
+    (HierarchicalLogisticRegression, "point_estimate", "x"),
+    (bf.NeuralNetwork, "hidden", (0,)),
+    (bf.NeuralNetwork, "hidden", "x"),
+    (LogisticRegression, "advi_iterations", 0),
+]:
+    case(f"{cls.__name__}-{key}-{bad!r}", lambda c=cls, k=key, b=bad: c(**{k: b}).fit(DATA), key)
+case(
+    "intersectional_permutation_test-pairwise",
+    lambda: bf.intersectional_permutation_test(DATA, "fpr", pairwise="x", n_resamples=9),
+    "pairwise",
+)
+case(
+    "empirical_fairness-include_empty",
+    lambda: bf.empirical_fairness(DATA, include_empty="yes"),
+    "include_empty",
+)
+
+
 # ------------------------------------------------------------------ the test
 def test_the_catalogue_is_large():
     assert len(CASES) >= 300

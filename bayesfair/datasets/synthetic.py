@@ -10,7 +10,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from .._validation import SeedLike, check_count, check_random_state
+from .._validation import SeedLike, check_count, check_random_state, check_real
 from ..data import AuditData
 from ..metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from ._base import Dataset
@@ -296,6 +296,8 @@ def make_cbs_semisynthetic(
     >>> ds.truth["protected_class"]
     ('race', 'African-American')
     """
+    for name, value in (("mu_sep", mu_sep), ("mu_suf", mu_suf), ("delta", delta)):
+        check_real(value, name)
     rng = check_random_state(random_state)
     if covariates is None:
         covariates = pd.DataFrame(

@@ -537,8 +537,8 @@ def disaggregated_evaluation(
     unknown = set(estimators) - set(ESTIMATORS)
     if unknown:
         raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
-    if "structured" in estimators:
-        check_rblpr_options(sr_interval, sr_ridge, names=("sr_interval", "sr_ridge"))
+    # checked whether or not structured regression runs: a misspelt option is a mistake
+    check_rblpr_options(sr_interval, sr_ridge, names=("sr_interval", "sr_ridge"))
     check_flag(interactions, "interactions")
     check_flag(outcome_rates, "outcome_rates")
     if not metrics:

@@ -106,6 +106,19 @@ class Table:
             self.frame = self.frame.to_frame()
         if not isinstance(self.frame, pd.DataFrame):
             raise TypeError(f"`frame` must be a pandas DataFrame, got {type(self.frame).__name__}")
+        if (
+            isinstance(self.max_rows, bool)
+            or not isinstance(self.max_rows, int)
+            or self.max_rows < 1
+        ):
+            raise ValueError(f"`max_rows` must be a positive integer, got {self.max_rows!r}")
+        try:
+            self.float_format.format(1.5)
+        except (AttributeError, ValueError, IndexError, KeyError, TypeError) as err:
+            raise ValueError(
+                f"`float_format` must be a format string such as '{{:.4g}}', got "
+                f"{self.float_format!r} ({err})"
+            ) from None
 
     @property
     def shown(self) -> pd.DataFrame:
@@ -210,6 +223,12 @@ class KeyValues:
     """
 
     items: Mapping[str, object]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.items, Mapping):
+            raise TypeError(
+                f"`items` must be a mapping of label -> value, got {type(self.items).__name__}"
+            )
 
     def to_html(self) -> str:
         """The escaped definition list.
