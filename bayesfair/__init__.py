@@ -7,9 +7,9 @@ fairness metrics (:mod:`bayesfair.metrics`), data sets
 
 from . import datasets as datasets  # bf.datasets.load_compas, as the docs write it
 from .aggregate import aggregate_counts
-from .audit import AuditResult, run_audit
 from .data import AuditData
 from .disaggregated import disaggregated_evaluation
+from .empirical_audit import AuditResult, run_audit
 from .frequentist import (
     auc_permutation_test,
     compare_discrimination,
@@ -20,6 +20,7 @@ from .frequentist import (
     metric_permutation_test,
     permutation_test,
 )
+from .full_audit import FullAuditResult, audit
 from .metrics import (
     FairnessEstimate,
     bias_amplification,
@@ -53,6 +54,7 @@ __all__ = [
     "AuditResult",
     "DirichletMultinomial",
     "FairnessEstimate",
+    "FullAuditResult",
     "HierarchicalLogisticRegression",
     "LogisticRegression",
     "NaiveBayes",
@@ -62,6 +64,7 @@ __all__ = [
     "__version__",
     "aggregate_counts",
     "auc_permutation_test",
+    "audit",
     "bias_amplification",
     "compare_discrimination",
     "conditional_bias_scan",

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import sys
-import time
 import traceback
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,18 +19,10 @@ from ._output import (
     raise_if_stopped,
     stop_on_signals,
 )
-from .audit import run_audit
 from .data import AuditData
 from .datasets import make_gaussian_threshold
-from .report import (
-    Table,
-    Text,
-    add_bayesian_section,
-    add_disaggregated_section,
-    add_frequentist_section,
-    add_scan_section,
-    scan_audit_data,
-)
+from .full_audit import audit
+from .report import Report, Table, Text
 from .spec import load_spec, run_study
 
 __all__ = ["main"]
@@ -53,91 +43,22 @@ def demo_dataset(n_rows: int = 20_000, seed: int = 2024):
     return make_gaussian_threshold(DEMO_LEVELS, group_sizes=sizes, random_state=rng)
 
 
-def _bayesian_fits(data: AuditData, seed: int, draws: int) -> tuple[dict, dict | None]:
-    """Dirichlet-multinomial and HLR fits of the labels (and of the decisions, if any)."""
-    from .models import DirichletMultinomial, HierarchicalLogisticRegression
-
-    def fits(target: str, offset: int) -> dict:
-        return {
-            "EDF": DirichletMultinomial(alpha=0.5, draws=draws, random_state=seed + offset).fit(
-                data, target
-            ),
-            "HLR": HierarchicalLogisticRegression(
-                draws=draws, tune=draws, random_state=seed + offset + 1
-            ).fit(data, target),
-        }
-
-    labels = fits("outcome", 0)
-    decisions = fits("decision", 10) if data.has_decision else None
-    return labels, decisions
+def _progress(text: str) -> None:
+    """Announce a step of the audit on stderr (a large audit with --bayes runs for minutes)."""
+    print(f"bayesfair: {text}", file=sys.stderr, flush=True)
 
 
-def _disaggregated(data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str):
-    from .disaggregated import disaggregated_evaluation
-
-    f, outcome, decision = data._coded_frame(data.protected)
-    est = ["standard", "james_stein", "empirical_bayes", "structured"]
-    return disaggregated_evaluation(
-        f,
-        list(data.protected),
-        outcome,
-        decision,
-        metrics=["selection_rate", "fpr", "fnr"],
-        estimators=est + (["hierarchical"] if bayes else []),
-        n_bootstrap=200,
-        hb_draws=draws,
-        hb_tune=draws,
-        hb_main_effects=hb_main_effects,
-        random_state=seed,
+def _whole_audit(data: AuditData, args: argparse.Namespace, *, bayes: bool, **kw):
+    """:func:`bayesfair.audit` with the command line's options."""
+    return audit(
+        data,
+        bayes=bayes,
+        random_state=args.seed,
+        draws=args.draws,
+        hb_main_effects=args.hb_main_effects,
+        progress=_progress,
+        **kw,
     )
-
-
-def _add_sections(
-    rep,
-    data: AuditData,
-    *,
-    bayes: bool,
-    seed: int,
-    draws: int,
-    hb_main_effects: str,
-) -> None:
-    """The report's sections beyond the empirical audit, each announced on stderr with the
-    time so far (a large audit with ``--bayes`` runs for minutes).  ``seed`` seeds every
-    random step (permutations, scans' restarts, samplers); ``draws``: NUTS draws (and
-    tuning steps) per chain of the HLR fits and of hierarchical Bayes.  Their defaults
-    are the command line's (``_add_sampler_arguments``)."""
-    t0 = time.perf_counter()
-
-    def step(what: str) -> None:
-        raise_if_stopped()  # a sampler may have swallowed the interrupt
-        print(f"bayesfair: [{time.perf_counter() - t0:6.1f} s] {what}", file=sys.stderr, flush=True)
-
-    if bayes:
-        step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
-        add_bayesian_section(rep, *_bayesian_fits(data, seed, draws))
-    if data.has_decision:
-        step("permutation tests")
-        add_frequentist_section(rep, data, random_state=seed)
-    if data.has_decision and not data.has_rows:
-        rep.section("Not run on counts").add(
-            Text(
-                "The data are a per-intersection count table, so the bias scans and the "
-                "per-group estimates, which need the rows, were not run."
-            )
-        )
-    elif data.has_decision:
-        step("conditional bias scans of false positive rates")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", UserWarning)
-            scans = scan_audit_data(data, random_state=seed)
-        for w in caught:  # said on stderr as before, and in the report
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        notes = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
-        add_scan_section(rep, scans, notes=notes)
-        step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
-        per_group = _disaggregated(data, bayes, seed, draws, hb_main_effects)
-        add_disaggregated_section(rep, per_group)
-    step("writing the report")
 
 
 def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path] = ()) -> None:
@@ -151,7 +72,7 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path] = ()) -> Non
             raise ValueError("--tables and --out name the same path; give each its own")
 
 
-def _finish(rep, result, args: argparse.Namespace) -> int:
+def _finish(rep: Report, result, args: argparse.Namespace) -> int:
     """Save the report (and its tables, with ``--tables``), print the fairness table and
     where they are."""
     raise_if_stopped()
@@ -167,9 +88,15 @@ def _demo(args: argparse.Namespace) -> int:
     _check_outputs(args)
     ds = demo_dataset(args.n_rows, args.seed)
     data = ds.audit_data()
-    result = run_audit(data, alpha=args.alpha, name="synthetic demo", truth=ds.truth)
+    result = _whole_audit(
+        data,
+        args,
+        bayes=not args.no_bayes,
+        alpha=args.alpha,
+        name="synthetic demo",
+        truth=ds.truth,
+    )
     rep = result.report()
-    _add_sections(rep, data, bayes=not args.no_bayes, **_sampler_options(args))
     # the data set's description names the model (Foulds et al.'s Gaussian threshold model)
     rep.subtitle = "Synthetic data with known ground truth. " + ds.description
     truth = ds.truth["table"].copy()
@@ -292,9 +219,8 @@ def _audit(args: argparse.Namespace) -> int:
         )
         alpha = args.alpha
         name = source.name
-    result = run_audit(data, alpha=alpha, name=name)
+    result = _whole_audit(data, args, bayes=args.bayes, alpha=alpha, name=name)
     rep = result.report()
-    _add_sections(rep, data, bayes=args.bayes, **_sampler_options(args))
     if published:
         sec = rep.section("Published numbers this spec reproduces")
         sec.add(Table(pd.DataFrame(published)))
@@ -337,10 +263,6 @@ _EPILOG = """exit status:
   2    a usage or input error, named in one line on stderr (--debug adds the traceback)
   130  interrupted (Ctrl-C); 143 terminated (SIGTERM): the previous report is left intact
 """
-
-
-def _sampler_options(args: argparse.Namespace) -> dict:
-    return dict(seed=args.seed, draws=args.draws, hb_main_effects=args.hb_main_effects)
 
 
 def _positive_int(text: str) -> int:

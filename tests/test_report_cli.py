@@ -49,14 +49,14 @@ def test_audit_lists_empty_intersections_one_by_one():
 def test_per_group_section_keeps_every_protected_column():
     # the section's frame once held the outcome as "_y", overwriting a protected column of
     # that name: its groups were the outcome's "0, f", "1, m", ...
-    from bayesfair.cli import _disaggregated
+    from bayesfair.full_audit import _per_group
 
     rng = np.random.default_rng(0)
     n = 800
     df = pd.DataFrame({"_y": rng.choice(["u", "v", "w"], n), "b": rng.choice(["f", "m"], n)})
     df["y"], df["d"] = rng.integers(0, 2, n), rng.integers(0, 2, n)
     data = AuditData(df, ["_y", "b"], "y", decision="d")
-    res = _disaggregated(data, False, 0, 10, "auto")
+    res = _per_group(data, False, 0, 10, "auto")
     assert sorted(res.table.group.unique()) == data.group_labels
     assert res.table.n.sum() == 3 * n * len(res.table.estimator.unique())
 
@@ -231,7 +231,8 @@ def test_audit_of_a_count_table(tmp_path, capsys):
     printed = capsys.readouterr()
     assert printed.out.split("report written")[0] == by_rows
     html = out.read_text()
-    assert "Frequentist companions" in html and "Not run on counts" in html
+    assert "Frequentist companions" in html and "Not run" in html
+    assert "the data are a per-intersection count table; the scans and per-group" in html
     assert re.findall(r"\] (.+)$", printed.err, flags=re.M) == [
         "permutation tests",
         "writing the report",
@@ -306,8 +307,8 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     """--seed, --draws and --hb-main-effects of ``audit --bayes`` reach the HLR fits and
     hierarchical Bayes (the options a SamplerWarning's advice asks for), and --seed the
     permutation tests and scans too; bad values exit with argparse's usage error."""
-    import bayesfair.cli as cli
     import bayesfair.disaggregated as dis
+    import bayesfair.full_audit as full_audit
     import bayesfair.models as models
 
     seen = {}
@@ -322,15 +323,15 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
         return real_dis(*args, **kw)
 
     def seeded(name):
-        real = getattr(cli, name)
+        real = getattr(full_audit, name)
 
         def wrapper(*args, **kw):
             seen[name] = kw["random_state"]
             return real(*args, **kw)
 
-        monkeypatch.setattr(cli, name, wrapper)
+        monkeypatch.setattr(full_audit, name, wrapper)
 
-    seeded("add_frequentist_section")
+    seeded("frequentist_tests")
     seeded("scan_audit_data")
     monkeypatch.setattr(models, "HierarchicalLogisticRegression", hlr)
     monkeypatch.setattr(dis, "disaggregated_evaluation", evaluation)
@@ -355,7 +356,7 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     hb = seen["hb"]
     assert (hb["hb_draws"], hb["hb_tune"], hb["hb_main_effects"]) == (60, 60, "non-centred")
     assert hb["random_state"] == 5 and "hierarchical" in hb["estimators"]
-    assert seen["add_frequentist_section"] == seen["scan_audit_data"] == 5
+    assert seen["frequentist_tests"] == seen["scan_audit_data"] == 5
     for bad in (["--draws", "0"], ["--draws", "many"], ["--hb-main-effects", "centered"]):
         with pytest.raises(SystemExit) as exit_:
             main([*common, *bad])

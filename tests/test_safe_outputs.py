@@ -222,7 +222,7 @@ def test_cli_refuses_output_paths_before_any_work(
     def no_audit(*args, **kwargs):  # the check must come before the computation
         raise AssertionError("the audit ran")
 
-    monkeypatch.setattr(cli, "run_audit", no_audit)
+    monkeypatch.setattr(cli, "audit", no_audit)
     args = [a.format(csv=csv, tmp=tmp_path) for a in extra]
     assert main(["audit", str(csv), *COMMON, *args]) == 2
     err = capsys.readouterr().err
@@ -302,7 +302,7 @@ def test_cli_internal_errors_print_a_traceback_and_exit_1(csv, tmp_path, capsys,
     def bug(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(cli, "run_audit", bug)
+    monkeypatch.setattr(cli, "audit", bug)
     assert main(["audit", str(csv), *COMMON, "--out", str(tmp_path / "r.html")]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error" in err

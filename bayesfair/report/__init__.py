@@ -2,7 +2,7 @@
 
 from .bayesian import add_bayesian_section
 from .disaggregated import add_disaggregated_section
-from .frequentist import add_frequentist_section
+from .frequentist import add_frequentist_section, frequentist_tests
 from .html import Figure, KeyValues, Report, Section, Table, Text
 from .plots import (
     jeffreys_interval,
@@ -23,6 +23,7 @@ __all__ = [
     "add_disaggregated_section",
     "add_frequentist_section",
     "add_scan_section",
+    "frequentist_tests",
     "jeffreys_interval",
     "plot_group_rates",
     "plot_posterior_boxes",

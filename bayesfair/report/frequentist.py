@@ -14,7 +14,7 @@ from ..frequentist import intersectional_permutation_test, permutation_test
 from ..metrics.rates import RATE_DEFINITIONS
 from .html import Report, Table, Text
 
-__all__ = ["add_frequentist_section", "posterior_probability_higher"]
+__all__ = ["add_frequentist_section", "frequentist_tests", "posterior_probability_higher"]
 
 
 def posterior_probability_higher(
@@ -92,21 +92,17 @@ def _flagged(data: AuditData, metric: str, by, group: str) -> dict:
     }
 
 
-def add_frequentist_section(
-    report: Report,
+def frequentist_tests(
     data: AuditData,
     metrics: Sequence[str] = ("fpr", "fnr"),
     *,
     n_resamples: int = 4999,
     random_state: int = 0,
-) -> Report:
-    """Studentized permutation tests of each metric across the groups of every protected
-    attribute and across all intersections (max-T, family-wise error controlled).
+) -> pd.DataFrame:
+    """The permutation tests of :func:`add_frequentist_section`, as a table.
 
     Parameters
     ----------
-    report : Report
-        The report to extend.
     data : AuditData
         With a decision.
     metrics : sequence of str, default ("fpr", "fnr")
@@ -115,19 +111,19 @@ def add_frequentist_section(
 
     Returns
     -------
-    Report
-        ``report``, extended.
+    pandas.DataFrame
+        One row per metric and grouping (each protected attribute, and all of them):
+        the test, its statistic and p-value, the flagged group and the posterior
+        probability that its rate is higher; a test that cannot run says why.
 
     Examples
     --------
     >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.report import frequentist_tests
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> from bayesfair.report import Report, add_frequentist_section
-    >>> rep = add_frequentist_section(Report("audit"), data, ["fpr"], n_resamples=199)
-    >>> [s.title for s in rep.sections]
-    ['Frequentist companions: permutation tests']
+    >>> frequentist_tests(data, ["fpr"], n_resamples=99)["groups"].tolist()
+    ['race', 'sex', 'nationality', 'race x sex x nationality']
     """
-    check_instance(report, Report, "report", "a Report")
     check_instance(data, AuditData, "data", "an AuditData")
     rows = []
     for metric in metrics:
@@ -201,6 +197,51 @@ def add_frequentist_section(
                         **_flagged(data, metric, by, worst),
                     }
                 )
+    return pd.DataFrame(rows)
+
+
+def add_frequentist_section(
+    report: Report,
+    data: AuditData | None = None,
+    metrics: Sequence[str] = ("fpr", "fnr"),
+    *,
+    n_resamples: int = 4999,
+    random_state: int = 0,
+    tests: pd.DataFrame | None = None,
+) -> Report:
+    """Studentized permutation tests of each metric across the groups of every protected
+    attribute and across all intersections (max-T, family-wise error controlled).
+
+    Parameters
+    ----------
+    report : Report
+        The report to extend.
+    data : AuditData
+        With a decision (not needed with ``tests``).
+    metrics : sequence of str, default ("fpr", "fnr")
+    n_resamples : int, default 4999
+    random_state : int, default 0
+    tests : pandas.DataFrame, optional
+        The tests, computed already by :func:`frequentist_tests` (with ``n_resamples``).
+
+    Returns
+    -------
+    Report
+        ``report``, extended.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> from bayesfair.report import Report, add_frequentist_section
+    >>> rep = add_frequentist_section(Report("audit"), data, ["fpr"], n_resamples=199)
+    >>> [s.title for s in rep.sections]
+    ['Frequentist companions: permutation tests']
+    """
+    check_instance(report, Report, "report", "a Report")
+    if tests is None:
+        tests = frequentist_tests(data, metrics, n_resamples=n_resamples, random_state=random_state)
+    rows = tests
     sec = report.section("Frequentist companions: permutation tests")
     sec.add(
         Text(
@@ -218,5 +259,5 @@ def add_frequentist_section(
             "rate is higher than that of the other rows: the Bayesian reading of the same data."
         )
     )
-    sec.add(Table(pd.DataFrame(rows), float_format="{:.4g}"))
+    sec.add(Table(rows, float_format="{:.4g}"))
     return report

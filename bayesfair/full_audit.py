@@ -1,0 +1,331 @@
+"""The whole audit in one call: what ``bayesfair audit`` runs, as a Python result.
+
+:func:`audit` runs the empirical audit (:func:`~bayesfair.run_audit`), and, as the data
+allow, the permutation tests of error rates, the conditional bias scans of false positive
+rates, the per-group estimates for small groups and (``bayes=True``) the Bayesian models of
+labels and decisions.  A part that cannot run is named with the reason and the argument that
+would enable it, in :meth:`FullAuditResult.summary` and in the report; nothing is left out
+silently.  The command line is a thin shell over it, so the two give the same report.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ._output import raise_if_stopped
+from ._repr import compact_repr
+from ._validation import check_count, check_flag, check_instance
+from .data import AuditData
+from .empirical_audit import AuditResult, run_audit
+from .report import (
+    Report,
+    Text,
+    add_bayesian_section,
+    add_disaggregated_section,
+    add_frequentist_section,
+    add_scan_section,
+    frequentist_tests,
+    scan_audit_data,
+)
+
+__all__ = ["FullAuditResult", "audit"]
+
+#: the parts of the whole audit, in the report's order
+PARTS = ("fairness", "bayesian", "tests", "scans", "per_group")
+_PART_TITLES = {
+    "fairness": "epsilon-DF and gamma-SF of labels and decisions, error rates (empirical)",
+    "bayesian": "Bayesian models of labels and decisions (Dirichlet-multinomial, HLR)",
+    "tests": "permutation tests of error rates (frequentist)",
+    "scans": "conditional bias scans of false positive rates",
+    "per_group": "per-group estimates for small groups",
+}
+
+
+@dataclass
+class FullAuditResult:  # numpydoc ignore=PR01
+    """Everything :func:`audit` computed; ``report()`` renders it as ``bayesfair audit`` does.
+
+    Attributes
+    ----------
+    empirical : AuditResult
+        The empirical audit (fairness table, rates, intervals).
+    bayesian : dict or None
+        ``{"labels": {name: model}, "decisions": {name: model} or None}``: fitted models.
+    tests : pandas.DataFrame or None
+        The permutation tests (:func:`~bayesfair.report.frequentist_tests`).
+    scans : list or None
+        Conditional bias scan results (:func:`~bayesfair.report.scan_audit_data`).
+    scan_notes : list of str
+        Protected classes or covariates the scans left out, and why.
+    per_group : DisaggregatedResult or None
+        Per-group estimates (:func:`~bayesfair.disaggregated_evaluation`).
+    not_run : dict
+        Part -> why it did not run and what would run it.
+    n_resamples : int
+        Permutations of each test.
+    """
+
+    __repr__ = compact_repr
+
+    empirical: AuditResult
+    bayesian: dict[str, Any] | None = None
+    tests: pd.DataFrame | None = None
+    scans: list | None = None
+    scan_notes: list[str] = field(default_factory=list)
+    per_group: Any = None
+    not_run: dict[str, str] = field(default_factory=dict)
+    n_resamples: int = 4999
+
+    @property
+    def data(self) -> AuditData:
+        """The audited data."""
+        return self.empirical.data
+
+    def fairness_table(self) -> pd.DataFrame:
+        """The empirical fairness table (:meth:`AuditResult.fairness_table`).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        return self.empirical.fairness_table()
+
+    def summary(self) -> pd.DataFrame:
+        """Which parts of the audit ran, and for those that did not, why and how to run them.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``part``, ``what``, ``ran`` and ``detail``.
+        """
+        rows = []
+        for part in PARTS:
+            ran = part not in self.not_run
+            detail = self._headline(part) if ran else self.not_run[part]
+            rows.append({"part": part, "what": _PART_TITLES[part], "ran": ran, "detail": detail})
+        return pd.DataFrame(rows)
+
+    def _headline(self, part: str) -> str:
+        if part == "fairness":
+            t = self.fairness_table()
+            edf = t[(t["method"] == "EDF") & (t["metric"] == "epsilon-DF")]
+            return "; ".join(f"{r.target}: epsilon-DF {r.value:.3g}" for r in edf.itertuples())
+        if part == "tests":
+            return f"{len(self.tests)} tests, {self.n_resamples} permutations each"
+        if part == "scans":
+            return f"{len(self.scans)} protected classes scanned"
+        if part == "per_group":
+            return f"{self.per_group.table['group'].nunique()} groups"
+        return ", ".join(self.bayesian["labels"])
+
+    def _repr_html_(self) -> str:
+        return self.summary().to_html(index=False)
+
+    def report(self, report: Report | None = None) -> Report:
+        """The audit's report: the sections ``bayesfair audit`` writes, in its order.
+
+        Parameters
+        ----------
+        report : Report, optional
+            A report to extend.
+
+        Returns
+        -------
+        Report
+            Call ``.save(path)`` for a self-contained HTML file.
+        """
+        rep = self.empirical.report(report)
+        if self.bayesian is not None:
+            add_bayesian_section(rep, self.bayesian["labels"], self.bayesian["decisions"])
+        if self.tests is not None:
+            add_frequentist_section(rep, tests=self.tests, n_resamples=self.n_resamples)
+        if self.scans is not None:
+            add_scan_section(rep, self.scans, notes=self.scan_notes)
+        if self.per_group is not None:
+            add_disaggregated_section(rep, self.per_group)
+        if self.not_run:
+            sec = rep.section("Not run")
+            for part, why in self.not_run.items():
+                sec.add(Text(f"{_PART_TITLES[part].capitalize()}: {why}"))
+        return rep
+
+
+def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:
+    """Dirichlet-multinomial and HLR fits of the labels (and of the decisions, if any)."""
+    from .models import DirichletMultinomial, HierarchicalLogisticRegression
+
+    def fits(target: str, offset: int) -> dict:
+        return {
+            "EDF": DirichletMultinomial(alpha=0.5, draws=draws, random_state=seed + offset).fit(
+                data, target
+            ),
+            "HLR": HierarchicalLogisticRegression(
+                draws=draws, tune=draws, random_state=seed + offset + 1
+            ).fit(data, target),
+        }
+
+    labels = fits("outcome", 0)
+    decisions = fits("decision", 10) if data.has_decision else None
+    return {"labels": labels, "decisions": decisions}
+
+
+def _per_group(data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str):
+    from .disaggregated import disaggregated_evaluation
+
+    f, outcome, decision = data._coded_frame(data.protected)
+    est = ["standard", "james_stein", "empirical_bayes", "structured"]
+    return disaggregated_evaluation(
+        f,
+        list(data.protected),
+        outcome,
+        decision,
+        metrics=["selection_rate", "fpr", "fnr"],
+        estimators=est + (["hierarchical"] if bayes else []),
+        n_bootstrap=200,
+        hb_draws=draws,
+        hb_tune=draws,
+        hb_main_effects=hb_main_effects,
+        random_state=seed,
+    )
+
+
+def _scans(data: AuditData, seed: int) -> tuple[list, list[str]]:
+    """The scans, and the warnings they gave (classes or covariates left out), which are
+    said again on stderr as before and kept for the report."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        scans = scan_audit_data(data, random_state=seed)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return scans, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def _not_run(data: AuditData, bayes: bool) -> dict[str, str]:
+    """The parts that cannot run on these data, with the reason and the fix."""
+    out = {}
+    if not bayes:
+        out["bayesian"] = "not asked for; pass bayes=True (command line: --bayes)"
+    if not data.has_decision:
+        why = (
+            "the data have no decision; give decision= (a 0/1 column) or score= with "
+            "threshold= to AuditData (command line: --decision, or --score with --threshold)"
+        )
+        out.update(tests=why, scans=why, per_group=why)
+    elif not data.has_rows:
+        why = (
+            "the data are a per-intersection count table; the scans and per-group estimates "
+            "need the rows (give AuditData the rows instead of from_counts)"
+        )
+        out.update(scans=why, per_group=why)
+    return out
+
+
+def audit(
+    data: AuditData,
+    *,
+    bayes: bool = False,
+    level: float = 0.9,
+    alpha: float = 1.0,
+    name: str | None = None,
+    truth: Mapping[str, Any] | None = None,
+    n_resamples: int = 4999,
+    random_state: int = 0,
+    draws: int = 1000,
+    hb_main_effects: str = "auto",
+    progress: Callable[[str], None] | None = None,
+) -> FullAuditResult:
+    """Run the whole audit: the empirical fairness of labels and decisions with confidence
+    intervals, and as the data allow, the permutation tests of error rates, the conditional
+    bias scans of false positive rates, the per-group estimates for small groups and
+    (``bayes=True``) the Bayesian models of labels and decisions.
+
+    What needs a decision (tests, scans, per-group estimates) or the rows (scans, per-group
+    estimates) is not run without it, and the result says so, with the argument that would
+    run it; ``bayesfair audit`` is this call from the shell.
+
+    Parameters
+    ----------
+    data : AuditData
+    bayes : bool, default False
+        Fit the Bayesian models (Dirichlet-multinomial and HLR by NUTS) and add hierarchical
+        Bayes to the per-group estimates; minutes on large data.
+    level : float, default 0.9
+        Level of the confidence intervals of epsilon-DF and gamma-SF.
+    alpha : float, default 1.0
+        Dirichlet pseudo-count of the smoothed EDF.
+    name : str, optional
+        The report's title.
+    truth : mapping, optional
+        Known truth of synthetic data (``epsilon``, ``gamma``).
+    n_resamples : int, default 4999
+        Permutations of each test.
+    random_state : int, default 0
+        Seeds every random step: permutations, the scans' restarts and permutations,
+        bootstraps, samplers.
+    draws : int, default 1000
+        NUTS draws (and tuning steps) per chain of the HLR fits and hierarchical Bayes.
+    hb_main_effects : {"auto", "non-centred", "centred"}, default "auto"
+        Coordinates of hierarchical Bayes' main effects.
+    progress : callable, optional
+        Called with the name of each step as it starts (the command line prints them).
+        Several sections are an expensive computation; this reports on them as they go.
+
+    Returns
+    -------
+    FullAuditResult
+        ``.summary()``, ``.fairness_table()``, ``.report()``.
+
+    Notes
+    -----
+    Eleven parameters: the options of the parts the audit runs, so that one call gives what
+    the command line gives; each has the command line's default.
+
+    Examples
+    --------
+    >>> import bayesfair as bf
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> res = bf.audit(data, n_resamples=99)
+    >>> res.summary().set_index("part")["ran"].to_dict()
+    {'fairness': True, 'bayesian': False, 'tests': True, 'scans': True, 'per_group': True}
+    """
+    check_instance(data, AuditData, "data", "an AuditData")
+    bayes = check_flag(bayes, "bayes")
+    n_resamples = check_count(n_resamples, "n_resamples")
+    seed = check_count(random_state, "random_state", minimum=0)
+    draws = check_count(draws, "draws")
+    if hb_main_effects not in ("auto", "non-centred", "centred"):
+        raise ValueError(
+            f"`hb_main_effects` must be 'auto', 'non-centred' or 'centred', got {hb_main_effects!r}"
+        )
+    if progress is not None and not callable(progress):
+        raise TypeError(f"`progress` must be a callable taking a str, got {progress!r}")
+    t0 = time.perf_counter()
+
+    def step(what: str) -> None:
+        raise_if_stopped()  # a sampler may have swallowed an interrupt
+        if progress is not None:
+            progress(f"[{time.perf_counter() - t0:6.1f} s] {what}")
+
+    empirical = run_audit(data, alpha=alpha, name=name, truth=truth, level=level)
+    out = FullAuditResult(empirical, not_run=_not_run(data, bayes), n_resamples=n_resamples)
+    if bayes:
+        step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
+        out.bayesian = _bayesian_fits(data, seed, draws)
+    if "tests" not in out.not_run:
+        step("permutation tests")
+        out.tests = frequentist_tests(data, n_resamples=n_resamples, random_state=seed)
+    if "scans" not in out.not_run:
+        step("conditional bias scans of false positive rates")
+        out.scans, out.scan_notes = _scans(data, seed)
+    if "per_group" not in out.not_run:
+        step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
+        out.per_group = _per_group(data, bayes, seed, draws, hb_main_effects)
+    step("writing the report")
+    return out

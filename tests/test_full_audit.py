@@ -1,0 +1,108 @@
+"""bf.audit: the whole audit in one call, the same report as the command line, and every
+part that does not run named with its reason and the argument that would run it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayesfair as bf
+from bayesfair.cli import main
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 1500
+    df = pd.DataFrame(
+        {
+            "race": rng.choice(["a", "b", "c"], n, p=[0.6, 0.3, 0.1]),
+            "sex": rng.choice(["F", "M"], n),
+            "charge": rng.choice(["F", "M"], n),
+            "y": rng.integers(0, 2, n),
+            "p": rng.random(n),
+        }
+    )
+    return df
+
+
+def _titles(html: str) -> list[str]:
+    return re.findall(r"<h2>(.*?)</h2>", html)
+
+
+def test_the_python_call_and_the_command_line_write_the_same_sections(frame, tmp_path):
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "cli.html"
+    argv = ["audit", str(csv), "--protected", "race", "sex", "--outcome", "y", "--score", "p"]
+    assert main([*argv, "--threshold", "0.5", "--out", str(out)]) == 0
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
+    res = bf.audit(data, name="d.csv")
+    assert _titles(res.report().to_html()) == _titles(out.read_text())
+    assert _titles(out.read_text())[-1] == "Not run"  # the Bayesian models, not asked for
+    summary = res.summary()
+    assert summary["ran"].tolist() == [True, False, True, True, True]
+    assert (
+        "bayes=True (command line: --bayes)" in summary.set_index("part").loc["bayesian", "detail"]
+    )
+    pd.testing.assert_frame_equal(res.fairness_table(), bf.run_audit(data).fairness_table())
+
+
+def test_without_a_decision_the_result_says_what_did_not_run_and_how_to_run_it(frame):
+    res = bf.audit(bf.AuditData(frame, ["race", "sex"], "y", score="p"), n_resamples=99)
+    s = res.summary().set_index("part")
+    assert not s.loc[["tests", "scans", "per_group"], "ran"].any()
+    for part in ("tests", "scans", "per_group"):
+        assert "no decision; give decision=" in s.loc[part, "detail"]
+        assert "--score with --threshold" in s.loc[part, "detail"]
+    assert res.tests is None and res.scans is None and res.per_group is None
+    html = res.report().to_html()
+    assert "Permutation tests of error rates (frequentist): the data have no decision" in html
+
+
+def test_a_count_table_runs_the_tests_and_names_what_needs_rows(frame):
+    table = bf.aggregate_counts(
+        frame.assign(d=(frame.p > 0.5).astype(int)), ["race"], "y", decision="d"
+    )
+    res = bf.audit(bf.AuditData.from_counts(table, "race"), n_resamples=99)
+    s = res.summary().set_index("part")
+    assert s.loc["tests", "ran"] and not s.loc["scans", "ran"] and not s.loc["per_group", "ran"]
+    assert "per-intersection count table" in s.loc["scans", "detail"]
+    assert len(res.tests) == 2  # fpr and fnr over race
+
+
+def test_progress_is_called_for_each_step(frame):
+    seen = []
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
+    bf.audit(data, n_resamples=99, progress=seen.append)
+    steps = [re.sub(r"^\[ *[0-9.]+ s\] ", "", s) for s in seen]
+    assert steps == [
+        "permutation tests",
+        "conditional bias scans of false positive rates",
+        "per-group estimates",
+        "writing the report",
+    ]
+
+
+@pytest.mark.parametrize(
+    "kw, named",
+    [
+        ({"bayes": "yes"}, "bayes"),
+        ({"n_resamples": 0}, "n_resamples"),
+        ({"random_state": -1}, "random_state"),
+        ({"draws": 0}, "draws"),
+        ({"hb_main_effects": "x"}, "hb_main_effects"),
+        ({"progress": 5}, "progress"),
+        ({"level": 1.5}, "level"),
+        ({"alpha": -1.0}, "alpha"),
+    ],
+)
+def test_audit_refuses_bad_arguments_by_name(frame, kw, named):
+    data = bf.AuditData(frame, ["race"], "y")
+    with pytest.raises((ValueError, TypeError), match=named):
+        bf.audit(data, **kw)
+    with pytest.raises(TypeError, match="data"):
+        bf.audit(frame)
