@@ -27,7 +27,7 @@ from ._validation import (
     require_columns,
 )
 
-__all__ = ["AuditData"]
+__all__ = ["ROLE_KEYWORDS", "AuditData", "as_audit_data"]
 
 #: Largest Cartesian product of protected values the table may have.
 MAX_INTERSECTIONS = 2_000_000
@@ -58,6 +58,89 @@ def _check_score_sums(sums: np.ndarray, n: np.ndarray, column: str) -> None:
             f"column {column!r} must lie {what} (scores are probabilities in [0, 1]); "
             f"{int(bad.sum())} row(s) do not (first: {float(shown):g} with n = {n[i]:g})"
         )
+
+
+def _features_frame(features: object) -> pd.DataFrame:
+    """``sensitive_features`` of :meth:`AuditData.from_arrays` as a DataFrame with a fresh
+    index (rows pair by position, as fairlearn pairs them)."""
+    if isinstance(features, pd.DataFrame):
+        out = features.reset_index(drop=True)
+    elif isinstance(features, pd.Series):
+        out = features.reset_index(drop=True).to_frame(
+            features.name if features.name is not None else "sensitive_feature_0"
+        )
+    elif isinstance(features, Mapping):
+        out = pd.DataFrame({str(k): np.asarray(v) for k, v in features.items()})
+    elif features is None or isinstance(features, (str, bytes)):
+        raise TypeError(
+            "`sensitive_features` must be an array, a Series, a DataFrame or a dict of arrays, "
+            f"got {features!r}"
+        )
+    else:
+        arr = np.asarray(features, dtype=object)
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim != 2:
+            raise ValueError("`sensitive_features` must be 1-d (one attribute) or 2-d (several)")
+        out = pd.DataFrame(arr, columns=[f"sensitive_feature_{i}" for i in range(arr.shape[1])])
+    out.columns = [str(c) for c in out.columns]
+    return out
+
+
+#: the roles of a DataFrame's columns: AuditData's keywords, which every function that takes
+#: data accepts beside a DataFrame
+ROLE_KEYWORDS = (
+    "protected",
+    "outcome",
+    "score",
+    "decision",
+    "threshold",
+    "covariates",
+    "pos_label",
+    "levels",
+)
+
+
+def as_audit_data(data: object, roles: Mapping[str, object], argument: str = "data") -> AuditData:
+    """The input contract of every function that takes data: an :class:`AuditData` as it
+    is, or a DataFrame with the column roles as keywords (``protected=``, ``outcome=``,
+    ``score=``, ``decision=``, ``threshold=``, ...), which make one.
+
+    Parameters
+    ----------
+    data : AuditData or pandas.DataFrame
+    roles : mapping
+        The role keywords the function was given (empty with an AuditData).
+    argument : str
+        The argument's name, for messages.
+
+    Returns
+    -------
+    AuditData
+    """
+    unknown = sorted(set(roles) - set(ROLE_KEYWORDS))
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument(s) {unknown}; the column roles are {list(ROLE_KEYWORDS)}"
+        )
+    if isinstance(data, AuditData):
+        if roles:
+            raise TypeError(
+                f"{sorted(roles)} given with an AuditData, whose columns have their roles "
+                f"already: drop them, or pass the DataFrame (`{argument}.frame`) instead"
+            )
+        return data
+    if isinstance(data, pd.DataFrame):
+        if "protected" not in roles or "outcome" not in roles:
+            raise TypeError(
+                f"`{argument}` is a DataFrame: name its columns' roles with protected=[...] and "
+                "outcome=... (and decision=, score=, threshold= as needed), or pass an AuditData"
+            )
+        return AuditData(data, **roles)
+    raise TypeError(
+        f"`{argument}` must be an AuditData, or a pandas DataFrame with protected= and outcome=, "
+        f"got {type(data).__name__}"
+    )
 
 
 def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
@@ -292,6 +375,72 @@ class AuditData:
         self.row_score = s
         self._counts = self._aggregate()
         self.grouping(None)  # builds the labels: refuses one that two intersections would share
+
+    @classmethod
+    def from_arrays(
+        cls,
+        y_true: object,
+        y_pred: object = None,
+        *,
+        sensitive_features: object,
+        y_score: object = None,
+        pos_label: object | None = None,
+    ) -> AuditData:
+        """An audit of arrays, as fairlearn's metrics take them: the one-line path from
+        ``y_true``, ``y_pred`` and ``sensitive_features`` to an :class:`AuditData`.
+
+        Parameters
+        ----------
+        y_true : array_like
+            The outcome, one value per row (0/1, boolean, or two values with
+            ``pos_label``).
+        y_pred : array_like, optional
+            The audited decision (0/1 or boolean).
+        sensitive_features : array_like, Series, DataFrame or dict
+            One protected attribute (an array or a named Series), several (a DataFrame, or
+            a dict of name -> array); an unnamed one is called ``sensitive_feature_0``, ...
+        y_score : array_like, optional
+            A score in [0, 1].
+        pos_label : object, optional
+            The value of ``y_true`` that means 1.
+
+        Returns
+        -------
+        AuditData
+            With columns ``y_true``, ``y_pred`` and ``y_score`` beside the attributes.
+
+        Examples
+        --------
+        >>> from bayesfair import AuditData
+        >>> data = AuditData.from_arrays([1, 0, 1, 1], [1, 1, 0, 1],
+        ...                              sensitive_features=["a", "a", "b", "b"])
+        >>> data.table[["intersection", "n", "positives", "fp"]].values.tolist()
+        [['a', 2, 1, 1], ['b', 2, 2, 0]]
+        """
+        features = _features_frame(sensitive_features)
+        n = len(features)
+        columns = {"y_true": y_true, "y_pred": y_pred, "y_score": y_score}
+        frame = features.copy()
+        for name, values in columns.items():
+            if values is None:
+                continue
+            if isinstance(values, (str, bytes)) or np.ndim(values) != 1:
+                raise ValueError(f"`{name}` must be a 1-d array of one value per row")
+            if len(values) != n:
+                raise ValueError(
+                    f"`{name}` has {len(values)} values but `sensitive_features` has {n} rows"
+                )
+            if name in frame.columns:
+                raise ValueError(f"`sensitive_features` has a column named {name!r}; rename it")
+            frame[name] = np.asarray(values)
+        return cls(
+            frame,
+            list(features.columns),
+            "y_true",
+            decision="y_pred" if y_pred is not None else None,
+            score="y_score" if y_score is not None else None,
+            pos_label=pos_label,
+        )
 
     @classmethod
     def from_counts(
@@ -654,6 +803,25 @@ class AuditData:
             Shaped ``(n_groups,)``, in the order of :meth:`grouping`.
         """
         return self._reduce(self._counts["n"], self._check_by(by))
+
+    def rows_frame(self) -> tuple[pd.DataFrame, dict[str, str | None]]:
+        """The rows, as the methods that take a frame and column names take them: every
+        column of the frame, the outcome and decision as 0/1 (a threshold's decision as a
+        column of its own, ``"<score> >= <threshold>"``), and the roles' column names.
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+        roles : dict
+            ``protected`` (list), ``outcome``, ``decision``, ``score``.
+        """
+        frame, outcome, decision = self._coded_frame(list(self.frame.columns))
+        return frame, {
+            "protected": list(self.protected),
+            "outcome": outcome,
+            "decision": decision,
+            "score": self.score,
+        }
 
     def _coded_frame(self, columns: Sequence[str]) -> tuple[pd.DataFrame, str, str | None]:
         """``columns`` of the frame beside the 0/1 outcome and decision, named after their

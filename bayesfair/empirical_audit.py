@@ -12,7 +12,7 @@ import pandas as pd
 
 from ._repr import compact_repr
 from ._validation import check_open_probability
-from .data import AuditData
+from .data import AuditData, as_audit_data
 from .frequentist import FairnessConfidenceInterval, fairness_confidence_interval
 from .metrics import (
     FairnessEstimate,
@@ -236,6 +236,7 @@ def run_audit(
     name: str | None = None,
     truth: Mapping[str, Any] | None = None,
     level: float = 0.9,
+    **roles: Any,
 ) -> AuditResult:
     """Run the empirical audit of ``data``: EDF and smoothed EDF of the labels and decisions,
     bias amplification, per-intersection rates and AUC.
@@ -253,6 +254,10 @@ def run_audit(
     level : float, default 0.9
         Confidence level of the intervals of epsilon-DF and gamma-SF
         (:func:`~bayesfair.frequentist.fairness_confidence_interval`).
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -267,8 +272,7 @@ def run_audit(
     >>> sorted(set(result.fairness_table()["target"]))
     ['decision', 'outcome']
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     targets = ["outcome"] + (["decision"] if data.has_decision else [])
     notes: list[str] = []
     empty = data.empty_intersections

@@ -20,8 +20,8 @@ import pandas as pd
 
 from ._output import raise_if_stopped
 from ._repr import compact_repr
-from ._validation import check_count, check_flag, check_instance
-from .data import AuditData
+from ._validation import check_count, check_flag
+from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
 from .report import (
     Report,
@@ -239,6 +239,7 @@ def audit(
     draws: int = 1000,
     hb_main_effects: str = "auto",
     progress: Callable[[str], None] | None = None,
+    **roles: Any,
 ) -> FullAuditResult:
     """Run the whole audit: the empirical fairness of labels and decisions with confidence
     intervals, and as the data allow, the permutation tests of error rates, the conditional
@@ -275,6 +276,10 @@ def audit(
     progress : callable, optional
         Called with the name of each step as it starts (the command line prints them).
         Several sections are an expensive computation; this reports on them as they go.
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -295,7 +300,7 @@ def audit(
     >>> res.summary().set_index("part")["ran"].to_dict()
     {'fairness': True, 'bayesian': False, 'tests': True, 'scans': True, 'per_group': True}
     """
-    check_instance(data, AuditData, "data", "an AuditData")
+    data = as_audit_data(data, roles)
     bayes = check_flag(bayes, "bayes")
     n_resamples = check_count(n_resamples, "n_resamples")
     seed = check_count(random_state, "random_state", minimum=0)

@@ -25,6 +25,7 @@ from .._validation import (
     check_random_state,
     check_resamples,
 )
+from ..data import AuditData
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import _pinned_down, fit_hierarchical
@@ -386,8 +387,8 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
 
 def disaggregated_evaluation(
     data: pd.DataFrame,
-    sensitive_features: Sequence[str],
-    y_true: str,
+    sensitive_features: Sequence[str] | None = None,
+    y_true: str | None = None,
     y_pred: str | None = None,
     y_score: str | None = None,
     *,
@@ -419,7 +420,9 @@ def disaggregated_evaluation(
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame or AuditData
+        The rows. An :class:`~bayesfair.AuditData` brings its roles: its protected
+        columns, outcome, decision and score are the defaults of the next four arguments.
     sensitive_features : list of str
         Columns whose value combinations define the groups (all combinations,
         empty ones included, so a reader sees which groups have no data).
@@ -514,6 +517,19 @@ def disaggregated_evaluation(
     >>> sorted(res.table["estimator"].unique())
     ['james_stein', 'standard']
     """
+    if isinstance(data, AuditData):
+        data, roles = data.rows_frame()
+        sensitive_features = (
+            roles["protected"] if sensitive_features is None else sensitive_features
+        )
+        y_true = y_true or roles["outcome"]
+        y_pred = y_pred or roles["decision"]
+        y_score = y_score or roles["score"]
+    if sensitive_features is None or y_true is None:
+        raise TypeError(
+            "disaggregated_evaluation needs `sensitive_features` and `y_true` (column names) "
+            "with a DataFrame; an AuditData brings them"
+        )
     if eb_interval not in EB_INTERVALS:
         raise ValueError(f"`eb_interval` must be one of {EB_INTERVALS}, got {eb_interval!r}")
     if hb_point_estimate not in ("mean", "median"):

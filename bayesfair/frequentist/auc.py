@@ -9,13 +9,14 @@ distribution from a compiled single pass per permutation
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._parallel import chunked_resamples
 from .._validation import SeedLike, check_flag, check_seed
-from ..data import AuditData
+from ..data import AuditData, as_audit_data
 from ..metrics.rates import _regroup
 from .permutation import (
     ALTERNATIVES,
@@ -99,6 +100,7 @@ def auc_permutation_test(
     alternative: str = "two-sided",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
+    **roles: Any,
 ) -> PermutationTestResult:
     """Test that the score's AUC is equal in two groups, studentized by DeLong's variance.
 
@@ -128,6 +130,10 @@ def auc_permutation_test(
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -142,8 +148,7 @@ def auc_permutation_test(
     >>> 0 < res.pvalue <= 1
     True
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     data.require_rows("an AUC test")
     if data.row_score is None:
         raise ValueError("an AUC test needs a score: give `score=` to AuditData")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
 from .._validation import check_open_probability
-from ..data import AuditData
+from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
 from .permutation import _clopper_pearson
 
@@ -134,6 +135,7 @@ def fairness_confidence_interval(
     target: str = "outcome",
     level: float = 0.9,
     by: str | Sequence[str] | None = None,
+    **roles: Any,
 ) -> FairnessConfidenceInterval:
     """Confidence intervals of the population's epsilon-DF and gamma-SF, valid at any
     group size and for a perfectly fair population.
@@ -173,6 +175,10 @@ def fairness_confidence_interval(
         Confidence level of each interval (the package's credible mass is also 0.9).
     by : str or list of str, optional
         Compare the groups of a subset of the protected columns.
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -189,8 +195,7 @@ def fairness_confidence_interval(
     >>> bool(lo <= ci.epsilon <= hi)
     True
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     level = check_open_probability(level, "level")
     counts = data.counts(target, by)
     labels = data.grouping(by)["intersection"].tolist()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +30,7 @@ from .._validation import (
     check_resamples,
     check_seed,
 )
-from ..data import AuditData
+from ..data import AuditData, as_audit_data
 from ..metrics.rates import RATE_DEFINITIONS
 
 __all__ = [
@@ -380,6 +381,7 @@ def permutation_test(
     alternative: str = "two-sided",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
+    **roles: Any,
 ) -> PermutationTestResult:
     """Test that a confusion-matrix rate is equal in two groups (DiCiccio et al., Algorithm 1).
 
@@ -420,6 +422,10 @@ def permutation_test(
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -435,8 +441,7 @@ def permutation_test(
     >>> 0 < res.pvalue <= 1
     True
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
     groups = two_groups(labels, groups)
@@ -669,6 +674,7 @@ def intersectional_permutation_test(
     pairwise: bool | str = "auto",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
+    **roles: Any,
 ) -> IntersectionalPermutationResult:
     """Is the rate equal across all groups?  A max-type studentized permutation test.
 
@@ -704,6 +710,10 @@ def intersectional_permutation_test(
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -718,8 +728,7 @@ def intersectional_permutation_test(
     >>> list(res.pairwise.columns)
     ['group_a', 'group_b', 'difference', 'z', 'pvalue', 'pvalue_holm']
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     permute = _check_common(metric, "two-sided", permute)
     if pairwise not in (True, False, "auto"):
         raise ValueError(f"`pairwise` must be True, False or 'auto', got {pairwise!r}")

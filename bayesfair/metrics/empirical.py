@@ -5,13 +5,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
 from .._validation import check_flag, check_instance, check_real
-from ..data import AuditData
+from ..data import AuditData, as_audit_data
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 
 __all__ = ["FairnessEstimate", "bias_amplification", "empirical_fairness"]
@@ -85,6 +86,7 @@ def empirical_fairness(
     alpha: float = 0.0,
     include_empty: bool = False,
     by: str | Sequence[str] | None = None,
+    **roles: Any,
 ) -> FairnessEstimate:
     """Empirical differential fairness (EDF) and subgroup fairness from counts.
 
@@ -112,6 +114,10 @@ def empirical_fairness(
         prove that epsilon-DF over the intersections bounds it over every subset, so
         a marginal audit (race alone, sex alone) can look fairer than the
         intersectional one; it cannot look less fair.
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -127,8 +133,7 @@ def empirical_fairness(
     >>> est.epsilon > 0, est.excluded  # no intersection is empty here
     (True, [])
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     alpha = check_real(alpha, "alpha", "non-negative")
     check_flag(include_empty, "include_empty")
     if include_empty and not alpha > 0:

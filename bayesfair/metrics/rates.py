@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..data import AuditData
+from ..data import AuditData, as_audit_data
 
 __all__ = ["RATE_DEFINITIONS", "group_auc", "group_rates"]
 
@@ -32,6 +33,7 @@ def group_rates(
     metrics: Sequence[str] | None = None,
     *,
     by: str | Sequence[str] | None = None,
+    **roles: Any,
 ) -> pd.DataFrame:
     """Confusion-matrix rates of every group, one row per (group, metric).
 
@@ -45,6 +47,10 @@ def group_rates(
         selection_rate, accuracy, tpr, fnr, fpr, tnr, ppv, fdr, npv, for.
     by : str or list of str, optional
         Protected columns defining the groups (default: all, i.e. intersections).
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -62,8 +68,7 @@ def group_rates(
     >>> rates[["intersection", "metric"]].head(2).values.tolist()
     [['1', 'fpr'], ['1', 'fnr']]
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     if isinstance(metrics, str):  # one metric: "fpr", not the letters f, p, r
         metrics = [metrics]
     if metrics is not None and not isinstance(metrics, (list, tuple)):
@@ -105,7 +110,9 @@ def group_rates(
     return out.iloc[order].reset_index(drop=True)
 
 
-def group_auc(data: AuditData, *, by: str | Sequence[str] | None = None) -> pd.DataFrame:
+def group_auc(
+    data: AuditData, *, by: str | Sequence[str] | None = None, **roles: Any
+) -> pd.DataFrame:
     """Area under the ROC curve of the score within every group.
 
     Computed for all groups at once from one sort of the rows (Mann-Whitney
@@ -118,6 +125,10 @@ def group_auc(data: AuditData, *, by: str | Sequence[str] | None = None) -> pd.D
         With a score.
     by : str or list of str, optional
         Protected columns defining the groups (default: all, i.e. intersections).
+    **roles
+        With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
+        takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
+        ``threshold=``, ...).
 
     Returns
     -------
@@ -133,8 +144,7 @@ def group_auc(data: AuditData, *, by: str | Sequence[str] | None = None) -> pd.D
     >>> bool((group_auc(data, by="sex")["auc"] > 0.5).all())
     True
     """
-    if not isinstance(data, AuditData):
-        raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
+    data = as_audit_data(data, roles)
     data.require_rows("group AUC")
     if data.row_score is None:
         raise ValueError("group AUC needs a score: give `score=` to AuditData")

@@ -15,7 +15,7 @@ from scipy.stats import binom
 
 from .. import _arviz
 from .._validation import SeedLike, check_count, check_open_probability, check_seed
-from ..data import AuditData
+from ..data import AuditData, as_audit_data
 from ._design import Design, design_from
 
 __all__ = ["FairnessModel", "SamplerWarning", "sample_nuts"]
@@ -490,15 +490,18 @@ class FairnessModel:
     # attributes computed on first use from a fit, which a refit must drop
     _fit_caches: tuple[str, ...] = ("_map", "_p_point", "advi_start_")
 
-    def fit(self, data: AuditData | Design, target: str = "outcome") -> FairnessModel:
+    def fit(self, data: AuditData | Design, target: str = "outcome", **roles: Any) -> FairnessModel:
         """Fit the model to the table of ``data``.
 
         Parameters
         ----------
-        data : AuditData or Design
+        data : AuditData, DataFrame or Design
             The audited data (only its per-intersection counts are used).
         target : {"outcome", "decision"}
             Model the true labels or the audited mechanism's decisions.
+        **roles
+            With a DataFrame as ``data``: its columns' roles, as
+            :class:`~bayesfair.AuditData` takes them (``protected=``, ``outcome=``, ...).
 
         Returns
         -------
@@ -506,7 +509,9 @@ class FairnessModel:
             Fitted: ``idata_``, ``p_draws_``, ``p_point_``, ``diagnostics_``.
         """
         self._validate()
-        design = data if isinstance(data, Design) else design_from(data, target)
+        if not isinstance(data, Design):
+            data = design_from(as_audit_data(data, roles), target)
+        design = data
         self.design_ = design
         self.warnings_: list[str] = []
         self.diagnostics_: dict[str, float] = {}

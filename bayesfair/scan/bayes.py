@@ -36,6 +36,7 @@ from .cbs import (
     _Pipeline,
     _proba,
     _protected_mask,
+    frame_and_roles,
     scan_attributes,
 )
 from .engine import ScanResult, _check_common, subgroup_mask
@@ -231,7 +232,9 @@ def posterior_bias_scan(
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame or AuditData
+        The rows; an :class:`~bayesfair.AuditData` brings its outcome, score and
+        decision (a threshold's decision included) as the defaults of those arguments.
     protected : str, (column, value) or {column: value}
     scan_type : str
     outcome, score, decision : str, optional
@@ -273,10 +276,7 @@ def posterior_bias_scan(
     >>> res.mean_scan.describe()  # the injected subgroup is sex = Male; charge = Felony
     'sex = Male; charge = Felony'
     """
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
-    if len(data) == 0:
-        raise ValueError("`data` has no rows; a scan needs data")
+    data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
     _check_common(penalty, n_restarts, sigma)
     for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
         check_count(val, name)

@@ -41,6 +41,7 @@ from .._validation import (
     check_resamples,
     check_seed,
 )
+from ..data import AuditData
 from .engine import (
     ScanResult,
     _codes,
@@ -429,6 +430,23 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
     )
 
 
+def frame_and_roles(data, outcome, score, decision):
+    """The scans' input contract: a DataFrame with the roles' column names, or an
+    :class:`~bayesfair.AuditData` whose rows and roles are the defaults."""
+    if isinstance(data, AuditData):
+        data, roles = data.rows_frame()
+        outcome = outcome or roles["outcome"]
+        score = score or roles["score"]
+        decision = decision or roles["decision"]
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(
+            f"`data` must be a pandas DataFrame or an AuditData, got {type(data).__name__}"
+        )
+    if len(data) == 0:
+        raise ValueError("`data` has no rows; a scan needs data")
+    return data, outcome, score, decision
+
+
 def scan_attributes(
     data, attributes, ihat_attributes, attr: str | None, label: str, *, roles=None, protected=None
 ):
@@ -619,7 +637,9 @@ def conditional_bias_scan(
 
     Parameters
     ----------
-    data : pandas.DataFrame
+    data : pandas.DataFrame or AuditData
+        The rows; an :class:`~bayesfair.AuditData` brings its outcome, score and
+        decision (a threshold's decision included) as the defaults of those arguments.
     protected : str, (column, value) or {column: value}
         The protected class: a boolean column, or an attribute value (its
         attribute then leaves the scan and I-hat attributes).
@@ -677,10 +697,7 @@ def conditional_bias_scan(
     >>> res.scan.q > 1
     True
     """
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
-    if len(data) == 0:
-        raise ValueError("`data` has no rows; a scan needs data")
+    data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
     A, label, attr = _protected_mask(data, protected)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
