@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bayesfair-installed
 
-.PHONY: demo test test-fast bench lint docs clean
+.PHONY: demo test test-fast bench lint docs browser-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,8 +30,15 @@ docs: $(STAMP)
 	@echo "documentation: docs/_build/html/index.html"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check bayesfair tests benchmarks docs
-	$(VENV)/bin/ruff format --check bayesfair tests benchmarks docs
+	$(VENV)/bin/ruff check bayesfair tests benchmarks docs scripts
+	$(VENV)/bin/ruff format --check bayesfair tests benchmarks docs scripts
+
+# the demo's report in headless Chromium at 1,400 x 900: Answers above the fold, no table
+# wider than the page (installs Debian's chromium when it is missing)
+browser-check: $(STAMP)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	$(VENV)/bin/bayesfair demo --out report.html
+	$(PY) scripts/check_report_in_browser.py report.html
 
 clean:
 	rm -rf $(VENV) report.html .pytest_cache build *.egg-info docs/_build docs/generated

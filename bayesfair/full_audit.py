@@ -26,6 +26,7 @@ from .empirical_audit import AuditResult, run_audit
 from .report import (
     Report,
     Text,
+    add_answers_section,
     add_bayesian_section,
     add_disaggregated_section,
     add_frequentist_section,
@@ -141,6 +142,7 @@ class FullAuditResult:  # numpydoc ignore=PR01
             Call ``.save(path)`` for a self-contained HTML file.
         """
         rep = self.empirical.report(report)
+        add_answers_section(rep, self)
         if self.bayesian is not None:
             add_bayesian_section(rep, self.bayesian["labels"], self.bayesian["decisions"])
         if self.tests is not None:

@@ -106,3 +106,59 @@ def test_audit_refuses_bad_arguments_by_name(frame, kw, named):
         bf.audit(data, **kw)
     with pytest.raises(TypeError, match="data"):
         bf.audit(frame)
+
+
+def test_the_report_answers_first(frame):
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
+    res = bf.audit(data, n_resamples=199)
+    answers = bf.report.audit_answers(res)
+    assert answers["question"].drop_duplicates().tolist() == [
+        "How unequal are outcomes (labels) across intersections?",
+        "How unequal are decisions across intersections?",
+        "Do the decisions amplify the labels' inequality?",
+        "Which error-rate gaps are largest?",
+        "How unequal are error rates (equalized odds)?",
+        "Which subgroup does the bias scan flag?",
+        "Which small groups can the data not speak for?",
+    ]
+    # every interval says its kind and level
+    shown = answers.loc[answers["interval"] != "—", "interval"]
+    assert shown.str.contains(r"\(90% (CI|posterior|HDI)|p = ").all()
+    # the gap of the extreme intersections' FPR: the rates of the table, and Newcombe's
+    # interval contains the difference
+    gap = answers[answers["answer"].str.startswith("false positive rate")].iloc[0]
+    lo, hi = map(
+        float,
+        re.search(r"\[([-0-9.e]+), ([-0-9.e]+)\] \(90% CI, Newcombe", gap["interval"]).groups(),
+    )
+    assert lo <= gap["estimate"] <= hi
+    html = res.report().to_html()
+    assert _titles(html)[0] == "Answers"
+
+
+def test_newcombe_interval_by_hand():
+    from bayesfair.report.answers import newcombe_difference, wilson_interval
+
+    # Newcombe (1998), Table II, example (a): 56/70 - 48/80, 95%: 0.0524 to 0.3339
+    lo, hi = newcombe_difference(56, 70, 48, 80, 0.95)
+    assert (round(lo, 4), round(hi, 4)) == (0.0524, 0.3339)
+    # Wilson: 0 of 10 at 95% is [0, 0.2775]
+    assert wilson_interval(0, 10, 0.95)[1] == pytest.approx(0.2775, abs=1e-4)
+
+
+@pytest.mark.slow
+def test_the_report_passes_the_browser_check(frame, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not shutil.which("chromium"):
+        pytest.skip("Chromium is not installed; `make browser-check` installs it and runs this")
+    out = tmp_path / "r.html"
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
+    bf.audit(data, n_resamples=99).report().save(out)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "check_report_in_browser.py"
+    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("ok ") == 5

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TARGETS = ["bayesfair", "tests", "benchmarks", "docs"]
+TARGETS = ["bayesfair", "tests", "benchmarks", "docs", "scripts"]
 
 
 def _ruff() -> str:

@@ -1,5 +1,6 @@
 """Reports: a self-contained HTML document of sections, and the plots that fill them."""
 
+from .answers import add_answers_section, audit_answers
 from .bayesian import add_bayesian_section
 from .disaggregated import add_disaggregated_section
 from .frequentist import add_frequentist_section, frequentist_tests
@@ -19,10 +20,12 @@ __all__ = [
     "Section",
     "Table",
     "Text",
+    "add_answers_section",
     "add_bayesian_section",
     "add_disaggregated_section",
     "add_frequentist_section",
     "add_scan_section",
+    "audit_answers",
     "frequentist_tests",
     "jeffreys_interval",
     "plot_group_rates",

@@ -42,6 +42,9 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 .scroll{overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ccd;padding:.25em .6em;text-align:right}
 td{white-space:nowrap}
+table.wrap td{white-space:normal;min-width:6em;max-width:34em;text-align:left}
+table.wrap th{text-align:left}
+ol.toc{columns:3;column-gap:2em;font-size:.9em;margin:.5em 0}
 th{background:#eef}
 td:first-child,th:first-child{text-align:left}
 caption{caption-side:bottom;font-size:.85em;color:#555;text-align:left;padding-top:.3em}
@@ -94,12 +97,15 @@ class Table:
         Format of floating-point cells.
     max_rows : int, default 200
         Rows shown (the caption says how many were left out).
+    wrap : bool, default False
+        Let text cells wrap (for sentences), instead of keeping each on one line.
     """
 
     frame: pd.DataFrame
     caption: str | None = None
     float_format: str = "{:.4g}"
     max_rows: int = 200
+    wrap: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.frame, pd.Series):
@@ -152,6 +158,7 @@ class Table:
             border=0,
             na_rep="—",
             float_format=lambda v: self.float_format.format(v),
+            classes="wrap" if self.wrap else None,
         )
         if self.caption or note:
             cap = f"<caption>{_e((self.caption or '') + note)}</caption>"
@@ -353,7 +360,7 @@ class Report:
             f"<title>{_e(self.title)}</title><style>{_CSS}</style></head><body>"
             f"<h1>{_e(self.title)}</h1>{sub}"
             f'<p class="meta">bayesfair {_e(__version__)} · generated {_e(stamp)}</p>'
-            f"<ol>{toc}</ol>\n{body}\n</body></html>\n"
+            f'<nav><ol class="toc">{toc}</ol></nav>\n{body}\n</body></html>\n'
         )
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:

@@ -1,0 +1,367 @@
+"""The report's first section: the audit's questions answered in plain words, each with its
+number, its interval (kind and level) and the method that produced it, Bayesian and
+frequentist side by side where both exist.
+
+Questions: how unequal are outcomes and decisions across intersections (epsilon-DF, gamma-SF)
+and do decisions amplify the labels' inequality; which error-rate gaps are largest (the
+extreme intersections' FPR and FNR, their difference with a confidence and a posterior
+interval, the max-T test over intersections); how unequal are error rates (epsilon-DF of
+P(decision | y, s), the equalized-odds form of differential fairness); which subgroup the
+conditional bias scan flags; which small groups the data cannot speak for.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta, norm
+
+from ..frequentist.fairness_bounds import intervals_from_counts
+from ..metrics import epsilon_df, outcome_probabilities
+from .html import Report, Section, Table, Text
+
+__all__ = ["add_answers_section", "audit_answers"]
+
+#: intersections with fewer rows than this are "small": too few to speak for on their own
+SMALL_GROUP = 30
+
+
+def wilson_interval(k: float, n: float, level: float) -> tuple[float, float]:
+    """Wilson's score interval of a proportion ``k / n``.
+
+    Parameters
+    ----------
+    k, n : float
+        Successes and trials (``n`` > 0).
+    level : float
+        Confidence level.
+
+    Returns
+    -------
+    tuple of float
+    """
+    z = norm.ppf(0.5 + level / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_difference(k1, n1, k2, n2, level: float) -> tuple[float, float]:
+    """Newcombe's hybrid score interval of ``k1/n1 - k2/n2`` (his method 10): the Wilson
+    intervals of the two rates combined; it keeps its level in small groups and near 0 or 1,
+    where the Wald interval does not (Newcombe, Stat. Med. 17, 1998)."""
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, level)
+    l2, u2 = wilson_interval(k2, n2, level)
+    d = p1 - p2
+    return d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2)
+
+
+def jeffreys_difference(k1, n1, k2, n2, level: float, seed: int = 0) -> tuple[float, float]:
+    """Equal-tailed posterior interval of ``r1 - r2`` with independent Jeffreys priors,
+    Beta(1/2, 1/2), on the two rates (20,000 seeded Monte Carlo draws)."""
+    rng = np.random.default_rng(seed)
+    d = beta.rvs(k1 + 0.5, n1 - k1 + 0.5, size=20_000, random_state=rng) - beta.rvs(
+        k2 + 0.5, n2 - k2 + 0.5, size=20_000, random_state=rng
+    )
+    lo, hi = np.quantile(d, [0.5 - level / 2, 0.5 + level / 2])
+    return float(lo), float(hi)
+
+
+def _fmt(x: float) -> str:
+    return "inf" if x == math.inf else "-inf" if x == -math.inf else f"{x:.3g}"
+
+
+def _interval(lo: float, hi: float, kind: str) -> str:
+    return f"[{_fmt(lo)}, {_fmt(hi)}] ({kind})"
+
+
+def _fairness_rows(result: Any, level: float) -> list[dict]:
+    emp = result.empirical
+    ci_kind = f"{level:.0%} CI, Clopper-Pearson projection"
+    rows = []
+    targets = [("outcome", "outcomes (labels)")]
+    if emp.data.has_decision:
+        targets.append(("decision", "decisions"))
+    posterior = _posterior(result, level)
+    for target, words in targets:
+        est = emp.estimates[(target, "EDF")]
+        ci = emp.intervals.get(target)
+        for metric, value, interval in (
+            ("epsilon-DF", est.epsilon, ci.epsilon_interval if ci else None),
+            ("gamma-SF", est.gamma, ci.gamma_interval if ci else None),
+        ):
+            rows.append(
+                {
+                    "question": f"How unequal are {words} across intersections?",
+                    "answer": f"{metric} of {target} = {_fmt(value)}"
+                    + (f", attained by {est.gamma_group}" if metric == "gamma-SF" else ""),
+                    "estimate": value,
+                    "interval": _interval(*interval, ci_kind) if interval else "—",
+                    "method": "empirical (EDF) with frequentist interval",
+                }
+            )
+            if (target, metric) in posterior:
+                med, lo, hi = posterior[(target, metric)]
+                rows.append(
+                    {
+                        "question": f"How unequal are {words} across intersections?",
+                        "answer": f"{metric} of {target}: posterior median {_fmt(med)}",
+                        "estimate": med,
+                        "interval": _interval(lo, hi, f"{level:.0%} HDI, posterior"),
+                        "method": "Bayesian: hierarchical logistic regression (NUTS)",
+                    }
+                )
+    amp = emp.amplification
+    if amp is not None:
+        for r in amp[amp["method"] == "EDF"].itertuples(index=False):
+            lo, hi = r[5], r[6]  # the interval columns, whatever the level's name
+            if math.isfinite(r.amplification):
+                answer = f"{r.metric} of decisions minus labels = {_fmt(r.amplification)}" + (
+                    " (an amplification)" if r.amplification > 0 else ""
+                )
+            else:
+                answer = (
+                    f"{r.metric} of decisions minus labels cannot be computed: the metric is "
+                    "infinite (a rate of 0 or 1 in some intersection); the smoothed EDF in the "
+                    "fairness table below has a finite one"
+                )
+            rows.append(
+                {
+                    "question": "Do the decisions amplify the labels' inequality?",
+                    "answer": answer,
+                    "estimate": r.amplification,
+                    "interval": _interval(lo, hi, f"{level:.0%} CI, both targets' intervals"),
+                    "method": "empirical (EDF) with frequentist interval",
+                }
+            )
+    return rows
+
+
+def _posterior(result: Any, level: float) -> dict:
+    """(target, metric) -> (median, HDI low, HDI high) of the HLR fits, when fitted."""
+    if result.bayesian is None:
+        return {}
+    from ..models import posterior_fairness
+
+    out = {}
+    fits = {"outcome": result.bayesian["labels"], "decision": result.bayesian["decisions"]}
+    for target, models in fits.items():
+        if not models or "HLR" not in models:
+            continue
+        pf = posterior_fairness(models["HLR"], prob=level, random_state=0)
+        for metric, key in (("epsilon-DF", "epsilon"), ("gamma-SF", "gamma")):
+            draws = np.asarray(pf.draws[key], float)
+            draws = draws[np.isfinite(draws)]
+            if draws.size:
+                lo, hi = _hdi(draws, level)
+                out[(target, metric)] = (float(np.median(draws)), lo, hi)
+    return out
+
+
+def _hdi(draws: np.ndarray, level: float) -> tuple[float, float]:
+    s = np.sort(draws)
+    k = max(1, math.floor(level * len(s)))
+    widths = s[k:] - s[: len(s) - k]
+    i = int(np.argmin(widths))
+    return float(s[i]), float(s[i + k])
+
+
+def _error_rows(result: Any, level: float) -> list[dict]:
+    data = result.data
+    if not data.has_decision:
+        return []
+    table = data.table
+    rows = []
+    for metric, num, den_cols, words in (
+        ("fpr", "fp", ("fp", "tn"), "false positive rate"),
+        ("fnr", "fn", ("fn", "tp"), "false negative rate"),
+    ):
+        den = table[list(den_cols)].sum(axis=1).to_numpy(float)
+        k = table[num].to_numpy(float)
+        ok = den >= 1
+        if ok.sum() < 2:
+            continue
+        rate = np.where(ok, k / np.maximum(den, 1), np.nan)
+        # the extremes among groups large enough to speak for themselves (the small ones
+        # are named below); all groups with a denominator where fewer than two are
+        large = den >= SMALL_GROUP
+        among = large if large.sum() >= 2 else ok
+        ranked = np.where(among, rate, np.nan)
+        hi_i, lo_i = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
+        scope = (
+            f" (among intersections with {SMALL_GROUP}+ rows in its denominator)"
+            if among is large
+            else ""
+        )
+        labels = table["intersection"]
+        args = (k[hi_i], den[hi_i], k[lo_i], den[lo_i], level)
+        test = _max_t(result, metric)
+        rows.append(
+            {
+                "question": "Which error-rate gaps are largest?",
+                "answer": f"{words}{scope}: "
+                f"{labels[hi_i]} {rate[hi_i]:.3g} (of {den[hi_i]:.0f}) vs "
+                f"{labels[lo_i]} {rate[lo_i]:.3g} (of {den[lo_i]:.0f})"
+                + (f"; max-T test over intersections p = {test:.3g}" if test is not None else ""),
+                "estimate": rate[hi_i] - rate[lo_i],
+                "interval": _interval(*newcombe_difference(*args), f"{level:.0%} CI, Newcombe")
+                + "; "
+                + _interval(*jeffreys_difference(*args), f"{level:.0%} posterior, Jeffreys"),
+                "method": "difference of the extreme intersections' rates",
+            }
+        )
+        # epsilon-DF of P(decision | y, s): the equalized-odds form of differential fairness
+        d_pos = k if metric == "fpr" else den - k  # decisions = 1 among the class
+        p = np.where(ok[:, None], outcome_probabilities(d_pos / np.maximum(den, 1)), np.nan)
+        eps = float(epsilon_df(p))
+        given = "y = 0" if metric == "fpr" else "y = 1"
+        try:
+            ci = intervals_from_counts(
+                den[ok], d_pos[ok], list(labels[ok]), level=level, target="decision", by=()
+            )
+            interval = _interval(
+                *ci.epsilon_interval, f"{level:.0%} CI, Clopper-Pearson projection"
+            )
+        except ValueError:
+            interval = "—"
+        rows.append(
+            {
+                "question": "How unequal are error rates (equalized odds)?",
+                "answer": f"epsilon-DF of P(decision | {given}, s) = {_fmt(eps)}",
+                "estimate": eps,
+                "interval": interval,
+                "method": "empirical (EDF) with frequentist interval",
+            }
+        )
+    return rows
+
+
+def _max_t(result: Any, metric: str) -> float | None:
+    tests = result.tests
+    if tests is None:
+        return None
+    every = " x ".join(result.data.protected)
+    hit = tests[(tests["metric"] == metric) & (tests["groups"] == every)]
+    return None if hit.empty or pd.isna(hit["pvalue"].iloc[0]) else float(hit["pvalue"].iloc[0])
+
+
+def _scan_rows(result: Any) -> list[dict]:
+    if not result.scans:
+        return []
+    s = pd.concat([r.summary() for r in result.scans], ignore_index=True)
+    s = s.sort_values(["pvalue", "score"], ascending=[True, False], na_position="last")
+    top = s.iloc[0]
+    flagged = top["pvalue"] < 0.05 and top["score"] > 0
+    where = (
+        f"the whole class {top['protected']}"
+        if top["subgroup"] == "all values"
+        else f"within {top['protected']}: {top['subgroup']}"
+    )
+    answer = (
+        f"{where}, false positive rate "
+        f"{top['rate_protected']:.3g} vs {top['rate_comparison']:.3g} outside the class"
+        if flagged
+        else "no subgroup with a false positive rate above its expectation at p < 0.05"
+    )
+    return [
+        {
+            "question": "Which subgroup does the bias scan flag?",
+            "answer": answer,
+            "estimate": top["score"],
+            "interval": f"p = {top['pvalue']:.3g} ({int(top['n_permutations'])} permutations)",
+            "method": "conditional bias scan (Boxer et al.), permutation p-value",
+        }
+    ]
+
+
+def _small_rows(result: Any) -> list[dict]:
+    t = result.data.table
+    empty = t.loc[t["n"] == 0, "intersection"].tolist()
+    small = t.loc[(t["n"] > 0) & (t["n"] < SMALL_GROUP), "intersection"].tolist()
+
+    def names(xs: list[str]) -> str:
+        return "; ".join(xs[:6]) + (f"; and {len(xs) - 6} more" if len(xs) > 6 else "")
+
+    parts = []
+    if empty:
+        parts.append(f"{len(empty)} without rows ({names(empty)})")
+    if small:
+        parts.append(f"{len(small)} with fewer than {SMALL_GROUP} rows ({names(small)})")
+    answer = "; ".join(parts) if parts else f"none: every intersection has {SMALL_GROUP}+ rows"
+    if parts and result.per_group is not None:
+        answer += "; see the per-group estimates, which borrow strength across groups"
+    return [
+        {
+            "question": "Which small groups can the data not speak for?",
+            "answer": answer,
+            "estimate": float(len(empty) + len(small)),
+            "interval": "—",
+            "method": "counts of the intersections",
+        }
+    ]
+
+
+def audit_answers(result: Any) -> pd.DataFrame:
+    """The audit's questions answered: one row per answer, with its estimate, its interval
+    (kind and level) and the method.
+
+    Parameters
+    ----------
+    result : FullAuditResult
+        From :func:`bayesfair.audit`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``question``, ``answer``, ``estimate``, ``interval``, ``method``.
+
+    Examples
+    --------
+    >>> import bayesfair as bf
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.report import audit_answers
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> answers = audit_answers(bf.audit(data, n_resamples=99))
+    >>> answers["question"].drop_duplicates().tolist()[:2]  # doctest: +NORMALIZE_WHITESPACE
+    ['How unequal are outcomes (labels) across intersections?',
+     'How unequal are decisions across intersections?']
+    """
+    level = result.empirical.level
+    rows = (
+        _fairness_rows(result, level)
+        + _error_rows(result, level)
+        + _scan_rows(result)
+        + _small_rows(result)
+    )
+    return pd.DataFrame(rows, columns=["question", "answer", "estimate", "interval", "method"])
+
+
+def add_answers_section(report: Report, result: Any) -> Report:
+    """Put the answers (:func:`audit_answers`) first in ``report``.
+
+    Parameters
+    ----------
+    report : Report
+    result : FullAuditResult
+
+    Returns
+    -------
+    Report
+        ``report``, with the answers as its first section.
+    """
+    sec = Section("Answers")
+    sec.add(
+        Text(
+            "The audit's questions, each answered with its number, its interval (kind and "
+            "level) and the method; frequentist and Bayesian answers side by side where both "
+            "were computed. The sections below give the details."
+        )
+    )
+    sec.add(Table(audit_answers(result), float_format="{:.3g}", wrap=True))
+    report.sections.insert(0, sec)
+    return report
