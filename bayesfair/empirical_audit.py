@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ._repr import compact_repr
+from ._result import ResultMixin
 from ._validation import check_open_probability
 from .data import AuditData, as_audit_data
 from .frequentist import FairnessConfidenceInterval, fairness_confidence_interval
@@ -28,7 +29,7 @@ __all__ = ["AuditResult", "run_audit"]
 
 
 @dataclass
-class AuditResult:  # numpydoc ignore=PR01
+class AuditResult(ResultMixin):  # numpydoc ignore=PR01
     """Everything the empirical audit computed; ``report()`` renders it.
 
     Attributes

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ._output import raise_if_stopped
 from ._repr import compact_repr
+from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
 from ._validation import check_count, check_flag
 from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
@@ -49,7 +50,7 @@ _PART_TITLES = {
 
 
 @dataclass
-class FullAuditResult:  # numpydoc ignore=PR01
+class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
     """Everything :func:`audit` computed; ``report()`` renders it as ``bayesfair audit`` does.
 
     Attributes
@@ -123,10 +124,22 @@ class FullAuditResult:  # numpydoc ignore=PR01
             return f"{len(self.scans)} protected classes scanned"
         if part == "per_group":
             return f"{self.per_group.table['group'].nunique()} groups"
-        return ", ".join(self.bayesian["labels"])
+        fits = [*self.bayesian["labels"].values(), *(self.bayesian["decisions"] or {}).values()]
+        worst = worst_diagnostics(getattr(m, "diagnostics_", {}) for m in fits)
+        words = diagnostics_warning(pd.DataFrame([worst])) if worst else None
+        return ", ".join(self.bayesian["labels"]) + (f"; {words}" if words else "")
 
-    def _repr_html_(self) -> str:
-        return self.summary().to_html(index=False)
+    def to_frame(self) -> pd.DataFrame:
+        """The audit's answers (:func:`~bayesfair.report.audit_answers`): one row per answer
+        with its estimate, interval and method.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        from .report import audit_answers
+
+        return audit_answers(self)
 
     def report(self, report: Report | None = None) -> Report:
         """The audit's report: the sections ``bayesfair audit`` writes, in its order.

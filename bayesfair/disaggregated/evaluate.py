@@ -16,6 +16,7 @@ from .. import _arviz
 from .._names import safe_names
 from .._plotting import literal, literals
 from .._repr import compact_repr
+from .._result import ResultMixin, worst_diagnostics
 from .._validation import (
     SeedLike,
     check_axes,
@@ -56,7 +57,7 @@ def _truncate_interval(interval, metric):
 
 
 @dataclass
-class DisaggregatedResult:  # numpydoc ignore=PR01
+class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     """Per-group estimates of every metric by every estimator.
 
     Attributes
@@ -98,6 +99,15 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
     grouped: GroupedData | None = field(default=None, repr=False)
     eb_interval: str = "prasad_rao"
 
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy per-group, per-metric, per-estimator table (``table``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        return self.table
+
     def summary(self) -> pd.DataFrame:
         """One row per metric and estimator: groups with an estimate, groups with an
         interval, the mean interval width, and that width relative to the standard
@@ -128,6 +138,12 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
                     "with_interval": int((~np.isnan(w)).sum()),
                     "mean_width": float(np.nanmean(w)) if (~np.isnan(w)).any() else np.nan,
                     "width_vs_standard": float(ratio),
+                    # hierarchical Bayes' sampler diagnostics, of the model that fits it
+                    **(
+                        worst_diagnostics([self.diagnostics.get(_hb_model(metric), {})])
+                        if est == "hierarchical"
+                        else {}
+                    ),
                 }
             )
         return pd.DataFrame(rows)
@@ -315,6 +331,12 @@ class DisaggregatedResult:  # numpydoc ignore=PR01
         ax.set_ylabel(literal(metric))
         ax.legend(frameon=False, fontsize=8)
         return ax
+
+
+def _hb_model(metric: str) -> str:
+    """The hierarchical model that fits ``metric``: binomial for a count metric, the
+    Fay-Herriot model for the others (AUC, callables)."""
+    return "binomial" if metric_name(metric) in COUNT_METRICS else "fay_herriot"
 
 
 def _model_variables(idata) -> list[str]:

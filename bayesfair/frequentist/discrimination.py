@@ -10,6 +10,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import check_no_missing_groups, check_open_probability, check_same_index
 from ..data import AuditData
 from .learning import ROW_LOSSES
@@ -53,7 +54,7 @@ def _newcombe_pvalue(ka: float, na: int, kb: float, nb: int) -> float:
 
 
 @dataclass
-class DiscriminationTestResult:  # numpydoc ignore=PR01
+class DiscriminationTestResult(ResultMixin):  # numpydoc ignore=PR01
     """``Gamma = |gamma_a - gamma_b|`` for the mean loss ``gamma`` of each group.
 
     Attributes

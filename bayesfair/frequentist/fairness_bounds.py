@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import check_open_probability
 from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
@@ -67,7 +68,7 @@ def gamma_range(
 
 
 @dataclass(frozen=True)
-class FairnessConfidenceInterval:  # numpydoc ignore=PR01
+class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
     """Confidence intervals of epsilon-DF and gamma-SF (:func:`fairness_confidence_interval`).
 
     Attributes
@@ -101,6 +102,15 @@ class FairnessConfidenceInterval:  # numpydoc ignore=PR01
     groups: pd.DataFrame
     excluded: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-group bounds (``groups``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        return self.groups
 
     def summary(self) -> pd.DataFrame:
         """One row per metric: the EDF estimate and the interval.

@@ -15,6 +15,7 @@ from sklearn.base import clone
 from .._parallel import chunked_resamples
 from .._plotting import literal
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import (
     SeedLike,
     check_axes,
@@ -38,7 +39,7 @@ __all__ = [
 
 # ------------------------------------------------------------------ two predictors
 @dataclass
-class DiscriminationComparison:  # numpydoc ignore=PR01
+class DiscriminationComparison(ResultMixin):  # numpydoc ignore=PR01
     """Test of H0: Gamma(Y_hat) = Gamma(Y_hat') on one sample.
 
     ``Z_alpha = alpha (gamma_0 - gamma_1)(Y_hat) - (gamma_0 - gamma_1)(Y_hat')`` is Normal
@@ -153,7 +154,7 @@ def _pow3(n, delta, alpha, beta):
 
 
 @dataclass
-class LearningCurveResult:  # numpydoc ignore=PR01
+class LearningCurveResult(ResultMixin):  # numpydoc ignore=PR01
     """Per-group learning curves and their inverse power-law fits.
 
     Attributes

@@ -21,6 +21,7 @@ from scipy.stats import norm
 from .._parallel import N_CHUNKS, chunked_resamples
 from .._plotting import literal
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import (
     SeedLike,
     check_count,
@@ -117,7 +118,7 @@ def _clopper_pearson(k, n, level: float = 0.99) -> tuple:
 
 
 @dataclass
-class PermutationTestResult:  # numpydoc ignore=PR01
+class PermutationTestResult(ResultMixin):  # numpydoc ignore=PR01
     """A permutation test of ``metric(A) == metric(B)``.
 
     Attributes
@@ -572,7 +573,7 @@ def permutation_test_counts(
 
 
 @dataclass
-class IntersectionalPermutationResult:  # numpydoc ignore=PR01
+class IntersectionalPermutationResult(ResultMixin):  # numpydoc ignore=PR01
     """Max-type studentized permutation test over all groups, with pairwise Holm tests.
 
     Attributes
@@ -609,6 +610,15 @@ class IntersectionalPermutationResult:  # numpydoc ignore=PR01
     n_resamples: int
     permute: str
     notes: list[str] = field(default_factory=list)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-group table (``groups``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        return self.groups
 
     def summary(self) -> pd.DataFrame:
         """The per-group table (``groups``).

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import check_flag, check_instance, check_real
 from ..data import AuditData, as_audit_data
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
@@ -19,7 +20,7 @@ __all__ = ["FairnessEstimate", "bias_amplification", "empirical_fairness"]
 
 
 @dataclass(frozen=True)
-class FairnessEstimate:  # numpydoc ignore=PR01
+class FairnessEstimate(ResultMixin):  # numpydoc ignore=PR01
     """Point estimates of epsilon-DF and gamma-SF with the groups that attain them.
 
     Attributes
@@ -56,6 +57,15 @@ class FairnessEstimate:  # numpydoc ignore=PR01
     alpha: float
     notes: list[str] = field(default_factory=list)
     by: tuple[str, ...] = ()
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-intersection table (``groups``).
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
+        return self.groups
 
     def summary(self) -> pd.DataFrame:
         """One-row-per-metric table: value, where it is attained, and the settings.

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from .. import _arviz
 from .._plotting import literal
 from .._repr import compact_repr
+from .._result import ResultMixin, worst_diagnostics
 from .._validation import (
     SeedLike,
     check_by,
@@ -99,7 +100,7 @@ def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[
 
 
 @dataclass
-class PosteriorFairness:  # numpydoc ignore=PR01
+class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
     """The paper's three estimates of each metric, with where they are attained.
 
     Attributes
@@ -124,6 +125,8 @@ class PosteriorFairness:  # numpydoc ignore=PR01
         Credible mass of the reported intervals.
     excluded : list of str
         Intersections left out of epsilon (no rows).
+    diagnostics : dict
+        Model name -> its sampler diagnostics (``diagnostics_``; empty for exact draws).
     """
 
     __repr__ = compact_repr
@@ -136,11 +139,14 @@ class PosteriorFairness:  # numpydoc ignore=PR01
     model_names: tuple[str, ...]
     prob: float = _arviz.CI_PROB
     excluded: list[str] = field(default_factory=list)
+    diagnostics: dict[str, dict] = field(default_factory=dict)
 
     def summary(self) -> pd.DataFrame:
         """One row per metric: O, X, posterior mean, quartiles, HDI, and the shares of
         infinite draws (a model probability of exactly 0 or 1 in floating point) and of
-        undefined ones (an amplification of two infinite metrics, ``inf - inf``).
+        undefined ones (an amplification of two infinite metrics, ``inf - inf``); with
+        sampled models, the worst of their sampler diagnostics (largest R-hat, smallest
+        bulk and tail ESS, divergences), so that a summary of a poor fit says so.
 
         Returns
         -------
@@ -150,6 +156,7 @@ class PosteriorFairness:  # numpydoc ignore=PR01
         for name, d in self.draws.items():
             row = {"metric": name}
             row.update(_metric_summary(d, self.x[name], self.o[name], self.prob))
+            row.update(worst_diagnostics(self.diagnostics.values()))
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -387,4 +394,9 @@ def posterior_fairness(
         model_names=names,
         prob=prob,
         excluded=excluded,
+        diagnostics={
+            type(m).__name__ + suffix: dict(m.diagnostics_)
+            for suffix, m in models.items()
+            if getattr(m, "diagnostics_", None)
+        },
     )

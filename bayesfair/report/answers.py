@@ -353,6 +353,16 @@ def add_answers_section(report: Report, result: Any) -> Report:
     -------
     Report
         ``report``, with the answers as its first section.
+
+    Examples
+    --------
+    >>> import bayesfair as bf
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.report import Report, add_answers_section
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> rep = add_answers_section(Report("audit"), bf.audit(data, n_resamples=99))
+    >>> rep.sections[0].title
+    'Answers'
     """
     sec = Section("Answers")
     sec.add(

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import SeedLike, check_axes, check_count, check_random_state, check_real
 from .cbs import (
     CBSResult,
@@ -45,7 +46,7 @@ __all__ = ["PosteriorScanResult", "posterior_bias_scan"]
 
 
 @dataclass
-class PosteriorScanResult:  # numpydoc ignore=PR01
+class PosteriorScanResult(ResultMixin):  # numpydoc ignore=PR01
     """Result of :func:`posterior_bias_scan`.
 
     Attributes

@@ -32,6 +32,7 @@ from sklearn.linear_model import LogisticRegression
 from .._parallel import chunked_resamples
 from .._plotting import literal
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import (
     SeedLike,
     check_axes,
@@ -266,7 +267,7 @@ def expected_events(
 
 
 @dataclass
-class CBSResult:  # numpydoc ignore=PR01
+class CBSResult(ResultMixin):  # numpydoc ignore=PR01
     """Result of :func:`conditional_bias_scan`.
 
     Attributes

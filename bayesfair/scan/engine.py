@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._repr import compact_repr
+from .._result import ResultMixin
 from .._validation import (
     SeedLike,
     check_count,
@@ -163,7 +164,7 @@ def subgroup_mask(frame: pd.DataFrame, subgroup: dict[str, list]) -> np.ndarray:
 
 
 @dataclass
-class ScanResult:  # numpydoc ignore=PR01
+class ScanResult(ResultMixin):  # numpydoc ignore=PR01
     """The highest-scoring subgroup of a subset scan.
 
     Attributes

@@ -1,0 +1,152 @@
+"""One result contract, checked over every public result type (as scikit-learn's
+check_estimator checks estimators): summary() is a DataFrame, to_frame() a tidy DataFrame, a
+notebook shows the summary as a table, and a summary of a sampled fit carries its sampler
+diagnostics, so that a poor fit says so."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayesfair as bf
+from bayesfair._result import ResultMixin
+from bayesfair.datasets import make_gaussian_threshold
+
+PUBLIC = [
+    "bayesfair",
+    "bayesfair.metrics",
+    "bayesfair.models",
+    "bayesfair.frequentist",
+    "bayesfair.scan",
+    "bayesfair.disaggregated",
+]
+
+
+def _result_types() -> set[type]:
+    found = set()
+    for name in PUBLIC:
+        module = importlib.import_module(name)
+        for attr in getattr(module, "__all__", []):
+            obj = getattr(module, attr)
+            if inspect.isclass(obj) and hasattr(obj, "summary") and not hasattr(obj, "fit"):
+                found.add(obj)
+    return found
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_gaussian_threshold(n_rows=3000, random_state=0).audit_data()
+
+
+@pytest.fixture(scope="module")
+def results(data) -> dict[str, object]:
+    """One instance of every public result type, built on small data without NUTS."""
+    from sklearn.linear_model import LinearRegression
+
+    from bayesfair.models import DirichletMultinomial, posterior_fairness
+
+    rng = np.random.default_rng(0)
+    x = rng.random((400, 2))
+    group = rng.choice(["a", "b"], 400)
+    y = x @ [1.0, 2.0] + rng.normal(0, 0.1 + 0.2 * (group == "b"), 400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dm = DirichletMultinomial(draws=200, chains=2, random_state=0).fit(data)
+        cbs = bf.conditional_bias_scan(
+            data,
+            protected=("race", data.levels["race"][0]),
+            scan_type="separation_recommendations",
+            condition_value=0,
+            attributes=["sex", "nationality"],
+            n_restarts=5,
+            n_permutations=19,
+            random_state=0,
+        )
+        out = {
+            "AuditResult": bf.run_audit(data),
+            "FullAuditResult": bf.audit(data, n_resamples=99),
+            "FairnessEstimate": bf.empirical_fairness(data),
+            "FairnessConfidenceInterval": bf.fairness_confidence_interval(data),
+            "PermutationTestResult": bf.permutation_test(data, "fpr", by="sex", n_resamples=99),
+            "IntersectionalPermutationResult": bf.intersectional_permutation_test(
+                data, "fpr", n_resamples=99
+            ),
+            "DiscriminationTestResult": bf.discrimination_test((y - y.mean()) ** 2, group),
+            "DiscriminationComparison": bf.compare_discrimination(
+                (y - y.mean()) ** 2, (y - np.median(y)) ** 2, group
+            ),
+            "LearningCurveResult": bf.group_learning_curves(
+                LinearRegression(), x, y, group, sizes=[50, 100], n_repeats=3, random_state=0
+            ),
+            "CBSResult": cbs,
+            "ScanResult": cbs.scan,
+            "PosteriorFairness": posterior_fairness(dm),
+            "DisaggregatedResult": bf.disaggregated_evaluation(
+                data, metrics=["fpr"], estimators=["standard", "james_stein"], n_bootstrap=20
+            ),
+        }
+    return out
+
+
+def test_every_public_result_type_is_in_the_check(results):
+    """A new result type must be added to the fixture above (and so to the contract)."""
+    names = {t.__name__ for t in _result_types()} - {"PosteriorScanResult"}  # NUTS: slow test
+    assert names <= set(results), sorted(names - set(results))
+    assert all(issubclass(t, ResultMixin) for t in _result_types())
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AuditResult",
+        "FullAuditResult",
+        "FairnessEstimate",
+        "FairnessConfidenceInterval",
+        "PermutationTestResult",
+        "IntersectionalPermutationResult",
+        "DiscriminationTestResult",
+        "DiscriminationComparison",
+        "LearningCurveResult",
+        "CBSResult",
+        "ScanResult",
+        "PosteriorFairness",
+        "DisaggregatedResult",
+    ],
+)
+def test_the_result_contract(results, name):
+    res = results[name]
+    summary = res.summary()
+    assert isinstance(summary, pd.DataFrame) and len(summary) > 0
+    tidy = res.to_frame()
+    assert isinstance(tidy, pd.DataFrame) and len(tidy) > 0
+    html = res._repr_html_()
+    assert "<table" in html and name in html
+    assert name in repr(res) or type(res).__name__ in repr(res)
+
+
+def test_a_poor_fit_says_so_in_its_summary(data):
+    """Too few draws: the summary carries R-hat and ESS, and the notebook display warns."""
+    from bayesfair.models import LogisticRegression, posterior_fairness
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = LogisticRegression(draws=10, tune=10, chains=2, random_state=0).fit(data)
+    pf = posterior_fairness(fit)
+    s = pf.summary()
+    assert {"r_hat_max", "ess_bulk_min", "divergences"} <= set(s.columns)
+    assert s["ess_bulk_min"].iloc[0] == pytest.approx(fit.diagnostics_["ess_bulk_min"])
+    assert s["ess_bulk_min"].iloc[0] < 400
+    assert "sampler diagnostics:" in pf._repr_html_()
+
+
+def test_exact_draws_carry_no_diagnostics(results):
+    s = results["PosteriorFairness"].summary()  # Dirichlet-multinomial: exact draws
+    assert (
+        "r_hat_max" not in s
+        and "sampler diagnostics" not in results["PosteriorFairness"]._repr_html_()
+    )
