@@ -120,8 +120,9 @@ def test_public_functions_and_estimators_have_examples():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", CODE_PAGES, ids=lambda p: p.stem)
-def test_guide_code_blocks_run(page, tmp_path):
-    """The Python blocks of a guide page run, in order, as one script."""
+def test_guide_code_blocks_run(page, tmp_path, request):
+    """The Python blocks of a guide page run, in order, as one script (a page that loads the
+    reference data runs with the data home; it is skipped, saying why, without it)."""
     blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", page.read_text())
     assert len(blocks) == page.read_text().count(".. code-block:: python"), "a block not parsed"
     script = tmp_path / f"{page.stem}.py"
@@ -129,6 +130,8 @@ def test_guide_code_blocks_run(page, tmp_path):
         "import matplotlib\nmatplotlib.use('Agg')\n" + "\n".join(textwrap.dedent(b) for b in blocks)
     )
     env = {**os.environ, "MPLBACKEND": "Agg"}
+    if re.search(r"load_(compas|adult)\(", page.read_text()):
+        env["BAYESFAIR_DATA"] = str(request.getfixturevalue("data_home"))
     out = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True
     )
