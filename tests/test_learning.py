@@ -307,7 +307,9 @@ def test_learning_curves_log_and_brier_losses_score_predicted_probabilities():
         group_learning_curves(LogisticRegression(), X, y, g, sizes=[100], loss="hinge")
     rare = np.r_[np.ones(899, int), 0]  # one negative in 900: a sample of 20 has one class
     with pytest.raises(ValueError, match=r"sample of 20 rows, which holds one class only .*2 cl"):
-        group_learning_curves(LogisticRegression(), X, rare, g, sizes=[20, 40, 80], n_repeats=2)
+        group_learning_curves(
+            LogisticRegression(), X, rare, g, sizes=[20, 40, 80], n_repeats=2, random_state=0
+        )
     with pytest.raises(ValueError, match=r"20 rows, which holds one class only .*`train_size`"):
         bias_variance_decomposition(
             LogisticRegression(), X, rare, X, rare, g, train_size=20, n_repeats=2, random_state=0

@@ -623,8 +623,13 @@ def test_neural_network_advi_keeps_the_start_with_the_higher_elbo(synth):
     assert d["advi_final_loss_map"] < d["advi_final_loss_initial"] - 100
     assert initial.diagnostics_["advi_final_loss"] == d["advi_final_loss_initial"]
     assert "advi_final_loss_initial" not in initial.diagnostics_
-    assert np.corrcoef(best.predict_proba(), emp)[0, 1] > 0.95
-    assert np.corrcoef(initial.predict_proba(), emp)[0, 1] < 0.7
+    # the MAP start follows the data and the initial one does not: with seeds 0, 1, 2 the
+    # correlations with the empirical rates were 0.944, 0.967, 0.943 against 0.522, 0.571,
+    # 0.513 (PyMC 5.28.5, PyTensor 2.38.3); mean-field ADVI's posterior mean shrinks the
+    # MAP's 0.9998, so the line is drawn between the two, not at one seed's value
+    r_best = np.corrcoef(best.predict_proba(), emp)[0, 1]
+    r_initial = np.corrcoef(initial.predict_proba(), emp)[0, 1]
+    assert r_best > 0.9 and r_initial < 0.7 and r_best - r_initial > 0.3
     # the MAP the run started from is the fit's point estimate, found once
     np.testing.assert_array_equal(
         best.p_point_, NeuralNetwork(method="map", random_state=0).fit(data).p_point_

@@ -494,7 +494,8 @@ def test_cbs_permutation_pvalue_is_backend_independent():
     r2 = conditional_bias_scan(ds.frame, n_jobs=2, **kw)
     np.testing.assert_array_equal(r1.null_scores, r2.null_scores)
     assert r1.pvalue == r2.pvalue == pytest.approx(1 / 33)
-    assert r1.plot() is not None
+    ax = r1.plot()
+    assert ax.get_xlabel() == "maximum penalised score F(S*)" and len(ax.patches) > 0
     with pytest.raises(TypeError, match="`ax` must be a matplotlib Axes, got int"):
         r1.plot(ax=3)
 

@@ -73,8 +73,8 @@ def correlation_permutation_test(
     >>> rng = np.random.default_rng(0)
     >>> x = rng.uniform(0.1, 1, 500)
     >>> res = correlation_permutation_test(x, rng.normal(size=500) / x, random_state=0)
-    >>> 0 < res.pvalue <= 1
-    True
+    >>> round(res.pvalue, 2)  # uncorrelated, though the spread depends on x
+    0.98
     """
     check_same_index(x=x, error=error)
     x = np.asarray(x, float)

@@ -47,8 +47,8 @@ def posterior_probability_higher(
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
     >>> from bayesfair.report.frequentist import posterior_probability_higher
-    >>> 0 <= posterior_probability_higher(data, "fpr", "sex", "1") <= 1
-    True
+    >>> round(posterior_probability_higher(data, "fpr", "sex", "1"), 3)  # sex 1's FPR is lower
+    0.0
     """
     if metric not in RATE_DEFINITIONS:
         raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
