@@ -365,3 +365,35 @@ def test_cli_stopped_mid_audit_leaves_the_previous_report(tmp_path, csv, sig, co
     assert "nothing was written" in err and "Traceback" not in err
     assert out.read_bytes() == before
     assert _leftovers(tmp_path) == []
+
+
+def test_concurrent_tables_writes_leave_one_whole_audit(tmp_path):
+    """Two runs writing the same --tables folder at once: the folder ends up holding one of
+    the two sets whole (its files are exactly those its index lists), never a mix; a run that
+    loses the race says so with an OSError rather than interleaving."""
+    import threading
+
+    folder = tmp_path / "t"
+    small, large = _report("small"), _report("large")
+    large.section("Second").add(Table(pd.DataFrame({"w": range(50)})))
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def write(rep):
+        barrier.wait()
+        try:
+            rep.save_tables(folder)
+        except OSError as err:
+            errors.append(err)
+
+    for _ in range(20):
+        threads = [threading.Thread(target=write, args=(r,)) for r in (small, large)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        index = pd.read_csv(folder / "index.csv")
+        assert {p.name for p in folder.iterdir()} == {*index["file"], "index.csv"}
+        assert set(index["file"]) in ({"01-1_s.csv"}, {"01-1_s.csv", "02-1_second.csv"})
+        assert _leftovers(tmp_path) == []
+    assert all("not empty" in str(e).lower() or "exists" in str(e).lower() for e in errors)
