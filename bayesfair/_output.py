@@ -209,6 +209,21 @@ def _listed_files(folder: Path) -> set[str] | None:
     return {str(f) for f in index["file"]} | {MANIFEST}
 
 
+def _stable_listing(folder: Path) -> tuple[set[str], set[str] | None]:
+    """The folder's files and what its manifest lists, read while no other run swaps the
+    folder (read again, up to 5 times, when the listing changed meanwhile)."""
+    present, listed = set(), None
+    for _ in range(5):
+        try:
+            present = {p.name for p in folder.iterdir()}
+            listed = _listed_files(folder)
+            if {p.name for p in folder.iterdir()} == present:
+                break
+        except FileNotFoundError:  # swapped away by another run: absent for now
+            present, listed = set(), None
+    return present, listed
+
+
 def check_output_folder(folder: str | os.PathLike, *, argument: str = "tables") -> Path:
     """Check, before any work, that a folder of tables can be written at ``folder``.
 
@@ -227,12 +242,11 @@ def check_output_folder(folder: str | os.PathLike, *, argument: str = "tables") 
     pathlib.Path
     """
     folder = Path(folder).expanduser()
-    if folder.exists():
-        if not folder.is_dir():
-            raise ValueError(f"`{argument}` {str(folder)!r} is a file; give a folder")
-        present = {p.name for p in folder.iterdir()}
+    if folder.exists() and not folder.is_dir() and folder.exists():  # (not swapped away)
+        raise ValueError(f"`{argument}` {str(folder)!r} is a file; give a folder")
+    if folder.is_dir():
+        present, listed = _stable_listing(folder)
         if present:
-            listed = _listed_files(folder)
             if listed is None or not present <= listed:
                 others = sorted(present - (listed or set()))[:5]
                 raise ValueError(
@@ -247,11 +261,30 @@ def check_output_folder(folder: str | os.PathLike, *, argument: str = "tables") 
     return folder
 
 
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``.<folder>.lock`` beside ``folder`` (POSIX ``flock``; where it
+    is missing, no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(folder.parent / f".{folder.name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def replace_folder(folder: str | os.PathLike, write: callable) -> Path:
     """Build a folder with ``write(tmp_folder)`` beside ``folder``, then swap it in whole.
 
     A previous set of tables at ``folder`` (see :func:`check_output_folder`) is removed
-    only after the new set is complete; on any failure the previous set stays.
+    only after the new set is complete; on any failure the previous set stays.  Runs that
+    write the same folder at once build their sets apart and swap them in one at a time
+    (a lock file ``.<folder>.lock`` beside it), so the folder never mixes two audits.
     """
     folder = check_output_folder(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -260,15 +293,22 @@ def replace_folder(folder: str | os.PathLike, write: callable) -> Path:
     try:
         os.chmod(tmp, default_file_mode(folder=True))
         write(tmp)
-        if folder.exists():
-            check_output_folder(folder)  # still one of ours (another run may have written)
-            old = folder.parent / f".{folder.name}.{os.getpid()}-{id(write):x}.old"
-            os.replace(folder, old)
-        os.replace(tmp, folder)
+        with _folder_lock(folder):
+            if folder.exists():
+                check_output_folder(folder)  # still one of ours
+                # an empty folder of a unique name, which the rename replaces (POSIX allows it)
+                old = Path(
+                    tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent)
+                )
+                os.replace(folder, old)
+            os.replace(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and old.exists() and not folder.exists():
-            os.replace(old, folder)
+        if old is not None and old.exists():
+            if folder.exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(old, folder)
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

@@ -369,8 +369,8 @@ def test_cli_stopped_mid_audit_leaves_the_previous_report(tmp_path, csv, sig, co
 
 def test_concurrent_tables_writes_leave_one_whole_audit(tmp_path):
     """Two runs writing the same --tables folder at once: the folder ends up holding one of
-    the two sets whole (its files are exactly those its index lists), never a mix; a run that
-    loses the race says so with an OSError rather than interleaving."""
+    the two sets whole (its files are exactly those its index lists), never a mix: the runs
+    build their sets apart and swap them in one at a time."""
     import threading
 
     folder = tmp_path / "t"
@@ -383,7 +383,7 @@ def test_concurrent_tables_writes_leave_one_whole_audit(tmp_path):
         barrier.wait()
         try:
             rep.save_tables(folder)
-        except OSError as err:
+        except (OSError, ValueError) as err:
             errors.append(err)
 
     for _ in range(20):
@@ -396,4 +396,4 @@ def test_concurrent_tables_writes_leave_one_whole_audit(tmp_path):
         assert {p.name for p in folder.iterdir()} == {*index["file"], "index.csv"}
         assert set(index["file"]) in ({"01-1_s.csv"}, {"01-1_s.csv", "02-1_second.csv"})
         assert _leftovers(tmp_path) == []
-    assert all("not empty" in str(e).lower() or "exists" in str(e).lower() for e in errors)
+    assert errors == []  # the swaps take turns: each run replaces the set before it
