@@ -11,6 +11,7 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 
+@pytest.mark.slow  # make test runs them; make test-fast keeps to the unit tests
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, data_home, monkeypatch):
     monkeypatch.setenv("BAYESFAIR_NOTEBOOK_SMALL", "1")
