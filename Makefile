@@ -15,11 +15,12 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/bayesfair demo --out report.html
 
+# -n 2: the project's machines have two cores; each test file's tests run in one process
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n 2 -m "not slow"
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
