@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/bayesfair demo --out report.html
 
-# -n 2: the project's machines have two cores; each test file's tests run in one process
+# -n 2: the project's machines have two cores (pytest-xdist spreads the tests over both)
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2
 
