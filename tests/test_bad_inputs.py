@@ -368,7 +368,7 @@ case("group_rates-by-missing", lambda: bf.group_rates(DATA, by="nope"), "by")
 for test_name in ["permutation_test", "intersectional_permutation_test"]:
     entry = getattr(bf, test_name)
     kw = {"by": "sex"} if test_name == "permutation_test" else {}
-    for bad in ["nope", 3, None]:
+    for bad in ["nope", 3, None, ["fpr", "fnr"]]:
         case(f"{test_name}-metric-{bad!r}", lambda e=entry, bad=bad: e(DATA, bad), "metric")
     for bad in BAD_COUNTS:
         case(

@@ -940,18 +940,18 @@ def test_callable_metric_and_auc_run():
     )
     assert set(res.table.metric) == {"auc", "mean_score"}
     assert res.estimates("auc").shape[0] == 8
-    # the paper's axis marks groups by size; labels="group" names them (the report's choice)
-    by_size = res.plot("auc", estimators=("standard", "structured"))
+    # groups are named on the axis by default; labels="size" marks them by size (the paper's)
+    by_size = res.plot("auc", estimators=("standard", "structured"), labels="size")
     sizes = sorted(res.estimates("auc")["n"])
     assert [t.get_text() for t in by_size.get_xticklabels()] == [str(n) for n in sizes]
-    named = res.plot("auc", estimators=("standard", "structured"), labels="group")
+    named = res.plot("auc", estimators=("standard", "structured"))
     ticks = [t.get_text() for t in named.get_xticklabels()]
     est = res.estimates("auc").sort_values("n", kind="stable")
     assert ticks == [f"{g} (n={n})" for g, n in zip(est["group"], est["n"], strict=True)]
     with pytest.raises(ValueError, match="labels"):
         res.plot("auc", labels="names")
     # max_groups keeps the smallest groups, and the axis says how many it left out
-    few = res.plot("auc", estimators=("standard", "structured"), max_groups=3)
+    few = res.plot("auc", estimators=("standard", "structured"), max_groups=3, labels="size")
     assert [t.get_text() for t in few.get_xticklabels()] == [str(n) for n in sizes[:3]]
     assert few.get_xlabel().endswith("the 3 smallest of 8 groups")
     assert len(few.lines[0].get_xdata()) == 3  # the other groups' points are not drawn

@@ -233,7 +233,7 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         estimators: Sequence[str] | None = None,
         ax=None,
         truth: Mapping[str, float] | None = None,
-        labels: str = "size",
+        labels: str = "group",
         max_groups: int | None = None,
     ):
         """Figure 1 of Herlihy et al.: estimates and intervals by group, ordered by size.
@@ -241,9 +241,9 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         ``estimators`` default to standard and hierarchical (those of them the result
         has; every estimator it has when it has neither).  ``truth`` (group label ->
         value) adds the true values, for simulations.
-        ``labels`` marks each group on the axis by its size (``"size"``, as the
-        paper's figure) or by its name and size (``"group"``), so that a reader can
-        tell which groups the data cannot speak for.  ``max_groups`` keeps the plot to that
+        ``labels`` marks each group on the axis by its name and size (``"group"``, the
+        default, so that a reader can tell which groups the data cannot speak for) or by
+        its size alone (``"size"``, as the paper's figure).  ``max_groups`` keeps the plot to that
         many of the smallest groups (the axis label says so); a default figure is 0.3 inch
         wide per group shown.
 
@@ -257,7 +257,7 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
             Draw into it; default a new figure.
         truth : mapping, optional
             Group label -> true value.
-        labels : {"size", "group"}
+        labels : {"group", "size"}
         max_groups : int, optional
             Show only this many groups, the smallest; default all.
 

@@ -278,6 +278,11 @@ def _exact_permutation(metric: str) -> str:
 
 def _check_common(metric, alternative, permute) -> str:
     """Validate the arguments; return the permutation to run (``auto`` resolved)."""
+    if not isinstance(metric, str):
+        raise TypeError(
+            f"`metric` must be one metric name (a str), got {metric!r}; test several metrics "
+            "one call each (a loop), or all groups at once with intersectional_permutation_test"
+        )
     if metric not in RATE_DEFINITIONS:
         raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
     if alternative not in ALTERNATIVES:
