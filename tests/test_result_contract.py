@@ -150,3 +150,21 @@ def test_exact_draws_carry_no_diagnostics(results):
         "r_hat_max" not in s
         and "sampler diagnostics" not in results["PosteriorFairness"]._repr_html_()
     )
+
+
+def test_a_pvalue_not_computed_is_said_so(data):
+    """A scan without permutations has no p-value: NaN in its summary, with the way to get one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bf.conditional_bias_scan(
+            data,
+            protected=("race", data.levels["race"][0]),
+            scan_type="separation_recommendations",
+            condition_value=0,
+            attributes=["sex", "nationality"],
+            n_restarts=3,
+            random_state=0,
+        )
+    row = res.summary().iloc[0]
+    assert res.pvalue is None and np.isnan(row["pvalue"])
+    assert "pass n_permutations" in row["pvalue_note"]

@@ -163,6 +163,8 @@ def add_scan_section(
     )
     table = pd.concat([r.summary() for r in results], ignore_index=True)
     table = table.sort_values("score", ascending=False)
+    if (table["pvalue_note"] == "").all():  # every p-value computed: nothing to say
+        table = table.drop(columns="pvalue_note")
     sec.add(Table(table, float_format="{:.3f}"))
     for note in notes:
         sec.add(Text(note))

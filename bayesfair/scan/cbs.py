@@ -365,7 +365,13 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
                     "expected_rate": self.expected_rate,
                     "score": self.scan.score,
                     param: self.scan.q if param == "q" else self.scan.mu,
-                    "pvalue": self.pvalue,
+                    # never a silent None: NaN, and the note says how to get one
+                    "pvalue": np.nan if self.pvalue is None else self.pvalue,
+                    "pvalue_note": (
+                        "not computed: n_permutations=0; pass n_permutations (e.g. 999)"
+                        if self.pvalue is None
+                        else ""
+                    ),
                     "n_permutations": len(self.null_scores),
                 }
             ]
