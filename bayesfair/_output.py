@@ -189,10 +189,11 @@ def check_output_file(
 def _is_report(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
-            head = fh.read(2048)
+            head = fh.read(8192)
     except OSError:
         return False
-    return GENERATOR_MARK.encode() in head
+    # reports written before the generator tag carry bayesfair's version line near the top
+    return GENERATOR_MARK.encode() in head or b'<p class="meta">bayesfair ' in head
 
 
 def _listed_files(folder: Path) -> set[str] | None:

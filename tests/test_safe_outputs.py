@@ -397,3 +397,15 @@ def test_concurrent_tables_writes_leave_one_whole_audit(tmp_path):
         assert set(index["file"]) in ({"01-1_s.csv"}, {"01-1_s.csv", "02-1_second.csv"})
         assert _leftovers(tmp_path) == []
     assert errors == []  # the swaps take turns: each run replaces the set before it
+
+
+def test_a_report_of_an_earlier_version_is_replaced(tmp_path):
+    """Reports written before the generator tag (their version line is near the top) are
+    bayesfair's too: `make demo` run again over an old report.html replaces it."""
+    old = _report("old").to_html()
+    old = old.replace(old[old.index('<meta name="generator"') : old.index("<title>")], "")
+    assert "generator" not in old
+    out = tmp_path / "report.html"
+    out.write_text(old)
+    _report("new").save(out)
+    assert "new" in out.read_text()
