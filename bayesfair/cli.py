@@ -56,6 +56,7 @@ def _whole_audit(data: AuditData, args: argparse.Namespace, *, bayes: bool, **kw
         random_state=args.seed,
         draws=args.draws,
         hb_main_effects=args.hb_main_effects,
+        n_resamples=args.n_resamples,
         progress=_progress,
         **kw,
     )
@@ -124,7 +125,16 @@ def _cli_label(label: str | None, column: pd.Series | None):
 
 
 #: flags that name columns or code them: a spec says these itself
-_ROW_FLAGS = ("protected", "outcome", "score", "decision", "threshold", "pos_label", "counts")
+_ROW_FLAGS = (
+    "protected",
+    "outcome",
+    "score",
+    "decision",
+    "threshold",
+    "pos_label",
+    "covariates",
+    "counts",
+)
 
 
 def _read_csv(source: Path, encoding: str, protected: Sequence[str] | None) -> pd.DataFrame:
@@ -182,10 +192,10 @@ def _audit(args: argparse.Namespace) -> int:
     elif args.counts:
         if not args.protected:
             raise ValueError("a count table's audit needs --protected")
-        if args.threshold is not None or args.pos_label is not None:
+        if args.threshold is not None or args.pos_label is not None or args.covariates:
             raise ValueError(
-                "--threshold and --pos-label apply to rows; a count table has counted its "
-                "decisions and positives already"
+                "--threshold and --pos-label apply to rows (as does --covariates); a count "
+                "table has counted its decisions and positives already"
             )
     elif not args.protected or not args.outcome:
         raise ValueError("a CSV audit needs --protected and --outcome")
@@ -215,6 +225,7 @@ def _audit(args: argparse.Namespace) -> int:
             score=args.score,
             decision=args.decision,
             threshold=args.threshold,
+            covariates=args.covariates,
             pos_label=_cli_label(args.pos_label, frame.get(args.outcome)),
         )
         alpha = args.alpha
@@ -295,6 +306,12 @@ def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
         help=f"seed of every random step: permutations, scans, samplers (default {seed})",
     )
     p.add_argument(
+        "--n-resamples",
+        type=_positive_int,
+        default=4999,
+        help="permutations of each permutation test (default 4999)",
+    )
+    p.add_argument(
         "--draws",
         type=_positive_int,
         default=1000,
@@ -350,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--score", help="score column (probability in [0, 1])")
     a.add_argument("--decision", help="binary decision column")
     a.add_argument("--threshold", type=float, help="decision = score >= threshold")
+    a.add_argument(
+        "--covariates",
+        nargs="+",
+        help="further columns the bias scans search over (categorical; bin numeric ones first)",
+    )
     a.add_argument("--pos-label", help="outcome value that means 1 (for non-0/1 codings)")
     a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")

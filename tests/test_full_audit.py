@@ -162,3 +162,23 @@ def test_the_report_passes_the_browser_check(frame, tmp_path):
     proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("ok ") == 5
+
+
+def test_the_command_line_has_the_calls_options(frame, tmp_path, capsys):
+    """--covariates (the scans' further attributes) and --n-resamples reach the audit."""
+    csv = tmp_path / "d.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "r.html"
+    argv = ["audit", str(csv), "--protected", "race", "sex", "--outcome", "y", "--score", "p"]
+    argv += ["--threshold", "0.5", "--out", str(out)]
+    assert main([*argv, "--covariates", "charge", "--n-resamples", "199"]) == 0
+    html = out.read_text()
+    assert "199 permutations drawn" in html
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5, covariates="charge")
+    res = bf.audit(data, n_resamples=199, name="d.csv")
+    assert _titles(res.report().to_html()) == _titles(html)
+    assert all("charge" in s.scan.attributes for s in res.scans)  # scanned over the covariate
+    assert main([*argv, "--covariates", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*argv, "--n-resamples", "0"])
