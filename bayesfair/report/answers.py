@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, norm
+from scipy.stats import beta, binomtest
 
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, outcome_probabilities
@@ -30,12 +30,12 @@ SMALL_GROUP = 30
 
 
 def wilson_interval(k: float, n: float, level: float) -> tuple[float, float]:
-    """Wilson's score interval of a proportion ``k / n``.
+    """Wilson's score interval of a proportion ``k / n`` (scipy's ``binomtest``).
 
     Parameters
     ----------
     k, n : float
-        Successes and trials (``n`` > 0).
+        Successes and trials (whole numbers, ``n`` > 0).
     level : float
         Confidence level.
 
@@ -43,11 +43,8 @@ def wilson_interval(k: float, n: float, level: float) -> tuple[float, float]:
     -------
     tuple of float
     """
-    z = norm.ppf(0.5 + level / 2)
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = binomtest(round(k), round(n)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def newcombe_difference(k1, n1, k2, n2, level: float) -> tuple[float, float]:
@@ -143,7 +140,9 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
 
 
 def _posterior(result: Any, level: float) -> dict:
-    """(target, metric) -> (median, HDI low, HDI high) of the HLR fits, when fitted."""
+    """(target, metric) -> (median, HDI low, HDI high) of the HLR fits, when fitted: the
+    posterior's own summary (:class:`~bayesfair.models.PosteriorFairness`), which the
+    report's Bayesian section shows too."""
     if result.bayesian is None:
         return {}
     from ..models import posterior_fairness
@@ -153,22 +152,14 @@ def _posterior(result: Any, level: float) -> dict:
     for target, models in fits.items():
         if not models or "HLR" not in models:
             continue
-        pf = posterior_fairness(models["HLR"], prob=level, random_state=0)
+        s = posterior_fairness(models["HLR"], prob=level, random_state=0).summary()
+        s = s.set_index("metric")
         for metric, key in (("epsilon-DF", "epsilon"), ("gamma-SF", "gamma")):
-            draws = np.asarray(pf.draws[key], float)
-            draws = draws[np.isfinite(draws)]
-            if draws.size:
-                lo, hi = _hdi(draws, level)
-                out[(target, metric)] = (float(np.median(draws)), lo, hi)
+            row = s.loc[key]
+            lo, hi = row[f"hdi_{level:.0%}_low"], row[f"hdi_{level:.0%}_high"]
+            if np.isfinite(row["median"]):
+                out[(target, metric)] = (float(row["median"]), float(lo), float(hi))
     return out
-
-
-def _hdi(draws: np.ndarray, level: float) -> tuple[float, float]:
-    s = np.sort(draws)
-    k = max(1, math.floor(level * len(s)))
-    widths = s[k:] - s[: len(s) - k]
-    i = int(np.argmin(widths))
-    return float(s[i]), float(s[i + k])
 
 
 def _error_rows(result: Any, level: float) -> list[dict]:
