@@ -32,20 +32,15 @@ _ATOL = 1e-6
 
 
 def _float_array(value: object, argument: str) -> np.ndarray:
-    """``value`` as a float64 array, or a TypeError naming ``argument`` (an AuditData is
-    pointed to the functions that take one)."""
-    if type(value).__name__ in ("AuditData", "DataFrame", "FairnessEstimate"):
-        raise TypeError(
-            f"`{argument}` must be an array of probabilities, got a {type(value).__name__}; "
-            "for an audit's data use bayesfair.empirical_fairness(data) (or a model's "
-            "posterior_fairness)"
-        )
+    """``value`` as a float64 array, or a TypeError naming ``argument`` that points an
+    audit's data (an AuditData, which is no array) to the functions that take it."""
     try:
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(
             f"`{argument}` must be an array of probabilities (numbers), got "
-            f"{type(value).__name__} {str(value)[:60]}"
+            f"{type(value).__name__} {str(value)[:60]}; for an audit's data use "
+            "bayesfair.empirical_fairness(data) (or a model's posterior_fairness)"
         ) from None
 
 
