@@ -27,6 +27,7 @@ __all__ = [
     "check_seed",
     "intersection_labels",
     "is_numeric_not_bool",
+    "is_whole_count",
     "require_columns",
 ]
 
@@ -231,6 +232,28 @@ def check_flag(value: object, argument: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{argument}` must be True or False, got {value!r}")
     return bool(value)
+
+
+#: the largest count float64 holds exactly: counts at or above it are refused
+MAX_COUNT = 2**53
+
+
+def is_whole_count(values: np.ndarray) -> np.ndarray:
+    """Where ``values`` (floats) are counts: finite, non-negative whole numbers (a fraction
+    or NaN is refused by the callers, never truncated; counts at or above
+    :data:`MAX_COUNT` are theirs to refuse too, once added up where they add).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+
+    Returns
+    -------
+    numpy.ndarray of bool
+    """
+    v = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(v) & (v >= 0) & (v == np.round(v))
 
 
 #: the most resamples (permutations, bootstraps) a loop takes: 10 million keep a p-value's

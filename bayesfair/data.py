@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import (
+    MAX_COUNT,
     as_column_list,
     check_binary,
     check_by,
@@ -24,6 +25,7 @@ from ._validation import (
     check_real,
     check_scalar_probability,
     intersection_labels,
+    is_whole_count,
     require_columns,
 )
 
@@ -39,10 +41,6 @@ _TARGETS = ("outcome", "decision")
 class _Encoded:
     levels: list
     codes: np.ndarray
-
-
-#: the largest count float64 holds exactly (every count above it is refused)
-MAX_COUNT = 2**53
 
 
 def _check_score_sums(sums: np.ndarray, n: np.ndarray, column: str) -> None:
@@ -538,7 +536,7 @@ class AuditData:
         whole = {}
         for col in ["n", "positives", *cells]:
             v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
-            bad = ~(np.isfinite(v) & (v >= 0) & (v == np.round(v)))
+            bad = ~is_whole_count(v)
             if bad.any():
                 first = table[col].to_numpy()[bad][:1].tolist()[0]
                 raise ValueError(

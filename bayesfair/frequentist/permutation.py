@@ -23,6 +23,7 @@ from .._plotting import literal
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import (
+    MAX_COUNT,
     SeedLike,
     check_count,
     check_flag,
@@ -30,6 +31,7 @@ from .._validation import (
     check_real,
     check_resamples,
     check_seed,
+    is_whole_count,
 )
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import RATE_DEFINITIONS
@@ -479,10 +481,11 @@ def _check_cells(cells: object, argument: str) -> np.ndarray:
         raise ValueError(
             f"`{argument}` must be four non-negative counts (tp, fp, fn, tn), got shape {v.shape}"
         )
-    bad = ~(np.isfinite(v) & (v >= 0) & (v == np.round(v)) & (v < 2**53))
+    bad = ~is_whole_count(v) | (v >= MAX_COUNT)
     if bad.any():
         raise ValueError(
-            f"`{argument}` must hold non-negative whole numbers (tp, fp, fn, tn), got {v.tolist()}"
+            f"`{argument}` must hold non-negative whole numbers below 2**53 (tp, fp, fn, tn), "
+            f"got {v.tolist()}"
         )
     return v.astype(np.int64)
 
