@@ -243,9 +243,13 @@ def check_output_folder(folder: str | os.PathLike, *, argument: str = "tables") 
     pathlib.Path
     """
     folder = Path(folder).expanduser()
-    if folder.exists() and not folder.is_dir() and folder.exists():  # (not swapped away)
+    try:  # one look, so that a folder swapped away by another run meanwhile reads as absent
+        is_dir = stat.S_ISDIR(folder.stat().st_mode)
+    except FileNotFoundError:
+        is_dir = None
+    if is_dir is False:
         raise ValueError(f"`{argument}` {str(folder)!r} is a file; give a folder")
-    if folder.is_dir():
+    if is_dir:
         present, listed = _stable_listing(folder)
         if present:
             if listed is None or not present <= listed:
