@@ -20,7 +20,7 @@ import pandas as pd
 from scipy.stats import beta, binomtest
 
 from ..frequentist.fairness_bounds import intervals_from_counts
-from ..metrics import epsilon_df, outcome_probabilities
+from ..metrics import epsilon_df, group_rates, outcome_probabilities
 from .html import Report, Section, Table, Text
 
 __all__ = ["add_answers_section", "audit_answers"]
@@ -166,14 +166,11 @@ def _error_rows(result: Any, level: float) -> list[dict]:
     data = result.data
     if not data.has_decision:
         return []
-    table = data.table
     rows = []
-    for metric, num, den_cols, words in (
-        ("fpr", "fp", ("fp", "tn"), "false positive rate"),
-        ("fnr", "fn", ("fn", "tp"), "false negative rate"),
-    ):
-        den = table[list(den_cols)].sum(axis=1).to_numpy(float)
-        k = table[num].to_numpy(float)
+    for metric, words in (("fpr", "false positive rate"), ("fnr", "false negative rate")):
+        r = group_rates(data, metric)  # every intersection, with the rate's counts
+        den = r["denominator"].to_numpy(float)
+        k = r["numerator"].to_numpy(float)
         ok = den >= 1
         if ok.sum() < 2:
             continue
@@ -189,7 +186,7 @@ def _error_rows(result: Any, level: float) -> list[dict]:
             if among is large
             else ""
         )
-        labels = table["intersection"]
+        labels = r["intersection"].reset_index(drop=True)
         args = (k[hi_i], den[hi_i], k[lo_i], den[lo_i], level)
         test = _max_t(result, metric)
         rows.append(
