@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "CI_PROB",
     "add_binomial_groups",
     "compare",
     "diagnostics",
@@ -21,8 +20,7 @@ __all__ = [
     "posterior_array",
 ]
 
-#: Default probability mass of credible intervals in bayesfair (ArviZ's default is 0.94).
-CI_PROB = 0.90
+from ._vocabulary import LEVEL
 
 
 def _az():
@@ -32,14 +30,14 @@ def _az():
     return az
 
 
-def hdi(draws: np.ndarray, prob: float = CI_PROB) -> np.ndarray:
+def hdi(draws: np.ndarray, level: float = LEVEL) -> np.ndarray:
     """Highest-density interval over the leading (sample) axis of ``draws``: shape (2, ...)."""
     az = _az()
     draws = np.asarray(draws, dtype=float)
     if draws.ndim == 1:
-        return np.asarray(az.hdi(draws, hdi_prob=prob))
+        return np.asarray(az.hdi(draws, hdi_prob=level))
     flat = draws.reshape(1, draws.shape[0], *draws.shape[1:])  # one chain of all samples
-    return np.moveaxis(np.asarray(az.hdi(flat, hdi_prob=prob)), -1, 0)
+    return np.moveaxis(np.asarray(az.hdi(flat, hdi_prob=level)), -1, 0)
 
 
 def from_draws(

@@ -19,6 +19,7 @@ from ._output import (
     raise_if_stopped,
     stop_on_signals,
 )
+from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
 from .data import AuditData
 from .datasets import make_gaussian_threshold
 from .full_audit import audit
@@ -93,7 +94,7 @@ def _demo(args: argparse.Namespace) -> int:
         data,
         args,
         bayes=not args.no_bayes,
-        alpha=args.alpha,
+        pseudo_count=args.pseudo_count,
         name="synthetic demo",
         truth=ds.truth,
     )
@@ -203,7 +204,7 @@ def _audit(args: argparse.Namespace) -> int:
     if is_spec:
         spec = load_spec(source)
         data = spec.audit_data(data_home=args.data_home)
-        alpha = float(spec.metrics.get("alpha", args.alpha))
+        pseudo_count = float(spec.metrics.get("pseudo_count", args.pseudo_count))
         name = spec.name
         published = spec.published
     elif args.counts:
@@ -214,7 +215,7 @@ def _audit(args: argparse.Namespace) -> int:
             decision=args.decision,
             score=args.score,
         )
-        alpha = args.alpha
+        pseudo_count = args.pseudo_count
         name = source.name
     else:
         frame = _read_csv(source, args.encoding, args.protected)
@@ -228,9 +229,9 @@ def _audit(args: argparse.Namespace) -> int:
             covariates=args.covariates,
             pos_label=_cli_label(args.pos_label, frame.get(args.outcome)),
         )
-        alpha = args.alpha
+        pseudo_count = args.pseudo_count
         name = source.name
-    result = _whole_audit(data, args, bayes=args.bayes, alpha=alpha, name=name)
+    result = _whole_audit(data, args, bayes=args.bayes, pseudo_count=pseudo_count, name=name)
     rep = result.report()
     if published:
         sec = rep.section("Published numbers this spec reproduces")
@@ -296,20 +297,23 @@ _positive_int = _int_at_least(1, "a positive integer")
 _non_negative_int = _int_at_least(0, "a non-negative integer")
 
 
-def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int) -> None:
+def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int | None) -> None:
     """Options of the Bayesian fits (the names the SamplerWarning's advice uses are
     those of the Python API: hb_draws is --draws, hb_main_effects --hb-main-effects)."""
     p.add_argument(
         "--seed",
         type=_non_negative_int,
         default=seed,
-        help=f"seed of every random step: permutations, scans, samplers (default {seed})",
+        help="seed of every random step: permutations, scans, samplers "
+        + (
+            f"(default {seed})" if seed is not None else "(default: drawn, and shown in the report)"
+        ),
     )
     p.add_argument(
         "--n-resamples",
         type=_positive_int,
-        default=4999,
-        help="permutations of each permutation test (default 4999)",
+        default=N_RESAMPLES,
+        help=f"resamples of each permutation test, scan and bootstrap (default {N_RESAMPLES})",
     )
     p.add_argument(
         "--draws",
@@ -355,7 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--n-rows", type=_positive_int, default=20_000, help="rows of the demo's data (20,000)"
     )
-    d.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
+    d.add_argument(
+        "--pseudo-count",
+        type=float,
+        default=PSEUDO_COUNT,
+        help=f"Dirichlet pseudo-count of the smoothed EDF (default {PSEUDO_COUNT:g})",
+    )
     d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
     _add_sampler_arguments(d, seed=2024)
     a = sub.add_parser(
@@ -373,7 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="further columns the bias scans search over (categorical; bin numeric ones first)",
     )
     a.add_argument("--pos-label", help="outcome value that means 1 (for non-0/1 codings)")
-    a.add_argument("--alpha", type=float, default=1.0, help="Dirichlet smoothing (default 1)")
+    a.add_argument(
+        "--pseudo-count",
+        type=float,
+        default=PSEUDO_COUNT,
+        help=f"Dirichlet pseudo-count of the smoothed EDF (default {PSEUDO_COUNT:g})",
+    )
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
     a.add_argument(
         "--counts",
@@ -387,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add the Bayesian section (EDF, HLR fits) and hierarchical Bayes per group",
     )
-    _add_sampler_arguments(a, seed=0)
+    _add_sampler_arguments(a, seed=None)
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
     a.add_argument("--tables", help=_TABLES_HELP)
     a.add_argument("--force", action="store_true", help=_FORCE_HELP)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ._groups import Encoded, encode_values
 from ._validation import (
     MAX_COUNT,
     as_column_list,
@@ -28,19 +28,14 @@ from ._validation import (
     is_whole_count,
     require_columns,
 )
+from ._vocabulary import PSEUDO_COUNT, renamed_arguments
 
 __all__ = ["ROLE_KEYWORDS", "AuditData", "as_audit_data"]
 
 #: Largest Cartesian product of protected values the table may have.
 MAX_INTERSECTIONS = 2_000_000
 
-_TARGETS = ("outcome", "decision")
-
-
-@dataclass(frozen=True)
-class _Encoded:
-    levels: list
-    codes: np.ndarray
+_ROLES_AUDITED = ("outcome", "decision")
 
 
 def _check_score_sums(sums: np.ndarray, n: np.ndarray, column: str) -> None:
@@ -95,7 +90,7 @@ ROLE_KEYWORDS = (
     "threshold",
     "covariates",
     "pos_label",
-    "levels",
+    "categories",
 )
 
 
@@ -141,81 +136,43 @@ def as_audit_data(data: object, roles: Mapping[str, object], argument: str = "da
     )
 
 
-def _encode_protected(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
-    """Integer-code one protected column; levels give the order of its values."""
+def _encode_protected(col: pd.Series, name: str, categories: Sequence | None) -> Encoded:
+    """Integer-code one protected column; categories give the order of its values."""
     check_no_missing_groups(col, f"protected column {name!r}")
-    enc = _encode(col, name, levels)
-    check_group_values(col, f"protected column {name!r}", n_values=len(enc.levels))
+    enc = encode_values(col, f"protected column {name!r}", categories)
+    check_group_values(col, f"protected column {name!r}", n_values=len(enc.categories))
     return enc
 
 
 def _encode_all(
-    frame: pd.DataFrame, protected: list[str], levels: Mapping[str, Sequence] | None
-) -> tuple[list[_Encoded], tuple[int, ...]]:
-    """Encode every protected column of ``frame`` (checking ``levels`` and that each has
+    frame: pd.DataFrame, protected: list[str], categories: Mapping[str, Sequence] | None
+) -> tuple[list[Encoded], tuple[int, ...]]:
+    """Encode every protected column of ``frame`` (checking ``categories`` and that each has
     two values or more) and the shape of their Cartesian product."""
-    if levels is not None:
-        if not isinstance(levels, Mapping):
-            raise TypeError("`levels` must be a mapping {protected column: [values...]}")
-        extra = [k for k in levels if k not in protected]
+    if categories is not None:
+        if not isinstance(categories, Mapping):
+            raise TypeError("`categories` must be a mapping {protected column: [values...]}")
+        extra = [k for k in categories if k not in protected]
         if extra:
-            raise ValueError(f"`levels` names columns that are not protected: {extra}")
-    levels = dict(levels or {})
+            raise ValueError(f"`categories` names columns that are not protected: {extra}")
+    categories = dict(categories or {})
     encoded = []
     for col in protected:
-        enc = _encode_protected(frame[col], col, levels.get(col))
-        if len(enc.levels) < 2:
+        enc = _encode_protected(frame[col], col, categories.get(col))
+        if len(enc.categories) < 2:
             raise ValueError(
-                f"protected column {col!r} has a single value ({enc.levels[0]!r}); a "
+                f"protected column {col!r} has a single value ({enc.categories[0]!r}); a "
                 "sensitive attribute needs at least two values to compare groups"
             )
         encoded.append(enc)
-    dims = tuple(len(e.levels) for e in encoded)
+    dims = tuple(len(e.categories) for e in encoded)
     if math.prod(dims) > MAX_INTERSECTIONS:
         raise ValueError(
             f"the protected columns {protected} have {math.prod(dims):,} intersections "
-            f"(levels {dict(zip(protected, dims, strict=True))}), more than "
+            f"(categories {dict(zip(protected, dims, strict=True))}), more than "
             f"{MAX_INTERSECTIONS:,}; use fewer or coarser attributes"
         )
     return encoded, dims
-
-
-def _encode(col: pd.Series, name: str, levels: Sequence | None) -> _Encoded:
-    if levels is not None:
-        levels = list(levels)
-        if len(set(levels)) != len(levels):
-            raise ValueError(f"levels for protected column {name!r} contain duplicates: {levels}")
-        try:
-            known = col.isin(levels).to_numpy()
-            if not known.all():
-                unknown = list(pd.unique(col[~known]))[:10]
-                raise ValueError(
-                    f"protected column {name!r} has values {unknown} that are not in the "
-                    f"levels given for it ({levels})"
-                )
-            codes = np.asarray(pd.Categorical(col, categories=levels).codes)
-        except TypeError as err:
-            raise ValueError(
-                f"protected column {name!r} holds unhashable values ({err}); "
-                "expected hashable categories such as strings or integers"
-            ) from None
-        return _Encoded(levels, codes.astype(np.int64))
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        return _Encoded(list(col.cat.categories), np.asarray(col.cat.codes, dtype=np.int64))
-    try:
-        try:
-            codes, uniques = pd.factorize(col, sort=True)
-        except TypeError as err:
-            if "unhashable" in str(err):
-                raise
-            # Values of mixed types cannot be sorted: keep order of appearance.
-            codes, uniques = pd.factorize(col, sort=False)
-    except TypeError as err:
-        raise ValueError(
-            f"protected column {name!r} holds unhashable values ({err}); "
-            "expected hashable categories such as strings or integers"
-        ) from None
-    return _Encoded(list(uniques), codes.astype(np.int64))
 
 
 class AuditData:
@@ -243,14 +200,14 @@ class AuditData:
         structured regression).  They are checked for presence only.
     pos_label : object, optional
         Value of the outcome column that means 1, for non-0/1 codings.
-    levels : mapping, optional
+    categories : mapping, optional
         ``{column: [values...]}`` fixing the order of a protected column's values
         and declaring values that may be absent from the data.
 
     Attributes
     ----------
     protected : tuple of str
-    levels : dict
+    categories : dict
         Ordered values of each protected column.
     n_rows, n_intersections : int
     table : pandas.DataFrame
@@ -279,6 +236,7 @@ class AuditData:
     3         b, m  0          0
     """
 
+    @renamed_arguments(levels="categories")
     def __init__(
         self,
         frame: pd.DataFrame,
@@ -290,7 +248,7 @@ class AuditData:
         threshold: float | None = None,
         covariates: str | Sequence[str] | None = None,
         pos_label: object | None = None,
-        levels: Mapping[str, Sequence] | None = None,
+        categories: Mapping[str, Sequence] | None = None,
     ) -> None:
         if not isinstance(frame, pd.DataFrame):
             raise TypeError(f"`frame` must be a pandas DataFrame, got {type(frame).__name__}")
@@ -329,7 +287,7 @@ class AuditData:
         if len(frame) == 0:
             raise ValueError("the DataFrame has no rows; an audit needs data")
 
-        encoded, dims = _encode_all(frame, protected_cols, levels)
+        encoded, dims = _encode_all(frame, protected_cols, categories)
         n_int = math.prod(dims)
 
         y = check_binary(frame[outcome], outcome, "outcome", pos_label)
@@ -360,7 +318,7 @@ class AuditData:
         self.threshold = threshold
         self.covariates = tuple(covariate_cols)
         self.pos_label = pos_label
-        self.levels = {c: e.levels for c, e in zip(protected_cols, encoded, strict=True)}
+        self.categories = {c: e.categories for c, e in zip(protected_cols, encoded, strict=True)}
         self.shape_ = dims
         self.n_rows = len(frame)
         self.n_intersections = n_int
@@ -375,6 +333,7 @@ class AuditData:
         self.grouping(None)  # builds the labels: refuses one that two intersections would share
 
     @classmethod
+    @renamed_arguments(levels="categories")
     def from_arrays(
         cls,
         y_true: object,
@@ -441,6 +400,7 @@ class AuditData:
         )
 
     @classmethod
+    @renamed_arguments(levels="categories")
     def from_counts(
         cls,
         table: pd.DataFrame,
@@ -449,7 +409,7 @@ class AuditData:
         outcome: str = "outcome",
         decision: str | None = None,
         score: str | None = None,
-        levels: Mapping[str, Sequence] | None = None,
+        categories: Mapping[str, Sequence] | None = None,
     ) -> AuditData:
         """An audit of a per-intersection count table, for data too large to hold as rows.
 
@@ -478,7 +438,7 @@ class AuditData:
         score : str, optional
             The score's name in reports (default ``"score"`` when ``table`` has
             ``score_sum``).
-        levels : mapping, optional
+        categories : mapping, optional
             ``{column: [values...]}``, as in :class:`AuditData`: the order of a
             column's values, and values no row has.
 
@@ -526,7 +486,7 @@ class AuditData:
             raise ValueError("`score` names the score, but `table` has no score_sum or mean_score")
         if len(table) == 0:
             raise ValueError("`table` has no rows; an audit needs counts")
-        encoded, dims = _encode_all(table, protected_cols, levels)
+        encoded, dims = _encode_all(table, protected_cols, categories)
         G = math.prod(dims)
         idx = (
             encoded[0].codes
@@ -586,7 +546,7 @@ class AuditData:
         self.protected = tuple(protected_cols)
         self.outcome, self.score, self.decision = outcome, score, decision
         self.threshold, self.covariates, self.pos_label = None, (), None
-        self.levels = {c: e.levels for c, e in zip(protected_cols, encoded, strict=True)}
+        self.categories = {c: e.categories for c, e in zip(protected_cols, encoded, strict=True)}
         self.shape_ = dims
         self.n_rows = int(counts["n"].sum())
         self.n_intersections = G
@@ -657,12 +617,12 @@ class AuditData:
     def _check_by(self, by: str | Sequence[str] | None) -> list[str]:
         return check_by(by, self.protected)
 
-    def _check_target(self, target: str) -> None:
-        if target not in _TARGETS:
-            raise ValueError(f"`target` must be one of {_TARGETS}, got {target!r}")
-        if target == "decision" and not self.has_decision:
+    def _check_role(self, role: str) -> None:
+        if role not in _ROLES_AUDITED:
+            raise ValueError(f"`role` must be one of {_ROLES_AUDITED}, got {role!r}")
+        if role == "decision" and not self.has_decision:
             raise ValueError(
-                "target='decision' needs a decision: give `decision=` or `score=` with `threshold=`"
+                "role='decision' needs a decision: give `decision=` or `score=` with `threshold=`"
             )
 
     # ------------------------------------------------------------------ public API
@@ -681,10 +641,10 @@ class AuditData:
             label in ``intersection``.
         """
         cols = self._check_by(by)
-        index = pd.MultiIndex.from_product([self.levels[c] for c in cols], names=cols)
+        index = pd.MultiIndex.from_product([self.categories[c] for c in cols], names=cols)
         groups = index.to_frame(index=False)
         for c in cols:
-            groups[c] = pd.Categorical(groups[c], categories=self.levels[c])
+            groups[c] = pd.Categorical(groups[c], categories=self.categories[c])
         groups["intersection"] = intersection_labels(index, cols)
         return groups
 
@@ -731,12 +691,13 @@ class AuditData:
         """Labels of the intersections, in table order."""
         return self.grouping(None)["intersection"].tolist()
 
-    def counts(self, target: str = "outcome", by: str | Sequence[str] | None = None) -> np.ndarray:
+    @renamed_arguments(target="role")
+    def counts(self, role: str = "outcome", by: str | Sequence[str] | None = None) -> np.ndarray:
         """Counts ``N[s, y]`` shaped ``(n_groups, 2)``: column 0 is y = 0, column 1 y = 1.
 
         Parameters
         ----------
-        target : {"outcome", "decision"}
+        role : {"outcome", "decision"}
             The true labels or the audited mechanism's decisions.
         by : str or list of str, optional
             A subset of the protected columns (default: all).
@@ -746,30 +707,31 @@ class AuditData:
         numpy.ndarray
             Integer counts in the order of :meth:`grouping`.
         """
-        self._check_target(target)
+        self._check_role(role)
         cols = self._check_by(by)
         n = self._reduce(self._counts["n"], cols)
-        key = "positives" if target == "outcome" else "decision_positives"
+        key = "positives" if role == "outcome" else "decision_positives"
         pos = self._reduce(self._counts[key], cols)
         return np.stack([n - pos, pos], axis=-1)
 
+    @renamed_arguments(target="role", alpha="pseudo_count")
     def probabilities(
         self,
-        target: str = "outcome",
+        role: str = "outcome",
         *,
-        alpha: float = 0.0,
+        pseudo_count: float = PSEUDO_COUNT,
         by: str | Sequence[str] | None = None,
     ) -> np.ndarray:
-        """Empirical ``P(y | s)`` shaped ``(n_groups, 2)``, smoothed by a Dirichlet ``alpha``.
+        """Empirical ``P(y | s)``, ``(n_groups, 2)``, smoothed by a Dirichlet ``pseudo_count``.
 
-        With ``alpha = 0`` the rows of empty groups are NaN (the probability is
-        undefined); with ``alpha > 0`` they equal the prior mean ``1/2``.
+        With ``pseudo_count = 0`` the rows of empty groups are NaN (the probability is
+        undefined); with ``pseudo_count > 0`` they equal the prior mean ``1/2``.
 
         Parameters
         ----------
-        target : {"outcome", "decision"}
+        role : {"outcome", "decision"}
             The true labels or the audited mechanism's decisions.
-        alpha : float, default 0
+        pseudo_count : float, default 0.5
             Dirichlet concentration added to each count (Foulds et al., eq. 4).
         by : str or list of str, optional
             A subset of the protected columns (default: all).
@@ -777,11 +739,11 @@ class AuditData:
         Returns
         -------
         numpy.ndarray
-            Rows sum to 1 (NaN rows for empty groups when ``alpha = 0``).
+            Rows sum to 1 (NaN rows for empty groups when ``pseudo_count = 0``).
         """
-        alpha = check_real(alpha, "alpha", "non-negative")
-        c = self.counts(target, by).astype(np.float64)
-        num = c + alpha
+        pseudo_count = check_real(pseudo_count, "pseudo_count", "non-negative")
+        c = self.counts(role, by).astype(np.float64)
+        num = c + pseudo_count
         den = num.sum(axis=-1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             p = num / den

@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._plotting import dot_plot, literal, new_axes
 from ._repr import compact_repr
 from ._result import ResultMixin
 from ._validation import check_open_probability
+from ._vocabulary import LEVEL, PSEUDO_COUNT, renamed_arguments
 from .data import AuditData, as_audit_data
 from .frequentist import FairnessConfidenceInterval, fairness_confidence_interval
 from .metrics import (
@@ -37,10 +39,10 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
     data : AuditData
     name : str
         Title of the audit.
-    alpha : float
+    pseudo_count : float
         The smoothed EDF's Dirichlet concentration.
     estimates : dict
-        ``{(target, method): FairnessEstimate}`` for target ``"outcome"`` and,
+        ``{(role, method): FairnessEstimate}`` for role ``"outcome"`` and,
         with a decision, ``"decision"``; methods ``"EDF"`` and ``"smoothed"``.
     amplification : pandas.DataFrame or None
         Bias amplification (decision minus outcome) for both methods, with its
@@ -54,7 +56,7 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
     notes : list of str
         What was excluded and why.
     intervals : dict
-        ``{target: FairnessConfidenceInterval}``: confidence intervals of the
+        ``{role: FairnessConfidenceInterval}``: confidence intervals of the
         population's epsilon-DF and gamma-SF at ``level``.
     level : float
         Their confidence level.
@@ -64,7 +66,7 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
 
     data: AuditData
     name: str
-    alpha: float
+    pseudo_count: float
     estimates: dict[tuple[str, str], FairnessEstimate]
     amplification: pd.DataFrame | None
     rates: pd.DataFrame | None
@@ -72,35 +74,35 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
     truth: Mapping[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     intervals: dict[str, FairnessConfidenceInterval] = field(default_factory=dict)
-    level: float = 0.9
+    level: float = LEVEL
 
     def fairness_table(self) -> pd.DataFrame:
-        """epsilon-DF and gamma-SF for every target and method, with where they are attained.
+        """epsilon-DF and gamma-SF for every role and method, with where they are attained.
 
         Returns
         -------
         pandas.DataFrame
-            One row per target, method and metric (:meth:`FairnessEstimate.summary`
+            One row per role, method and metric (:meth:`FairnessEstimate.summary`
             rows); the EDF rows carry the confidence interval of the population's value
-            (``ci_90%_low``, ``ci_90%_high`` at the default level; see
+            (``lower``, ``upper`` and ``level``; see
             :func:`~bayesfair.frequentist.fairness_confidence_interval`), and the known
             truth of synthetic data is added where given.
         """
         rows = []
-        lo_col, hi_col = _ci_columns(self.level)
-        for (target, method), est in self.estimates.items():
+        for (role, method), est in self.estimates.items():
             s = est.summary()
-            s.insert(0, "target", s.pop("target"))
-            ci = self.intervals.get(target) if method == "EDF" else None
-            s[lo_col] = [ci.epsilon_interval[0], ci.gamma_interval[0]] if ci else np.nan
-            s[hi_col] = [ci.epsilon_interval[1], ci.gamma_interval[1]] if ci else np.nan
+            s.insert(0, "role", s.pop("role"))
+            ci = self.intervals.get(role) if method == "EDF" else None
+            s["lower"] = [ci.epsilon_interval[0], ci.gamma_interval[0]] if ci else np.nan
+            s["upper"] = [ci.epsilon_interval[1], ci.gamma_interval[1]] if ci else np.nan
+            s["level"] = self.level if ci else np.nan
             rows.append(s)
         out = pd.concat(rows, ignore_index=True)
         if self.truth:
             truth = {"epsilon-DF": self.truth.get("epsilon"), "gamma-SF": self.truth.get("gamma")}
             out["truth (outcome)"] = [
                 truth[m] if t == "outcome" else None
-                for m, t in zip(out["metric"], out["target"], strict=True)
+                for m, t in zip(out["metric"], out["role"], strict=True)
             ]
         return out
 
@@ -112,6 +114,32 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
         pandas.DataFrame
         """
         return self.fairness_table()
+
+    def plot(self, ax=None):
+        """P(outcome=1 | s) and, with decisions, P(decision=1 | s) of every intersection
+        (EDF): how unequal each is, and what the decisions add to the labels.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        g = self.estimates[("outcome", "EDF")].groups
+        names = g["intersection"]
+        ax = new_axes(ax, figsize=(5, 0.3 * len(g) + 1.2))
+        dot_plot(ax, names, g["p"], label="P(outcome=1 | s)")
+        if ("decision", "EDF") in self.estimates:
+            d = self.estimates[("decision", "EDF")].groups.set_index("intersection")["p"]
+            dot_plot(
+                ax, names, d.reindex(names), label="P(decision=1 | s)", color="C1", offset=0.25
+            )
+        ax.legend(fontsize=7, loc="best")
+        ax.set_title(literal(self.name), fontsize=9)
+        return ax
 
     def report(self, report: Report | None = None) -> Report:
         """Add this audit's sections to ``report`` (a new one by default) and return it.
@@ -135,7 +163,7 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
                     "rows": f"{d.n_rows:,}"
                     + ("" if d.has_rows else " (counted: the audit has the count table only)"),
                     "protected attributes": ", ".join(
-                        f"{c} ({len(d.levels[c])} values)" for c in d.protected
+                        f"{c} ({len(d.categories[c])} values)" for c in d.protected
                     ),
                     "intersections": f"{d.n_intersections} ({len(d.empty_intersections)} empty)",
                     "outcome": d.outcome,
@@ -161,8 +189,8 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
             Text(
                 "epsilon-DF is the largest log-ratio of P(y|s) between two intersections "
                 "(0 is perfectly fair); gamma-SF the largest |P(y=1) - P(y=1|s)| P(s). EDF uses "
-                f"raw frequencies; smoothed EDF a Dirichlet prior with alpha = {self.alpha:g} "
-                "per outcome (Foulds et al. eqs. 3-4). Both estimates lean upwards: a largest "
+                f"raw frequencies; smoothed EDF a Dirichlet prior ({self.pseudo_count:g} "
+                "per outcome; Foulds et al. eqs. 3-4). Both estimates lean upwards: a largest "
                 "difference of noisy rates is rarely 0, even where the population's rates are "
                 f"equal. The {self.level:.0%} confidence interval beside EDF covers the "
                 "population's value at any group size, a fair population's 0 included "
@@ -192,10 +220,6 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
         return rep
 
 
-def _ci_columns(level: float) -> list[str]:
-    return [f"ci_{level:.0%}_low", f"ci_{level:.0%}_high"]
-
-
 def _amplification_interval(data: AuditData, level: float) -> np.ndarray:
     """Intervals of the amplification ``mechanism - data`` of epsilon-DF and gamma-SF: both
     targets' intervals at level ``1 - (1 - level) / 2`` hold together with probability at
@@ -204,8 +228,7 @@ def _amplification_interval(data: AuditData, level: float) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*without rows", category=UserWarning)
         d, m = (
-            fairness_confidence_interval(data, target=t, level=half)
-            for t in ("outcome", "decision")
+            fairness_confidence_interval(data, role=t, level=half) for t in ("outcome", "decision")
         )
     return np.array(
         [
@@ -230,13 +253,14 @@ def _check_truth(truth: object) -> dict:
     return dict(truth)
 
 
+@renamed_arguments(alpha="pseudo_count")
 def run_audit(
     data: AuditData,
     *,
-    alpha: float = 1.0,
+    pseudo_count: float = PSEUDO_COUNT,
     name: str | None = None,
     truth: Mapping[str, Any] | None = None,
-    level: float = 0.9,
+    level: float = LEVEL,
     **roles: Any,
 ) -> AuditResult:
     """Run the empirical audit of ``data``: EDF and smoothed EDF of the labels and decisions,
@@ -246,7 +270,7 @@ def run_audit(
     ----------
     data : AuditData
         The audited data; rates need a decision (or score and threshold), AUC a score.
-    alpha : float, default 1.0
+    pseudo_count : float, default 0.5
         Dirichlet concentration of the smoothed EDF.
     name : str, optional
         Title of the report.
@@ -270,7 +294,7 @@ def run_audit(
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> ds = make_gaussian_threshold(n_rows=3000, random_state=0)
     >>> result = run_audit(ds.audit_data(), truth=ds.truth)
-    >>> sorted(set(result.fairness_table()["target"]))
+    >>> sorted(set(result.fairness_table()["role"]))
     ['decision', 'outcome']
     """
     data = as_audit_data(data, roles)
@@ -297,19 +321,19 @@ def run_audit(
         warnings.filterwarnings("ignore", message=".*empty intersection", category=UserWarning)
         warnings.filterwarnings("ignore", message=".*without rows", category=UserWarning)
         for t in targets:
-            estimates[(t, "EDF")] = empirical_fairness(data, target=t, alpha=0.0)
-            estimates[(t, "smoothed")] = empirical_fairness(data, target=t, alpha=alpha)
+            estimates[(t, "EDF")] = empirical_fairness(data, role=t, pseudo_count=0.0)
+            estimates[(t, "smoothed")] = empirical_fairness(data, role=t, pseudo_count=pseudo_count)
             if seen >= 2:
-                intervals[t] = fairness_confidence_interval(data, target=t, level=level)
+                intervals[t] = fairness_confidence_interval(data, role=t, level=level)
     amp = None
     if "decision" in targets:
         parts = []
         for method in ("EDF", "smoothed"):
             a = bias_amplification(estimates[("decision", method)], estimates[("outcome", method)])
             a.insert(0, "method", estimates[("outcome", method)].method)
-            a[_ci_columns(level)] = (
-                _amplification_interval(data, level) if method == "EDF" and intervals else np.nan
-            )
+            has_ci = method == "EDF" and bool(intervals)
+            a[["lower", "upper"]] = _amplification_interval(data, level) if has_ci else np.nan
+            a["level"] = level if has_ci else np.nan
             parts.append(a)
         amp = pd.concat(parts, ignore_index=True)
     rates = group_rates(data) if "decision" in targets else None
@@ -317,7 +341,7 @@ def run_audit(
     return AuditResult(
         data=data,
         name=name or "audit",
-        alpha=float(alpha),
+        pseudo_count=float(pseudo_count),
         estimates=estimates,
         amplification=amp,
         rates=rates,

@@ -16,12 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ._output import raise_if_stopped
 from ._repr import compact_repr
 from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
-from ._validation import check_count, check_flag
+from ._validation import SeedLike, check_count, check_flag, check_seed
+from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
 from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
 from .report import (
@@ -70,7 +72,10 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
     not_run : dict
         Part -> why it did not run and what would run it.
     n_resamples : int
-        Permutations of each test.
+        Resamples of each test, scan and bootstrap.
+    random_state : int or None
+        The seed the audit ran with (drawn at random when none was given): pass it as
+        ``random_state`` to run the same audit again.
     """
 
     __repr__ = compact_repr
@@ -82,7 +87,8 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
     scan_notes: list[str] = field(default_factory=list)
     per_group: Any = None
     not_run: dict[str, str] = field(default_factory=dict)
-    n_resamples: int = 4999
+    n_resamples: int = N_RESAMPLES
+    random_state: int | None = None
 
     @property
     def data(self) -> AuditData:
@@ -117,7 +123,7 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         if part == "fairness":
             t = self.fairness_table()
             edf = t[(t["method"] == "EDF") & (t["metric"] == "epsilon-DF")]
-            return "; ".join(f"{r.target}: epsilon-DF {r.value:.3g}" for r in edf.itertuples())
+            return "; ".join(f"{r.role}: epsilon-DF {r.value:.3g}" for r in edf.itertuples())
         if part == "tests":
             return f"{len(self.tests)} tests, {self.n_resamples} permutations each"
         if part == "scans":
@@ -140,6 +146,21 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         from .report import audit_answers
 
         return audit_answers(self)
+
+    def plot(self, ax=None):
+        """The empirical audit's plot (:meth:`AuditResult.plot`): every intersection's rate
+        of outcomes and of decisions.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        return self.empirical.plot(ax)
 
     def report(self, report: Report | None = None) -> Report:
         """The audit's report: the sections ``bayesfair audit`` writes, in its order.
@@ -168,6 +189,13 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
             sec = rep.section("Not run")
             for part, why in self.not_run.items():
                 sec.add(Text(f"{_PART_TITLES[part].capitalize()}: {why}"))
+        rep.section("Settings").add(
+            Text(
+                f"Intervals at {self.empirical.level:.0%}; {self.n_resamples} resamples per "
+                f"permutation test, scan and bootstrap; random_state={self.random_state} "
+                "(pass it to bf.audit, or --seed on the command line, to repeat this audit)."
+            )
+        )
         return rep
 
 
@@ -175,14 +203,12 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:
     """Dirichlet-multinomial and HLR fits of the labels (and of the decisions, if any)."""
     from .models import DirichletMultinomial, HierarchicalLogisticRegression
 
-    def fits(target: str, offset: int) -> dict:
+    def fits(role: str, offset: int) -> dict:
         return {
-            "EDF": DirichletMultinomial(alpha=0.5, draws=draws, random_state=seed + offset).fit(
-                data, target
-            ),
+            "EDF": DirichletMultinomial(draws=draws, random_state=seed + offset).fit(data, role),
             "HLR": HierarchicalLogisticRegression(
                 draws=draws, tune=draws, random_state=seed + offset + 1
-            ).fit(data, target),
+            ).fit(data, role),
         }
 
     labels = fits("outcome", 0)
@@ -190,19 +216,17 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:
     return {"labels": labels, "decisions": decisions}
 
 
-def _per_group(data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str):
+def _per_group(
+    data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str, n_resamples: int
+):
     from .disaggregated import disaggregated_evaluation
 
-    f, outcome, decision = data._coded_frame(data.protected)
     est = ["standard", "james_stein", "empirical_bayes", "structured"]
     return disaggregated_evaluation(
-        f,
-        list(data.protected),
-        outcome,
-        decision,
+        data,
         metrics=["selection_rate", "fpr", "fnr"],
         estimators=est + (["hierarchical"] if bayes else []),
-        n_bootstrap=200,
+        n_resamples=n_resamples,
         hb_draws=draws,
         hb_tune=draws,
         hb_main_effects=hb_main_effects,
@@ -210,15 +234,24 @@ def _per_group(data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effe
     )
 
 
-def _scans(data: AuditData, seed: int) -> tuple[list, list[str]]:
+def _scans(data: AuditData, seed: int, n_resamples: int) -> tuple[list, list[str]]:
     """The scans, and the warnings they gave (classes or covariates left out), which are
     said again on stderr as before and kept for the report."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        scans = scan_audit_data(data, random_state=seed)
+        scans = scan_audit_data(data, n_resamples=n_resamples, random_state=seed)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return scans, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+def _audit_seed(random_state: SeedLike) -> int:
+    """An integer seed for the audit's steps: the one given, or one drawn (and then
+    reported) when none was, so that every audit can be repeated exactly."""
+    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        return check_count(random_state, "random_state", minimum=0)
+    seq = check_seed(random_state)  # None: fresh entropy
+    return int(seq.generate_state(1)[0])
 
 
 def _not_run(data: AuditData, bayes: bool) -> dict[str, str]:
@@ -241,16 +274,17 @@ def _not_run(data: AuditData, bayes: bool) -> dict[str, str]:
     return out
 
 
+@renamed_arguments(alpha="pseudo_count")
 def audit(
     data: AuditData,
     *,
     bayes: bool = False,
-    level: float = 0.9,
-    alpha: float = 1.0,
+    level: float = LEVEL,
+    pseudo_count: float = PSEUDO_COUNT,
     name: str | None = None,
     truth: Mapping[str, Any] | None = None,
-    n_resamples: int = 4999,
-    random_state: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    random_state: SeedLike = None,
     draws: int = 1000,
     hb_main_effects: str = "auto",
     progress: Callable[[str], None] | None = None,
@@ -273,17 +307,19 @@ def audit(
         Bayes to the per-group estimates; minutes on large data.
     level : float, default 0.9
         Level of the confidence intervals of epsilon-DF and gamma-SF.
-    alpha : float, default 1.0
+    pseudo_count : float, default 0.5
         Dirichlet pseudo-count of the smoothed EDF.
     name : str, optional
         The report's title.
     truth : mapping, optional
         Known truth of synthetic data (``epsilon``, ``gamma``).
-    n_resamples : int, default 4999
-        Permutations of each test.
-    random_state : int, default 0
+    n_resamples : int, default 999
+        Resamples of each permutation test and scan, and bootstrap replicates of the
+        per-group intervals.
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, default None
         Seeds every random step: permutations, the scans' restarts and permutations,
-        bootstraps, samplers.
+        bootstraps, samplers.  Without one, a seed is drawn and kept in the result
+        (``random_state``) and the report, so that any audit can be run again exactly.
     draws : int, default 1000
         NUTS draws (and tuning steps) per chain of the HLR fits and hierarchical Bayes.
     hb_main_effects : {"auto", "non-centred", "centred"}, default "auto"
@@ -318,7 +354,7 @@ def audit(
     data = as_audit_data(data, roles)
     bayes = check_flag(bayes, "bayes")
     n_resamples = check_count(n_resamples, "n_resamples")
-    seed = check_count(random_state, "random_state", minimum=0)
+    seed = _audit_seed(random_state)
     draws = check_count(draws, "draws")
     if hb_main_effects not in ("auto", "non-centred", "centred"):
         raise ValueError(
@@ -333,8 +369,10 @@ def audit(
         if progress is not None:
             progress(f"[{time.perf_counter() - t0:6.1f} s] {what}")
 
-    empirical = run_audit(data, alpha=alpha, name=name, truth=truth, level=level)
-    out = FullAuditResult(empirical, not_run=_not_run(data, bayes), n_resamples=n_resamples)
+    empirical = run_audit(data, pseudo_count=pseudo_count, name=name, truth=truth, level=level)
+    out = FullAuditResult(
+        empirical, not_run=_not_run(data, bayes), n_resamples=n_resamples, random_state=seed
+    )
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
         out.bayesian = _bayesian_fits(data, seed, draws)
@@ -343,9 +381,9 @@ def audit(
         out.tests = frequentist_tests(data, n_resamples=n_resamples, random_state=seed)
     if "scans" not in out.not_run:
         step("conditional bias scans of false positive rates")
-        out.scans, out.scan_notes = _scans(data, seed)
+        out.scans, out.scan_notes = _scans(data, seed, n_resamples)
     if "per_group" not in out.not_run:
         step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
-        out.per_group = _per_group(data, bayes, seed, draws, hb_main_effects)
+        out.per_group = _per_group(data, bayes, seed, draws, hb_main_effects, n_resamples)
     step("writing the report")
     return out

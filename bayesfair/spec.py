@@ -34,7 +34,7 @@ _STUDY_KEYS = {
     "herlihy-simulation": {"draws", "n_eval", "bootstrap", "seed"},
 }
 _INFERENCE_KEYS = {"draws", "chains", "dnn", "dnn_iterations"}
-_METRICS_KEYS = {"alpha"}
+_METRICS_KEYS = {"pseudo_count"}
 _DATA_KEYS = {
     "compas": {"dataset", "coding"},
     "adult": {"dataset", "split"},
@@ -57,7 +57,7 @@ class AuditSpec:
     columns : dict
         Column roles, overriding those of a packaged data set.
     metrics : dict
-        ``alpha`` (Dirichlet smoothing).
+        ``pseudo_count`` (Dirichlet smoothing).
     published : list of dict
         Numbers from the source paper that this spec reproduces.
     """
@@ -208,7 +208,7 @@ def _check_section_types(path: Path, raw: dict) -> None:
 
 #: The type of every numeric or switch key of [study], [inference] and [metrics].
 _KEY_TYPES = {
-    "float": {"penalty", "alpha"},
+    "float": {"penalty", "pseudo_count"},
     "bool": {"dnn"},
     "str": {"dataset", "point_estimates"},
 }
@@ -280,13 +280,13 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
             cols = spec.columns
             own = dict(
                 pop_truth=spec.csv_frame(),
-                sensitive_features=cols["protected"],
-                y_true=cols["outcome"],
-                y_pred=cols.get("decision"),
-                y_score=cols.get("score"),
+                protected=cols["protected"],
+                outcome=cols["outcome"],
+                decision=cols.get("decision"),
+                score=cols.get("score"),
             )
         metrics = herlihy._available_metrics(
-            own.get("y_pred", "decision"), own.get("y_score", "score")
+            own.get("decision", "decision"), own.get("score", "score")
         )
         sim = herlihy.simulate(
             2 if small else int(st.get("draws", 20)),
@@ -294,7 +294,7 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
             n_eval=int(st.get("n_eval", 5000)),
             hb_draws=100 if small else int(inf.get("draws", 500)),
             hb_chains=2 if small else int(inf.get("chains", 2)),
-            n_bootstrap=50 if small else int(st.get("bootstrap", 500)),
+            n_resamples=50 if small else int(st.get("bootstrap", 500)),
             data_home=data_home,
             random_state=int(st.get("seed", 1)),
             **own,
@@ -307,7 +307,7 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
             data_home=data_home,
             n_restarts=20 if small else int(st.get("restarts", 150)),
             penalty=float(st.get("penalty", 1.0)),
-            n_permutations=0 if small else int(st.get("permutations", 0)),
+            n_resamples=0 if small else int(st.get("permutations", 0)),
             n_jobs=int(st.get("n_jobs", 1)),
             random_state=int(st.get("seed", 0)),
         )
@@ -342,7 +342,7 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
         return pf.summary()
     reps = 5 if small else int(st.get("replicates", 50))
     factories = {
-        "EDF": lambda s: DirichletMultinomial(alpha=0.5, draws=draws, random_state=s),
+        "EDF": lambda s: DirichletMultinomial(pseudo_count=0.5, draws=draws, random_state=s),
         "HLR": lambda s: HierarchicalLogisticRegression(
             draws=draws, tune=draws, chains=chains, random_state=s
         ),

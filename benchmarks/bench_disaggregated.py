@@ -223,7 +223,7 @@ def run_small_groups(quick: bool = False) -> list[dict]:
             "d",
             metrics=["selection_rate", "fpr"],
             estimators=["structured"],
-            n_bootstrap=nb,
+            n_resamples=nb,
             random_state=0,
         )
         return time.perf_counter() - t0, res.table
@@ -289,7 +289,7 @@ def run_auc_bootstrap(quick: bool = False) -> list[dict]:
     n = 100_000 if quick else 1_000_000
     df = _frame(n)
     df["score"] = df["score"].round(3)
-    gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", y_score="score")
+    gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", score="score")
     n_boot = 200
 
     def timed(fn):

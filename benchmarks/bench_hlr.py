@@ -33,7 +33,7 @@ def _per_row_advi(data: AuditData, iterations: int, seed: int) -> float:
     coords = {"intersection": data.group_labels}
     with pm.Model(coords=coords):
         eta = pm.Normal("c", 0.0, 1.0)
-        for d, (a, lv) in enumerate(data.levels.items()):
+        for d, (a, lv) in enumerate(data.categories.items()):
             beta = pm.Normal(f"beta_{a}", 0.0, 1.0, shape=len(lv))
             eta = eta + beta[codes[d]]
         sigma2 = pm.Exponential("sigma2", 10.0)

@@ -178,19 +178,19 @@ case(
     "race",
 )
 case(
-    "AuditData-levels-unknown-column",
-    lambda: bf.AuditData(DF, ["race"], "y", levels={"nope": ["a"]}),
+    "AuditData-categories-unknown-column",
+    lambda: bf.AuditData(DF, ["race"], "y", categories={"nope": ["a"]}),
     "nope",
 )
 case(
-    "AuditData-levels-missing-value",
-    lambda: bf.AuditData(DF, ["race"], "y", levels={"race": ["a", "b"]}),
+    "AuditData-categories-missing-value",
+    lambda: bf.AuditData(DF, ["race"], "y", categories={"race": ["a", "b"]}),
     "race",
 )
 case(
-    "AuditData-levels-not-mapping",
-    lambda: bf.AuditData(DF, ["race"], "y", levels=["a"]),
-    "levels",
+    "AuditData-categories-not-mapping",
+    lambda: bf.AuditData(DF, ["race"], "y", categories=["a"]),
+    "categories",
 )
 case(
     "AuditData-protected-nan",
@@ -312,24 +312,26 @@ for p1, ps, label in [
 # ------------------------------------------------------------------ empirical fairness, intervals
 for bad in [-1.0, float("nan"), float("inf"), "1", None]:
     case(
-        f"empirical_fairness-alpha-{bad!r}",
-        lambda bad=bad: bf.empirical_fairness(DATA, alpha=bad),
-        "alpha",
+        f"empirical_fairness-pseudo_count-{bad!r}",
+        lambda bad=bad: bf.empirical_fairness(DATA, pseudo_count=bad),
+        "pseudo_count",
     )
 for bad in ["nope", 3, "decisions"]:
     case(
-        f"empirical_fairness-target-{bad!r}",
-        lambda bad=bad: bf.empirical_fairness(DATA, target=bad),
-        "target",
+        f"empirical_fairness-role-{bad!r}",
+        lambda bad=bad: bf.empirical_fairness(DATA, role=bad, pseudo_count=0),
+        "role",
     )
     case(
-        f"fairness_confidence_interval-target-{bad!r}",
-        lambda bad=bad: bf.fairness_confidence_interval(DATA, target=bad),
-        "target",
+        f"fairness_confidence_interval-role-{bad!r}",
+        lambda bad=bad: bf.fairness_confidence_interval(DATA, role=bad),
+        "role",
     )
 for bad in ["nope", ["race", "nope"], 5, []]:
     case(
-        f"empirical_fairness-by-{bad!r}", lambda bad=bad: bf.empirical_fairness(DATA, by=bad), "by"
+        f"empirical_fairness-by-{bad!r}",
+        lambda bad=bad: bf.empirical_fairness(DATA, by=bad, pseudo_count=0),
+        "by",
     )
     case(
         f"fairness_confidence_interval-by-{bad!r}",
@@ -344,11 +346,15 @@ for bad in BAD_LEVELS:
     )
     case(f"run_audit-level-{bad!r}", lambda bad=bad: bf.run_audit(DATA, level=bad), "level")
 for bad in [-1.0, float("nan"), "1", None, float("inf")]:
-    case(f"run_audit-alpha-{bad!r}", lambda bad=bad: bf.run_audit(DATA, alpha=bad), "alpha")
+    case(
+        f"run_audit-pseudo_count-{bad!r}",
+        lambda bad=bad: bf.run_audit(DATA, pseudo_count=bad),
+        "pseudo_count",
+    )
 case("run_audit-name-int", lambda: bf.run_audit(DATA, name=5), "name")
 case(
     "empirical_fairness-no-decision",
-    lambda: bf.empirical_fairness(bf.AuditData(DF, ["race"], "y"), target="decision"),
+    lambda: bf.empirical_fairness(bf.AuditData(DF, ["race"], "y"), role="decision", pseudo_count=0),
     "decision",
 )
 for fn_name in ["run_audit", "empirical_fairness", "fairness_confidence_interval", "group_rates"]:
@@ -503,7 +509,7 @@ case(
 
 # ------------------------------------------------------------------ models
 for cls, arg, bads in [
-    (DirichletMultinomial, "alpha", BAD_POSITIVE),
+    (DirichletMultinomial, "pseudo_count", BAD_POSITIVE),
     (NaiveBayes, "a_y", BAD_POSITIVE),
     (NaiveBayes, "a_s", BAD_POSITIVE),
     (LogisticRegression, "sigma", BAD_POSITIVE),
@@ -529,7 +535,7 @@ for cls, arg, bads in [
         )
 for cls in [DirichletMultinomial, NaiveBayes, LogisticRegression, HierarchicalLogisticRegression]:
     case(f"{cls.__name__}-fit-frame", lambda cls=cls: cls().fit(DF), "data")
-    case(f"{cls.__name__}-fit-target", lambda cls=cls: cls().fit(DATA, "nope"), "target")
+    case(f"{cls.__name__}-fit-role", lambda cls=cls: cls().fit(DATA, "nope"), "role")
     case(
         f"{cls.__name__}-fit-no-decision",
         lambda cls=cls: cls().fit(bf.AuditData(DF, ["race"], "y"), "decision"),
@@ -581,7 +587,7 @@ for bad, label in [
         "nope",
     )
 SCAN = dict(
-    protected=("race", "a"),
+    protected_class=("race", "a"),
     scan_type="separation_recommendations",
     condition_value=0,
     outcome="y",
@@ -593,9 +599,9 @@ SCAN = dict(
 for fn_name in ["conditional_bias_scan", "posterior_bias_scan"]:
     fn = getattr(bf, fn_name)
     for key, bad in [
-        ("protected", "race"),
-        ("protected", ("nope", "a")),
-        ("protected", ("race", "zzz")),
+        ("protected_class", "race"),
+        ("protected_class", ("nope", "a")),
+        ("protected_class", ("race", "zzz")),
         ("scan_type", "nope"),
         ("outcome", "nope"),
         ("score", "nope"),
@@ -618,26 +624,26 @@ for fn_name in ["conditional_bias_scan", "posterior_bias_scan"]:
     case(f"{fn_name}-not-frame", lambda fn=fn: fn([1, 2], **SCAN), "data")
 for bad in [-1, 1.5, "10", 10**9]:
     case(
-        f"conditional_bias_scan-n_permutations-{bad!r}",
-        lambda bad=bad: bf.conditional_bias_scan(DF, **SCAN, n_permutations=bad),
-        "n_permutations",
+        f"conditional_bias_scan-n_resamples-{bad!r}",
+        lambda bad=bad: bf.conditional_bias_scan(DF, **SCAN, n_resamples=bad),
+        "n_resamples",
     )
 
 # ------------------------------------------------------------------ disaggregated evaluation
-DIS = dict(sensitive_features=["race", "sex"], y_true="y", y_pred="d", y_score="p")
+DIS = dict(protected=["race", "sex"], outcome="y", decision="d", score="p")
 for key, bad in [
-    ("sensitive_features", ["nope"]),
-    ("sensitive_features", []),
-    ("y_true", "nope"),
-    ("y_pred", "nope"),
-    ("y_score", "nope"),
+    ("protected", ["nope"]),
+    ("protected", []),
+    ("outcome", "nope"),
+    ("decision", "nope"),
+    ("score", "nope"),
     ("metrics", ["nope"]),
     ("metrics", []),
     ("estimators", ["nope"]),
     ("estimators", []),
-    ("n_bootstrap", 1),
-    ("n_bootstrap", 10**9),
-    ("n_bootstrap", "x"),
+    ("n_resamples", 1),
+    ("n_resamples", 10**9),
+    ("n_resamples", "x"),
     ("random_state", -1),
     ("level", 1.5),
     ("level", 0),
@@ -667,7 +673,7 @@ def _fitted_dm():
     return DirichletMultinomial(draws=20, chains=1, random_state=0).fit(DATA)
 
 
-for key, bad in [("prob", 2), ("prob", 0), ("p_s", "nope"), ("by", "nope"), ("random_state", -1)]:
+for key, bad in [("level", 2), ("level", 0), ("p_s", "nope"), ("by", "nope"), ("random_state", -1)]:
     case(
         f"posterior_fairness-{key}-{bad!r}",
         lambda key=key, bad=bad: bf.posterior_fairness(_fitted_dm(), **{key: bad}),
@@ -679,7 +685,11 @@ case(
     lambda: bf.posterior_fairness(DirichletMultinomial()),
     "not fitted",
 )
-case("model_average-method", lambda: bf.model_average([_fitted_dm()] * 2, method="x"), "method")
+case(
+    "model_average-method",
+    lambda: bf.model_average([_fitted_dm()] * 2, method="x"),
+    "method",
+)
 case("model_average-str", lambda: bf.model_average(["x", "y"]), "models")
 case("bias_amplification-str", lambda: bf.bias_amplification("a", "b"), "mechanism")
 case("aggregate_counts-list", lambda: bf.aggregate_counts([1], ["race"], "y"), "frame")
@@ -719,7 +729,7 @@ case("Report-save_tables-file", lambda: Report("x").save_tables("/etc/passwd"), 
 for method, arg in [("table_for", "nope"), ("group_sizes", "nope")]:
     case(f"AuditData.{method}-by", lambda m=method, a=arg: getattr(DATA, m)(a), "by")
 for method in ["counts", "probabilities"]:
-    case(f"AuditData.{method}-target", lambda m=method: getattr(DATA, m)("nope"), "target")
+    case(f"AuditData.{method}-role", lambda m=method: getattr(DATA, m)("nope"), "role")
 for key, bad in [
     ("hb_draws", 0),
     ("hb_main_effects", "x"),
@@ -750,7 +760,7 @@ case(
 )
 case(
     "empirical_fairness-include_empty",
-    lambda: bf.empirical_fairness(DATA, include_empty="yes"),
+    lambda: bf.empirical_fairness(DATA, include_empty="yes", pseudo_count=0),
     "include_empty",
 )
 
@@ -779,7 +789,7 @@ CLI_CASES = [
     (["demo", "--n-rows", "x"], "--n-rows"),
     (["demo", "--seed", "-1"], "--seed"),
     (["demo", "--draws", "0"], "--draws"),
-    (["demo", "--alpha", "-1", "--no-bayes"], "alpha"),
+    (["demo", "--pseudo-count", "-1", "--no-bayes"], "pseudo"),
     (["demo", "--alpha", "x"], "--alpha"),
     (["demo", "--hb-main-effects", "sideways"], "--hb-main-effects"),
     (["audit"], "source"),
@@ -807,7 +817,10 @@ CLI_CASES = [
         "threshold",
     ),
     (["audit", "{csv}", "--protected", "race", "--outcome", "y", "--pos-label", "7"], "7"),
-    (["audit", "{csv}", "--protected", "race", "--outcome", "y", "--alpha", "nan"], "alpha"),
+    (
+        ["audit", "{csv}", "--protected", "race", "--outcome", "y", "--pseudo-count", "nan"],
+        "pseudo",
+    ),
     (
         ["audit", "{csv}", "--protected", "race", "--outcome", "y", "--data-home", "/x"],
         "--data-home",

@@ -59,30 +59,30 @@ def test_same_pvalues_with_n_jobs_and_a_local_cluster(cluster):
     np.testing.assert_array_equal(one.null_distribution, on_cluster.null_distribution)
 
 
-def test_scan_permutations_on_a_local_cluster(cluster):
+def test_scan_resamples_on_a_local_cluster(cluster):
     from joblib import parallel_config
 
     from bayesfair.datasets import make_cbs_semisynthetic
     from bayesfair.scan import conditional_bias_scan
 
     ds = make_cbs_semisynthetic(
-        mu_sep=1.0, protected=("race", "African-American"), n_rows=2000, random_state=3
+        mu_sep=1.0, protected_class=("race", "African-American"), n_rows=2000, random_state=3
     )
     kw = dict(
-        protected="protected",
+        protected_class="protected",
         outcome="y",
         decision="p_bin",
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=list(ds.covariates),
         n_restarts=3,
-        n_permutations=16,
+        n_resamples=16,
         random_state=5,
     )
     local = conditional_bias_scan(ds.frame, n_jobs=1, **kw)
     with parallel_config(backend="dask"):
         remote = conditional_bias_scan(ds.frame, n_jobs=-1, **kw)
-    np.testing.assert_array_equal(local.null_scores, remote.null_scores)
+    np.testing.assert_array_equal(local.null_distribution, remote.null_distribution)
 
 
 def test_dask_dataframe_aggregation_feeds_count_tests(cluster):
@@ -103,10 +103,10 @@ def test_dask_dataframe_aggregation_feeds_count_tests(cluster):
     by_counts = permutation_test_counts(
         ca, cb, "fnr", groups=("A", "B"), n_resamples=2000, random_state=1
     )
-    assert by_counts.statistic == pytest.approx(by_rows.statistic)
+    assert by_counts.difference == pytest.approx(by_rows.difference)
     assert by_counts.studentized_statistic == pytest.approx(by_rows.studentized_statistic)
     # ... and, as an AuditData of counts, the whole empirical audit of the rows
-    counted = AuditData.from_counts(got, ["g", "sex"], levels=data.levels)
+    counted = AuditData.from_counts(got, ["g", "sex"], categories=data.categories)
     pd.testing.assert_frame_equal(
         run_audit(counted).fairness_table(), run_audit(data).fairness_table()
     )

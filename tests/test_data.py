@@ -49,14 +49,14 @@ def test_empty_intersections_are_kept_and_reported():
     assert data.table["n"].tolist() == [1, 1, 1, 0]
     assert data.empty_intersections["intersection"].tolist() == ["y, q"]
     assert "1 empty" in repr(data)
-    assert np.isnan(data.probabilities()[3]).all()
-    assert data.probabilities(alpha=1.0)[3].tolist() == [0.5, 0.5]
+    assert np.isnan(data.probabilities(pseudo_count=0)[3]).all()
+    assert data.probabilities(pseudo_count=1.0)[3].tolist() == [0.5, 0.5]
 
 
 def test_levels_declare_unobserved_values_and_order():
     df = pd.DataFrame({"a": ["x", "y", "x"], "y": [0, 1, 1]})
-    data = AuditData(df, "a", "y", levels={"a": ["y", "x", "z"]})
-    assert data.levels["a"] == ["y", "x", "z"]
+    data = AuditData(df, "a", "y", categories={"a": ["y", "x", "z"]})
+    assert data.categories["a"] == ["y", "x", "z"]
     assert data.table["n"].tolist() == [1, 2, 0]
 
 
@@ -98,11 +98,11 @@ def test_counts_and_probabilities_shapes():
     c = data.counts("decision")
     assert c.shape == (6, 2)
     assert c.sum() == 500
-    p = data.probabilities(alpha=2.0)
+    p = data.probabilities(pseudo_count=2.0)
     np.testing.assert_allclose(p.sum(axis=1), 1.0)
     # an infinite prior weight has no smoothed EDF (every row was NaN)
-    with pytest.raises(ValueError, match="`alpha` must be a finite non-negative number"):
-        data.probabilities(alpha=np.inf)
+    with pytest.raises(ValueError, match="`pseudo_count` must be a finite non-negative number"):
+        data.probabilities(pseudo_count=np.inf)
 
 
 # ---------------------------------------------------------------- bad input
@@ -269,14 +269,14 @@ BAD_INPUTS = [
     (
         "value-outside-levels",
         BASE,
-        dict(protected="g", outcome="y", levels={"g": ["a"]}),
+        dict(protected="g", outcome="y", categories={"g": ["a"]}),
         ValueError,
-        "not in the levels",
+        "not in the categories",
     ),
     (
         "levels-unknown-column",
         BASE,
-        dict(protected="g", outcome="y", levels={"h": ["u", "v"]}),
+        dict(protected="g", outcome="y", categories={"h": ["u", "v"]}),
         ValueError,
         "not protected",
     ),
@@ -337,12 +337,12 @@ def test_bad_target_and_by():
     data = AuditData(BASE, ["g", "h"], "y")
     with pytest.raises(ValueError, match="needs a decision"):
         data.counts("decision")
-    with pytest.raises(ValueError, match="target"):
+    with pytest.raises(ValueError, match="role"):
         data.counts("label")
     with pytest.raises(ValueError, match="not protected"):
         data.table_for("y")
     with pytest.raises(ValueError, match="non-negative"):
-        data.probabilities(alpha=-1.0)
+        data.probabilities(pseudo_count=-1.0)
 
 
 def _counted(n=3000, seed=0):
@@ -360,7 +360,7 @@ def test_from_counts_reproduces_the_audit_of_the_rows():
     from bayesfair.models import DirichletMultinomial
 
     ds, rows, table = _counted()
-    data = AuditData.from_counts(table, list(ds.protected), levels=rows.levels)
+    data = AuditData.from_counts(table, list(ds.protected), categories=rows.categories)
     assert not data.has_rows and data.has_decision and rows.has_rows
     assert data.n_rows == rows.n_rows and "counts only" in repr(data)
     pd.testing.assert_frame_equal(data.table, rows.table)
@@ -368,7 +368,7 @@ def test_from_counts_reproduces_the_audit_of_the_rows():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         for f in (
-            lambda d: bf.empirical_fairness(d, target="decision").summary(),
+            lambda d: bf.empirical_fairness(d, role="decision", pseudo_count=0).summary(),
             lambda d: bf.fairness_confidence_interval(d, by="race").summary(),
             lambda d: bf.group_rates(d, ["fpr", "ppv"], by="sex"),
             lambda d: bf.intersectional_permutation_test(
@@ -382,9 +382,7 @@ def test_from_counts_reproduces_the_audit_of_the_rows():
             for d in (data, rows)
         ]
         assert p[0] == p[1]
-        fits = [
-            DirichletMultinomial(random_state=0).fit(d, target="decision") for d in (data, rows)
-        ]
+        fits = [DirichletMultinomial(random_state=0).fit(d, role="decision") for d in (data, rows)]
     np.testing.assert_array_equal(fits[0].p_draws_, fits[1].p_draws_)
     html = bf.run_audit(data).report().to_html()
     assert "Per-intersection error rates" in html and "Per-intersection AUC" not in html
@@ -394,7 +392,7 @@ def test_from_counts_reproduces_the_audit_of_the_rows():
 def test_the_table_of_an_audit_round_trips_through_from_counts():
     # AuditData.table carries mean_score (NaN in empty groups), not score_sum: kept
     ds, rows, _ = _counted(1500, 2)
-    again = AuditData.from_counts(rows.table, list(ds.protected), levels=rows.levels)
+    again = AuditData.from_counts(rows.table, list(ds.protected), categories=rows.categories)
     pd.testing.assert_frame_equal(again.table, rows.table)
     assert again.score == "score" and again.decision == "decision"
 
@@ -408,7 +406,7 @@ def test_from_counts_adds_up_partial_tables():
         [aggregate_counts(h, list(ds.protected), "y", decision="decision") for h in halves]
     )
     assert len(parts) > len(table)  # the same intersection twice
-    data = AuditData.from_counts(parts, list(ds.protected), levels=rows.levels)
+    data = AuditData.from_counts(parts, list(ds.protected), categories=rows.categories)
     cols = ["n", "positives", "tp", "fp", "fn", "tn"]
     pd.testing.assert_frame_equal(data.table[cols], rows.table[cols])
     assert data.score is None and data.decision == "decision"

@@ -78,7 +78,7 @@ def test_compas_foulds_coding(data_home):
     assert len(ds) == 7214
     data = ds.audit_data()
     assert data.n_intersections == 8 and len(data.empty_intersections) == 0
-    assert data.levels["race"] == ["African-American", "Caucasian", "Hispanic", "Other"]
+    assert data.categories["race"] == ["African-American", "Caucasian", "Hispanic", "Other"]
     assert data.table["n"].sum() == 7214
     # decision = score_text Medium or High; Low is 3,897 of the rows
     assert (ds.frame["compas_decision"] == 0).sum() == 3897
@@ -221,7 +221,7 @@ def test_gaussian_threshold_truth_is_the_generating_probability():
     # truth epsilon/gamma come from the metric functions on the true P(y|s)
     mu = t["w"] * (np.indices((4, 2, 2)).reshape(3, -1) + 1).sum(axis=0)
     np.testing.assert_allclose(t["mu"], mu)
-    est = empirical_fairness(data, alpha=0.5)
+    est = empirical_fairness(data, pseudo_count=0.5)
     assert abs(est.gamma - ds.truth["gamma"]) < 0.01
 
 
@@ -244,7 +244,7 @@ def test_gaussian_threshold_like_copies_group_sizes():
 
 
 def test_cbs_semisynthetic_injection():
-    kw = dict(protected=("race", "African-American"), n_rows=20000, random_state=11)
+    kw = dict(protected_class=("race", "African-American"), n_rows=20000, random_state=11)
     null = make_cbs_semisynthetic(**kw)
     sep = make_cbs_semisynthetic(mu_sep=2.0, **kw)
     suf = make_cbs_semisynthetic(mu_suf=2.0, **kw)

@@ -245,7 +245,7 @@ def test_bad_input_is_named():
     df = _frame(200)
     with pytest.raises(ValueError, match="'zz'"):
         disaggregated_evaluation(df, ["zz"], "y", "d")
-    with pytest.raises(ValueError, match="y_true"):
+    with pytest.raises(ValueError, match="outcome"):
         disaggregated_evaluation(df, ["race"], "nope", "d")
     with pytest.raises(ValueError, match=r"'score' must contain only 0 and 1, found \[0\.86"):
         disaggregated_evaluation(df, ["race"], "score", "d")
@@ -253,15 +253,17 @@ def test_bad_input_is_named():
         disaggregated_evaluation(df, ["race"], "y", "d", estimators=["magic"])
     with pytest.raises(ValueError, match="unknown metric"):
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"])
-    with pytest.raises(ValueError, match="auc needs `y_score`: give the column or leave"):
+    with pytest.raises(ValueError, match="auc needs `score`: give the column or leave"):
         disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
-    with pytest.raises(ValueError, match=r"selection_rate needs `y_pred` \(0/1 decisions\); fpr"):
-        disaggregated_evaluation(df, ["race"], "y", y_score="score", metrics=["sel", "fpr"])
+    with pytest.raises(ValueError, match=r"selection_rate needs `decision` \(0/1 decisions\); fpr"):
+        disaggregated_evaluation(df, ["race"], "y", score="score", metrics=["sel", "fpr"])
     with pytest.raises(ValueError, match="the DataFrame has no rows"):
         disaggregated_evaluation(df.iloc[:0], ["race"], "y", "d")  # was an empty table
     for bad in ([95], ["x"], [None], [True]):  # 'x' and None failed with '<' not supported
-        with pytest.raises(ValueError, match=r"`levels` must be numbers in \(0, 1\)"):
-            disaggregated_evaluation(df, ["race"], "y", "d", levels=bad)
+        with pytest.raises(
+            ValueError, match=r"`level` must be a number in \(0, 1\), or a list of them"
+        ):
+            disaggregated_evaluation(df, ["race"], "y", "d", level=bad)
     with pytest.raises(ValueError, match="`sr_ridge`"):
         disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="cols")
     with pytest.raises(ValueError, match="`eb_interval`"):
@@ -269,8 +271,8 @@ def test_bad_input_is_named():
     with pytest.raises(ValueError, match="`sr_interval`"):
         disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca")
     for arg, bad, expected in [
-        ("n_bootstrap", 0, "an integer of at least 2"),
-        ("n_bootstrap_variance", 1.0, "an integer of at least 2"),
+        ("n_resamples", 0, "an integer of at least 2"),
+        ("n_variance_resamples", 1.0, "an integer of at least 2"),
         ("hb_draws", 0, "a positive integer"),
         ("hb_chains", True, "a positive integer"),
         ("hb_tune", 0, "a positive integer"),  # nutpie panicked: 'early_end < num_tune'
@@ -283,14 +285,14 @@ def test_bad_input_is_named():
     for bad in (1.5, 0, True, "0.9"):
         with pytest.raises(ValueError, match=r"`hb_target_accept` must be a number in \(0, 1\)"):
             disaggregated_evaluation(df, ["race"], "y", "d", hb_target_accept=bad)
-    with pytest.raises(ValueError, match="feature 'race' has 1 missing value"):
+    with pytest.raises(ValueError, match="protected column 'race' has 1 missing value"):
         disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
     with pytest.raises(ValueError, match="'y' has 2 missing value"):
         disaggregated_evaluation(df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d")
     wide = pd.concat([df] * (1 + 1001 // len(df)), ignore_index=True)
-    with pytest.raises(ValueError, match=r"sensitive feature 'id' has [0-9]+ distinct values"):
+    with pytest.raises(ValueError, match=r"protected column 'id' has [0-9]+ distinct values"):
         disaggregated_evaluation(wide.assign(id=np.arange(len(wide))), ["race", "id"], "y", "d")
-    with pytest.raises(ValueError, match="y_pred"):
+    with pytest.raises(ValueError, match="decision"):
         disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
 
 
@@ -302,7 +304,7 @@ def test_base_rate_needs_no_decisions():
         df,
         ["race", "sex"],
         "y",
-        y_score="score",
+        score="score",
         metrics=["base_rate", "auc"],
         estimators=["standard", "james_stein", "hierarchical"],
         hb_draws=100,
@@ -344,7 +346,7 @@ def test_auc_estimate_and_bootstrap_against_sklearn():
         df.assign(a=pd.Categorical(df.a, categories=["p", "q", "r", "s"])),
         ["a"],
         "y",
-        y_score="score",
+        score="score",
     )
 
     def by_hand(rows):
@@ -389,13 +391,13 @@ def test_structured_regression_limits():
     sigma2 = pooled_sigma2(n, gd.bootstrap_variance("selection_rate", 100, rng))
     ok = np.isfinite(s)
     tiny = structured_regression(
-        gd, "selection_rate", s, sigma2, lam=1e-10, n_bootstrap=10, rng=rng
+        gd, "selection_rate", s, sigma2, lam=1e-10, n_resamples=10, rng=rng
     )
     np.testing.assert_allclose(tiny["estimate"][ok], s[ok], atol=1e-6)  # lambda -> 0
-    huge = structured_regression(gd, "selection_rate", s, sigma2, lam=1e6, n_bootstrap=10, rng=rng)
+    huge = structured_regression(gd, "selection_rate", s, sigma2, lam=1e6, n_resamples=10, rng=rng)
     wmean = np.sum(n[ok] * s[ok]) / np.sum(n[ok])
     np.testing.assert_allclose(huge["estimate"], wmean, atol=1e-10)  # lambda -> infinity
-    cv = structured_regression(gd, "selection_rate", s, sigma2, n_bootstrap=50, rng=rng)
+    cv = structured_regression(gd, "selection_rate", s, sigma2, n_resamples=50, level=0.95, rng=rng)
     assert cv["lambdas"].min() <= cv["lam"] <= cv["lambdas"].max()
     lo, hi = cv["intervals"][0.95]
     assert np.all(lo <= hi)
@@ -459,8 +461,8 @@ def test_rblpr_intervals_cover_when_the_features_hold_the_truth():
                 s,
                 sigma2,
                 features=feats,
-                levels=(0.95, 0.8),
-                n_bootstrap=200,
+                level=(0.95, 0.8),
+                n_resamples=200,
                 ridge=ridge,
                 rng=np.random.default_rng(seed + 1),
             )
@@ -495,7 +497,7 @@ def test_partial_ridge_argument_is_checked():
                 s,
                 0.2,
                 lam=0.01,
-                n_bootstrap=5,
+                n_resamples=5,
                 ridge=bad,
                 rng=np.random.default_rng(0),
             )
@@ -556,7 +558,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
         0.2,
         features=features(),
         fold_features=features,
-        n_bootstrap=10,
+        n_resamples=10,
         rng=np.random.default_rng(0),
     )
     assert len(seen) == 10
@@ -583,7 +585,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
         metrics=["fpr", "fnr"],
         estimators=["structured"],
         explanatory={"mean_score": mean_score},
-        n_bootstrap=10,
+        n_resamples=10,
         random_state=0,
     )
     assert len(calls) == 1
@@ -596,7 +598,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
             0.2,
             features=features(),
             fold_features=lambda rows: group_features(gd, rows=rows),
-            n_bootstrap=10,
+            n_resamples=10,
             rng=np.random.default_rng(0),
         )
 
@@ -794,7 +796,7 @@ def test_undefined_groups_are_reported_not_dropped():
         "d",
         metrics=["fnr"],
         estimators=["standard", "james_stein", "structured"],
-        n_bootstrap=20,
+        n_resamples=20,
         random_state=0,
     )
     t = res.table
@@ -835,9 +837,9 @@ def test_pos_label_codes_the_outcome_and_the_decisions():
     pd.testing.assert_frame_equal(c.table, b.table)
     with pytest.raises(ValueError, match="pass pos_label"):
         disaggregated_evaluation(coded, ["race", "sex"], "y", "d", **kw)
-    with pytest.raises(ValueError, match="pos_label='yes' does not occur in `y_true`"):
+    with pytest.raises(ValueError, match="pos_label='yes' does not occur in `outcome`"):
         disaggregated_evaluation(coded, ["race", "sex"], "y", "d", pos_label="yes", **kw)
-    with pytest.raises(ValueError, match="`y_score` column 'race' must hold numeric"):
+    with pytest.raises(ValueError, match="`score` column 'race' must hold numeric"):
         disaggregated_evaluation(
             df, ["sex"], "y", "d", "race", metrics=["auc"], estimators=["standard"]
         )
@@ -865,7 +867,7 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
             "d",
             metrics=["fnr", "accuracy"],
             estimators=["standard", "james_stein", "empirical_bayes", "structured"],
-            n_bootstrap=20,
+            n_resamples=20,
             random_state=0,
         )
     assert res.structured["accuracy"]["dropped"] == ["P(Y=1)"]
@@ -885,7 +887,7 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
             df.assign(s=0.5),
             ["race", "sex"],
             "y",
-            y_score="s",
+            score="s",
             metrics=["auc"],
             estimators=["standard", "empirical_bayes"],
             random_state=0,
@@ -934,8 +936,8 @@ def test_callable_metric_and_auc_run():
         "score",
         metrics=["auc", mean_score],
         estimators=["standard", "empirical_bayes", "structured"],
-        n_bootstrap_variance=30,
-        n_bootstrap=30,
+        n_variance_resamples=30,
+        n_resamples=30,
         random_state=0,
     )
     assert set(res.table.metric) == {"auc", "mean_score"}
@@ -997,7 +999,7 @@ def test_callable_metric_and_auc_run():
         disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=pair)
     with pytest.raises(ValueError, match=r"more than one metric \['fpr'\]"):
         disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=["fpr", "fpr"])
-    kw = dict(estimators=["standard"], n_bootstrap_variance=20, random_state=0)
+    kw = dict(estimators=["standard"], n_variance_resamples=20, random_state=0)
     named = disaggregated_evaluation(
         df, ["race", "sex"], "y", "d", metrics={"sel": pair[0], "base": pair[1]}, **kw
     )
@@ -1038,9 +1040,9 @@ def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():
             "d",
             "score",
             metrics=["selection_rate", "fnr", "auc", mean_score10],
-            levels=[0.95, 0.5],
-            n_bootstrap_variance=30,
-            n_bootstrap=30,
+            level=[0.95, 0.5],
+            n_variance_resamples=30,
+            n_resamples=30,
             hb_draws=100,
             hb_tune=100,
             hb_chains=2,
@@ -1135,7 +1137,7 @@ def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_sid
         "d",
         metrics=["fpr"],
         estimators=["hierarchical"],
-        levels=[0.95, 0.5],
+        level=[0.95, 0.5],
         hb_draws=300,
         hb_tune=300,
         hb_chains=2,
@@ -1185,7 +1187,7 @@ def test_simulation_on_adult(data_home):
             data_home=data_home,
             hb_draws=300,
             hb_chains=2,
-            n_bootstrap=300,
+            n_resamples=300,
             metrics=("selection_rate", "fpr"),
             estimators=("standard", "hierarchical"),  # the two whose claims are asserted
             random_state=1,
@@ -1388,7 +1390,7 @@ def test_lasso_path_oracle_matches_structured_regression_and_simulate():
                 1.0,
                 features=feats,
                 lam=lmax * ratio,
-                n_bootstrap=2,
+                n_resamples=2,
                 rng=np.random.default_rng(0),
             )
             est = np.clip(sr["estimate"], 0, 1)
@@ -1497,8 +1499,8 @@ def test_random_small_audits_run_and_keep_every_group(seed):
             "s",
             metrics=metrics,
             estimators=estimators,
-            n_bootstrap_variance=20,
-            n_bootstrap=20,
+            n_variance_resamples=20,
+            n_resamples=20,
             random_state=seed,
         )
     t = res.table
@@ -1871,8 +1873,8 @@ def test_simulation_harness_runs_on_any_population():
     pop["label"] = (rng.random(n) < 1 / (1 + np.exp(-lin))).astype(int)
     pop["prob"] = 1 / (1 + np.exp(-(lin + pop["label"] - 0.5 + rng.normal(0, 1, n))))
     pop["pred"] = (pop["prob"] >= 0.6).astype(int)
-    roles = dict(sensitive_features=["region", "gender"], y_true="label", y_pred="pred")
-    roles["y_score"] = "prob"
+    roles = dict(protected=["region", "gender"], outcome="label", decision="pred")
+    roles["score"] = "prob"
     truth = herlihy.population_truth(pop, **roles)
     by = pop.groupby(["region", "gender"])
     neg = pop[pop.label == 0].groupby(["region", "gender"])
@@ -1891,7 +1893,7 @@ def test_simulation_harness_runs_on_any_population():
         metrics=metrics,
         estimators=("standard", "james_stein", "structured"),
         n_eval=600,
-        n_bootstrap=40,
+        n_resamples=40,
         random_state=0,
     )
     assert set(sim.group) == set(truth.index) and set(sim.metric) == set(metrics)
@@ -1908,10 +1910,10 @@ def test_simulation_harness_runs_on_any_population():
     no_score = herlihy.simulate(
         1,
         pop_truth=pop.drop(columns="prob"),
-        **{**roles, "y_score": None},
+        **{**roles, "score": None},
         estimators=("standard",),
         n_eval=600,
-        n_bootstrap=40,
+        n_resamples=40,
     )
     assert set(no_score.metric) == set(herlihy.METRICS) - {"auc"}
     table = herlihy.lasso_path_oracle(2, pop_truth=pop, **roles, n_eval=600, n_lambdas=8)

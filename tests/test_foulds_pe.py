@@ -51,7 +51,7 @@ def test_edf_drops_degenerate_rates_and_unseen_values_are_not_predicted():
     frame.loc[(frame["race"] == "o") & (frame["sex"] == "F"), "y"] = 0  # a rate of 0
     frame = frame[~((frame["race"] == "b") & (frame["sex"] == "M"))]  # an empty intersection
     data = AuditData(
-        frame, ["race", "sex"], "y", levels={"race": ["w", "b", "o", "x"], "sex": ["M", "F"]}
+        frame, ["race", "sex"], "y", categories={"race": ["w", "b", "o", "x"], "sex": ["M", "F"]}
     )
     codes = {"race": ("b", "w", "o", "x"), "sex": ("F", "M")}
     pe = foulds.authors_point_estimates(data, codes=codes, models=("EDF", "LR", "DNN"))

@@ -136,7 +136,10 @@ def test_result_object_and_alternatives():
     exact = permutation_test(data, "fpr", n_resamples=99, studentize=False)
     assert exact.summary()["test"][0] == "unstudentized, within_outcome permutation (exact)"
     assert exact.notes == [] and two.notes == [] and two.permute == "within_outcome"
-    assert len(two.plot().axes) == 1
+    ax = two.plot()
+    assert len(ax.figure.axes) == 1 and ax.lines[0].get_xdata()[0] == two.statistic
+    # the statistic is on the scale of its null distribution (scipy's convention)
+    assert two.statistic == two.studentized_statistic and exact.statistic == exact.difference
 
 
 def test_a_real_difference_is_detected():
@@ -144,7 +147,7 @@ def test_a_real_difference_is_detected():
     a = [60, 10, 40, 90]  # FNR 0.4
     b = [160, 20, 40, 180]  # FNR 0.2
     res = permutation_test_counts(a, b, n_resamples=1999, random_state=rng.integers(1000))
-    assert res.pvalue < 0.01 and res.statistic == pytest.approx(0.2)
+    assert res.pvalue < 0.01 and res.difference == pytest.approx(0.2)
 
 
 def test_results_do_not_depend_on_n_jobs():
@@ -268,7 +271,7 @@ def test_pairwise_tests_are_the_two_group_tests():
         one = permutation_test(
             data, "fnr", groups=(row.group_a, row.group_b), n_resamples=4999, random_state=1
         )
-        assert row.difference == pytest.approx(one.statistic, abs=1e-12)
+        assert row.difference == pytest.approx(one.difference, abs=1e-12)
         assert row.z == pytest.approx(one.studentized_statistic, abs=1e-12)
         se = np.sqrt(2 * one.pvalue * (1 - one.pvalue) / 4999) + 1e-3
         assert abs(row.pvalue - one.pvalue) < 4 * se, (row, one.pvalue)
@@ -356,7 +359,7 @@ def test_discrimination_test_by_hand():
     a = np.array([1, 0, 0, 1, 0, 0, 0, 0, 1, 0], float)
     b = np.array([1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1], float)
     g = np.array(["a"] * 10 + ["b"] * 12)
-    res = discrimination_test(np.r_[a, b], g)
+    res = discrimination_test(np.r_[a, b], g, level=0.95)
     diff = a.mean() - b.mean()
     z = diff / np.sqrt(a.var(ddof=1) / 10 + b.var(ddof=1) / 12)
     assert res.statistic == pytest.approx(abs(diff)) and res.z == pytest.approx(z)
@@ -658,7 +661,7 @@ def test_correlation_test_statistics_by_hand():
     xc, ec = x - x.mean(), e - e.mean()
     r = np.mean(xc * ec) / np.sqrt(np.mean(xc**2) * np.mean(ec**2))
     tau2 = np.mean(xc**2 * ec**2) / (np.mean(xc**2) * np.mean(ec**2))
-    assert res.statistic == pytest.approx(r)
+    assert res.difference == pytest.approx(r)
     assert res.studentized_statistic == pytest.approx(np.sqrt(300) * r / np.sqrt(tau2))
     with pytest.raises(ValueError, match="same length"):
         correlation_permutation_test(x, e[:10])
@@ -697,13 +700,15 @@ def test_metric_permutation_test_mean_and_callable():
     res = metric_permutation_test(v, g, n_resamples=499, random_state=0)
     a, b = v[g == "a"], v[g == "b"]
     welch = (a.mean() - b.mean()) / np.sqrt(a.var(ddof=1) / 150 + b.var(ddof=1) / 450)
-    assert res.statistic == pytest.approx(a.mean() - b.mean())
+    assert res.difference == pytest.approx(a.mean() - b.mean())
     assert res.studentized_statistic == pytest.approx(welch)
     same = metric_permutation_test(v, g, n_resamples=499, random_state=0, n_jobs=2)
     np.testing.assert_array_equal(res.null_distribution, same.null_distribution)
     # a callable (the median) studentized by the bootstrap
-    med = metric_permutation_test(v, g, np.median, n_resamples=99, n_bootstrap=30, random_state=0)
-    assert med.statistic == pytest.approx(np.median(a) - np.median(b))
+    med = metric_permutation_test(
+        v, g, np.median, n_resamples=99, n_variance_resamples=30, random_state=0
+    )
+    assert med.difference == pytest.approx(np.median(a) - np.median(b))
     assert np.isfinite(med.studentized_statistic) and 0 < med.pvalue <= 1
     with pytest.raises(ValueError, match="exactly two"):
         metric_permutation_test(v, np.arange(600) % 3)
@@ -713,8 +718,10 @@ def test_metric_permutation_test_mean_and_callable():
         metric_permutation_test(v, g, "median")
     # one bootstrap difference has no spread: the standard error would be NaN
     for stud in (True, False):
-        with pytest.raises(ValueError, match="`n_bootstrap` must be an integer of at least 2"):
-            metric_permutation_test(v, g, np.median, n_bootstrap=1, studentize=stud)
+        with pytest.raises(
+            ValueError, match="`n_variance_resamples` must be an integer of at least 2"
+        ):
+            metric_permutation_test(v, g, np.median, n_variance_resamples=1, studentize=stud)
     with pytest.raises(ValueError, match="`batch` must be a positive integer, got 0"):
         metric_permutation_test(v, g, batch=0)  # failed in range()
 

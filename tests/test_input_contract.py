@@ -54,9 +54,9 @@ def _three_ways(frame):
 
 
 ENTRY_POINTS = {
-    "empirical_fairness": lambda d, r: bf.empirical_fairness(d, target="decision", **r).summary()[
-        ["metric", "value"]
-    ],
+    "empirical_fairness": lambda d, r: bf.empirical_fairness(
+        d, role="decision", **r, pseudo_count=0
+    ).summary()[["metric", "value"]],
     "fairness_confidence_interval": lambda d, r: (
         bf.fairness_confidence_interval(d, **r).summary().select_dtypes("number")
     ),
@@ -72,7 +72,9 @@ ENTRY_POINTS = {
         bf.auc_permutation_test(d, by="sex", n_resamples=199, random_state=0, **r).pvalue
     ),
     "run_audit": lambda d, r: bf.run_audit(d, **r).fairness_table().select_dtypes("number"),
-    "audit": lambda d, r: bf.audit(d, n_resamples=99, **r).tests[["statistic", "pvalue"]],
+    "audit": lambda d, r: bf.audit(d, n_resamples=99, random_state=0, **r).tests[
+        ["statistic", "pvalue"]
+    ],
     "DirichletMultinomial.fit": lambda d, r: pd.DataFrame(
         DirichletMultinomial(draws=50, chains=1, random_state=0).fit(d, **r).p_draws_[:3, :, 1]
     ),
@@ -97,7 +99,7 @@ def test_every_entry_point_takes_the_three_forms_alike(frame, name):
 def test_scans_and_per_group_estimates_take_an_audit_data(frame):
     data = bf.AuditData(frame, protected=["race", "sex"], outcome="y", score="p", threshold=0.5)
     kw = dict(
-        protected=("race", "a"),
+        protected_class=("race", "a"),
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=["sex", "charge"],
@@ -126,7 +128,7 @@ def test_scans_and_per_group_estimates_take_an_audit_data(frame):
         (lambda f: bf.group_rates(bf.AuditData(f, "race", "y"), outcome="y"), "given with an"),
         (lambda f: bf.group_rates(f, protected="race", outcome="y", colour="d"), "colour"),
         (lambda f: bf.group_rates(f.to_numpy(), protected="race", outcome="y"), "ndarray"),
-        (lambda f: bf.disaggregated_evaluation(f), "sensitive_features"),
+        (lambda f: bf.disaggregated_evaluation(f), "`protected` and `outcome`"),
         (lambda f: bf.AuditData.from_arrays([1, 0], sensitive_features=["a"]), "2 values"),
         (lambda f: bf.AuditData.from_arrays([1, 0], sensitive_features=None), "sensitive"),
     ],

@@ -67,7 +67,7 @@ def test_learning_curves_recover_group_noise():
     fits = res.fits.set_index("group")
     assert fits.loc[0, "delta"] == pytest.approx(0.25, rel=0.25)
     assert fits.loc[1, "delta"] == pytest.approx(2.25, rel=0.25)
-    assert (fits["delta_low"] <= fits["delta_high"]).all()
+    assert (fits["lower"] <= fits["upper"]).all()
     mc = res.mean_curves()
     assert (mc.iloc[0] > mc.iloc[-1]).all()  # more data, less loss
     res.plot()
@@ -166,7 +166,7 @@ def test_asymptote_intervals_cover_the_noise_level():
         fits = group_learning_curves(
             LinearRegression(), X, y, g, sizes=[10, 20, 40, 80, 160, 640], random_state=r
         ).fits.set_index("group")
-        cover += (fits["delta_low"] <= [0.25, 2.25]) & ([0.25, 2.25] <= fits["delta_high"])
+        cover += (fits["lower"] <= [0.25, 2.25]) & ([0.25, 2.25] <= fits["upper"])
     print("asymptote interval coverage:", cover / reps)  # shown with pytest -s
     assert (cover / reps >= 0.8).all(), cover / reps
 
@@ -201,8 +201,8 @@ def test_pow3_asymptote_of_a_nonnegative_loss_is_nonnegative():
     )
     for d in res.boot_deltas.values():
         assert ((d >= 0) & (d <= 1)).all()
-    assert res.fits[["delta", "delta_low", "delta_high"]].apply(np.isfinite).all().all()
-    assert (res.fits["delta_low"] >= 0).all()
+    assert res.fits[["delta", "lower", "upper"]].apply(np.isfinite).all().all()
+    assert (res.fits["lower"] >= 0).all()
 
 
 def test_bias_variance_noise_add_up_for_squared_loss():

@@ -176,7 +176,7 @@ def test_smoothed_edf_is_finite_with_empty_and_zero_count_groups(n, data, alpha)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         for include in (False, True):
-            est = empirical_fairness(d, alpha=alpha, include_empty=include)
+            est = empirical_fairness(d, pseudo_count=alpha, include_empty=include)
             assert math.isfinite(est.epsilon) and est.epsilon >= 0
             assert math.isfinite(est.gamma)
 
@@ -191,24 +191,24 @@ def test_edf_matches_counts_and_lists_exclusions():
     )
     d = AuditData(df, "a", "y")
     with pytest.warns(UserWarning, match="empty intersection"):
-        est = empirical_fairness(d)
+        est = empirical_fairness(d, pseudo_count=0)
     assert est.epsilon == pytest.approx(math.log(0.5 / 0.2))
     assert est.epsilon_pair == ("y", "x", 1)
     assert est.excluded == ["z"]
     assert est.gamma == pytest.approx(0.15 * 0.5)
     with pytest.warns(UserWarning):
-        sm = empirical_fairness(d, alpha=1.0)
+        sm = empirical_fairness(d, pseudo_count=1.0)
     assert sm.epsilon == pytest.approx(math.log((6 / 12) / (3 / 12)))
-    inc = empirical_fairness(d, alpha=1.0, include_empty=True)
+    inc = empirical_fairness(d, pseudo_count=1.0, include_empty=True)
     assert inc.excluded == [] and bool(inc.groups["in_epsilon"].all())
-    with pytest.raises(ValueError, match="alpha > 0"):
-        empirical_fairness(d, include_empty=True)
+    with pytest.raises(ValueError, match="pseudo_count > 0"):
+        empirical_fairness(d, include_empty=True, pseudo_count=0)
     # alpha is checked where it comes in (inf failed deep inside: '`p1` is NaN ...')
     for bad in (np.inf, -1.0, np.nan):
-        with pytest.raises(ValueError, match="`alpha` must be a finite non-negative number"):
-            empirical_fairness(d, alpha=bad)
-    with pytest.raises(ValueError, match="`alpha` must be a finite non-negative number"):
-        run_audit(d, alpha=np.inf)
+        with pytest.raises(ValueError, match="`pseudo_count` must be a finite non-negative number"):
+            empirical_fairness(d, pseudo_count=bad)
+    with pytest.raises(ValueError, match="`pseudo_count` must be a finite non-negative number"):
+        run_audit(d, pseudo_count=np.inf)
     assert list(est.summary()["metric"]) == ["epsilon-DF", "gamma-SF"]
 
 
@@ -217,11 +217,14 @@ def test_bias_amplification_of_estimates():
     df = pd.DataFrame({"g": rng.choice(list("abc"), 400), "y": rng.integers(0, 2, 400)})
     df["d"] = np.where(df["g"] == "a", 1, df["y"])
     d = AuditData(df, "g", "y", decision="d")
-    e_y, e_d = empirical_fairness(d), empirical_fairness(d, target="decision")
+    e_y, e_d = (
+        empirical_fairness(d, pseudo_count=0),
+        empirical_fairness(d, role="decision", pseudo_count=0),
+    )
     amp = bias_amplification(e_d, e_y).set_index("metric")
     assert amp.loc["epsilon-DF", "amplification"] == pytest.approx(e_d.epsilon - e_y.epsilon)
     with pytest.raises(ValueError, match="different methods"):
-        bias_amplification(empirical_fairness(d, alpha=1.0, target="decision"), e_y)
+        bias_amplification(empirical_fairness(d, pseudo_count=1.0, role="decision"), e_y)
 
 
 def test_group_rates_against_brute_force():

@@ -142,7 +142,7 @@ def _calls(frame: pd.DataFrame, names: list[str]):
                 p,
                 metrics=["fpr"],
                 estimators=["standard", "james_stein"],
-                n_bootstrap=2,
+                n_resamples=2,
             ),
         ),
     ]

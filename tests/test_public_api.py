@@ -48,8 +48,8 @@ def test_result_objects_print_short():
     assert f"pvalue={res.pvalue:.6g}" in text
     assert "null_distribution=<array shape=(999,)>" in text
     assert "estimates=<DataFrame 2 rows x 4 columns>" in text
-    est = bf.empirical_fairness(data)
-    assert f"epsilon={est.epsilon:.6g}" in repr(est) and "alpha=0.0" in repr(est)
+    est = bf.empirical_fairness(data, pseudo_count=0)
+    assert f"epsilon={est.epsilon:.6g}" in repr(est) and "pseudo_count=0.0" in repr(est)
     audit = bf.run_audit(data)
     assert repr(audit).startswith("AuditResult(data=<AuditData>") and len(repr(audit)) < 500
 
@@ -78,7 +78,7 @@ def test_random_state_is_taken_alike_everywhere():
     data = bf.AuditData(df, ["g", "h"], "y", decision="d", score="score")
     y, g = df["y"].to_numpy(), df["g"].to_numpy()
     edf = bf.DirichletMultinomial(draws=50, random_state=0).fit(data)
-    dec = bf.DirichletMultinomial(draws=80, random_state=0).fit(data, target="decision")
+    dec = bf.DirichletMultinomial(draws=80, random_state=0).fit(data, role="decision")
     calls = {
         "permutation_test": lambda rs: (
             bf.permutation_test(
@@ -93,7 +93,12 @@ def test_random_state_is_taken_alike_everywhere():
         ),
         "metric_permutation_test": lambda rs: (
             bf.metric_permutation_test(
-                y, g, lambda v: float(np.mean(v)), n_resamples=30, n_bootstrap=10, random_state=rs
+                y,
+                g,
+                lambda v: float(np.mean(v)),
+                n_resamples=30,
+                n_variance_resamples=10,
+                random_state=rs,
             ).null_distribution
         ),
         "subset_scan": lambda rs: (
@@ -163,7 +168,7 @@ def test_switches_must_be_true_or_false():
             lambda v: bf.metric_permutation_test(y, g, n_resamples=9, studentize=v),
             lambda v: correlation_permutation_test(y, df["score"], n_resamples=9, studentize=v),
         ],
-        "include_empty": [lambda v: bf.empirical_fairness(data, alpha=1.0, include_empty=v)],
+        "include_empty": [lambda v: bf.empirical_fairness(data, pseudo_count=1.0, include_empty=v)],
         "interactions": [
             lambda v: bf.disaggregated_evaluation(
                 df, ["g"], "y", "d", estimators=["standard"], interactions=v

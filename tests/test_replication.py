@@ -16,7 +16,7 @@ from bayesfair.replication import foulds
 
 pytestmark = pytest.mark.slow
 
-EDF = {"EDF": lambda s: DirichletMultinomial(alpha=0.5, random_state=s)}
+EDF = {"EDF": lambda s: DirichletMultinomial(pseudo_count=0.5, random_state=s)}
 HLR = {
     "HLR": lambda s: HierarchicalLogisticRegression(draws=500, tune=500, chains=2, random_state=s)
 }
@@ -71,11 +71,11 @@ def test_compas_case_study_amplification(data_home):
 def test_compas_case_study_takes_any_model(data_home):
     # the settings of the given model are copied (a conjugate model has no `method` to pass)
     pf = foulds.compas_case_study(
-        DirichletMultinomial(alpha=2.0, draws=300), data_home=data_home, random_state=5
+        DirichletMultinomial(pseudo_count=2.0, draws=300), data_home=data_home, random_state=5
     )
     data = load_compas("foulds", data_home=data_home).audit_data()
-    y = DirichletMultinomial(alpha=2.0, draws=300, random_state=5).fit(data)
-    d = DirichletMultinomial(alpha=2.0, draws=300, random_state=6).fit(data, target="decision")
+    y = DirichletMultinomial(pseudo_count=2.0, draws=300, random_state=5).fit(data)
+    d = DirichletMultinomial(pseudo_count=2.0, draws=300, random_state=6).fit(data, role="decision")
     expected = posterior_fairness(y, d, random_state=5)
     assert pf.draws["df_amplification"].size == 4 * 300
     for name, draws in expected.draws.items():
@@ -84,7 +84,7 @@ def test_compas_case_study_takes_any_model(data_home):
 
 def test_credible_intervals_cover_the_truth():
     factories = {
-        "EDF": lambda s: DirichletMultinomial(alpha=0.5, draws=1000, random_state=s),
+        "EDF": lambda s: DirichletMultinomial(pseudo_count=0.5, draws=1000, random_state=s),
         "HLR": lambda s: HierarchicalLogisticRegression(
             draws=400, tune=400, chains=2, random_state=s
         ),

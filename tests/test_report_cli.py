@@ -56,7 +56,7 @@ def test_per_group_section_keeps_every_protected_column():
     df = pd.DataFrame({"_y": rng.choice(["u", "v", "w"], n), "b": rng.choice(["f", "m"], n)})
     df["y"], df["d"] = rng.integers(0, 2, n), rng.integers(0, 2, n)
     data = AuditData(df, ["_y", "b"], "y", decision="d")
-    res = _per_group(data, False, 0, 10, "auto")
+    res = _per_group(data, False, 0, 10, "auto", 50)
     assert sorted(res.table.group.unique()) == data.group_labels
     assert res.table.n.sum() == 3 * n * len(res.table.estimator.unique())
 
@@ -94,7 +94,7 @@ def test_report_blocks_and_sections_refuse_what_they_cannot_show():
         ):
             call()
     with pytest.raises(TypeError, match="`data` must be a FairnessEstimate"):
-        bias_amplification(empirical_fairness(data), df)
+        bias_amplification(empirical_fairness(data, pseudo_count=0), df)
 
 
 def test_user_strings_are_escaped(tmp_path):
@@ -611,7 +611,7 @@ def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
         "d",
         metrics=["fpr"],
         estimators=["standard", "james_stein", "empirical_bayes"],
-        n_bootstrap_variance=30,
+        n_variance_resamples=30,
         random_state=0,
     )
     tab = _metric_table(res, "fpr")
@@ -658,7 +658,7 @@ def test_per_group_section_names_groups_without_rows():
     df["y"] = 0
     df["d"] = (rng.random(2000) < 0.2 + 0.4 * ((df.a == "y") & (df.b == "u"))).astype(int)
     kw = dict(metrics=["fpr"], estimators=["standard", "structured"], random_state=0)
-    kw.update(n_bootstrap_variance=30, n_bootstrap=50)
+    kw.update(n_variance_resamples=30, n_resamples=50)
     full = disaggregated_evaluation(df, ["a", "b"], "y", "d", **kw)
     assert "have no rows" not in add_disaggregated_section(Report("t"), full).to_html()
     gone = df[~((df.a != "x") & (df.b == "v"))].assign(
@@ -704,12 +704,10 @@ def test_rate_charts_leave_no_blank_band_on_many_intersections(monkeypatch):
     html = run_audit(data).report().to_html()
     assert "The 100 largest of 243 intersections; AuditData.table has every one." in html
     # the posterior chart's intervals have the mass it is asked for
-    fig = plot_posterior_rates(fitted, prob=0.5)
+    fig = plot_posterior_rates(fitted, level=0.5)
     assert fig.axes[0].get_legend().get_texts()[0].get_text().endswith("mean, 50% HDI")
     s50, s90 = fitted.summary(0.5), fitted.summary()
-    assert (
-        s50["hdi_50%_high"] - s50["hdi_50%_low"] < s90["hdi_90%_high"] - s90["hdi_90%_low"]
-    ).all()
+    assert (s50["upper"] - s50["lower"] < s90["upper"] - s90["lower"]).all()
 
 
 def test_group_charts_build_the_labels_once(monkeypatch):
@@ -739,7 +737,7 @@ def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
     fits = [DirichletMultinomial(draws=50, random_state=0).fit(data) for _ in range(2)]
     fits.append(NaiveBayes(draws=50, random_state=0).fit(data))
-    mech = [m.__class__(draws=50, random_state=1).fit(data, target="decision") for m in fits]
+    mech = [m.__class__(draws=50, random_state=1).fit(data, role="decision") for m in fits]
     html = add_bayesian_section(Report("t"), fits, mech).to_html()
     for name in ("EDF-exact", "EDF-exact#2", "NB-exact"):
         assert f"<td>{name}</td>" in html, name
@@ -777,39 +775,38 @@ def test_audit_summary_is_the_fairness_table_with_the_truth():
 
     ds = make_gaussian_threshold(n_rows=3000, random_state=0)
     data = ds.audit_data()
-    result = run_audit(data, alpha=1.0, truth=ds.truth)
+    result = run_audit(data, pseudo_count=1.0, truth=ds.truth)
     table = result.summary()
     pd.testing.assert_frame_equal(table, result.fairness_table())
-    assert set(table["target"]) == {"outcome", "decision"}
-    eps = table[(table["metric"] == "epsilon-DF") & (table["target"] == "outcome")]
-    smoothed = empirical_fairness(data, target="outcome", alpha=1.0).epsilon
+    assert set(table["role"]) == {"outcome", "decision"}
+    eps = table[(table["metric"] == "epsilon-DF") & (table["role"] == "outcome")]
+    smoothed = empirical_fairness(data, role="outcome", pseudo_count=1.0).epsilon
     assert smoothed in eps["value"].to_numpy()
     truth = eps["truth (outcome)"].dropna().unique()
     assert list(truth) == [ds.truth["epsilon"]]
-    assert table.loc[table["target"] == "decision", "truth (outcome)"].isna().all()
+    assert table.loc[table["role"] == "decision", "truth (outcome)"].isna().all()
     # the EDF rows carry the confidence interval of the population's value, which holds the
     # EDF estimate itself (the sample's rates and shares lie in their intervals)
     edf = table["method"] == "EDF"
-    lo, hi = table["ci_90%_low"], table["ci_90%_high"]
+    lo, hi = table["lower"], table["upper"]
     assert (lo[edf] <= table["value"][edf]).all() and (table["value"][edf] <= hi[edf]).all()
     assert lo[~edf].isna().all() and hi[~edf].isna().all()
     with pytest.warns(UserWarning, match="3 group.s. without rows left out of epsilon"):
-        ci = fairness_confidence_interval(data, target="decision", level=0.9)
-    row = table[edf & (table["target"] == "decision") & (table["metric"] == "gamma-SF")]
-    assert row[["ci_90%_low", "ci_90%_high"]].iloc[0].tolist() == list(ci.gamma_interval)
+        ci = fairness_confidence_interval(data, role="decision", level=0.9)
+    row = table[edf & (table["role"] == "decision") & (table["metric"] == "gamma-SF")]
+    assert row[["lower", "upper"]].iloc[0].tolist() == list(ci.gamma_interval)
     # amplification: both targets' intervals at 95%, their far ends
     amp = result.amplification.set_index(["method", "metric"]).loc["EDF"]
     with pytest.warns(UserWarning, match="without rows"):
         d, m = (
-            fairness_confidence_interval(data, target=t, level=0.95)
-            for t in ("outcome", "decision")
+            fairness_confidence_interval(data, role=t, level=0.95) for t in ("outcome", "decision")
         )
-    assert amp.loc["gamma-SF", "ci_90%_low"] == m.gamma_interval[0] - d.gamma_interval[1]
-    assert amp.loc["gamma-SF", "ci_90%_high"] == m.gamma_interval[1] - d.gamma_interval[0]
-    assert amp.loc["epsilon-DF", "ci_90%_high"] == m.epsilon_interval[1] - d.epsilon_interval[0]
-    assert (amp["ci_90%_low"] <= amp["amplification"]).all()
-    assert (amp["amplification"] <= amp["ci_90%_high"]).all()
-    assert "ci_80%_low" in run_audit(data, level=0.8).fairness_table()
+    assert amp.loc["gamma-SF", "lower"] == m.gamma_interval[0] - d.gamma_interval[1]
+    assert amp.loc["gamma-SF", "upper"] == m.gamma_interval[1] - d.gamma_interval[0]
+    assert amp.loc["epsilon-DF", "upper"] == m.epsilon_interval[1] - d.epsilon_interval[0]
+    assert (amp["lower"] <= amp["amplification"]).all()
+    assert (amp["amplification"] <= amp["upper"]).all()
+    assert "lower" in run_audit(data, level=0.8).fairness_table()
     with pytest.raises(ValueError, match="level"):
         run_audit(data, level=1.0)
 
@@ -820,7 +817,7 @@ def test_audit_says_when_it_has_no_interval_of_epsilon():
     df = pd.DataFrame({"a": cat("x", ["x", "y"]), "b": cat("u", ["u", "v"]), "y": [0, 1] * 3})
     result = run_audit(AuditData(df, ["a", "b"], "y"))
     assert "1 intersection has rows: no confidence interval" in result.notes[-1]
-    assert result.fairness_table()["ci_90%_low"].isna().all() and not result.intervals
+    assert result.fairness_table()["lower"].isna().all() and not result.intervals
 
 
 def test_tables_show_and_save_a_meaningful_index(tmp_path):
@@ -856,16 +853,16 @@ def test_posterior_boxes_draw_the_frequentist_interval_beside_the_models():
 
     data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
     labels = DirichletMultinomial(draws=200, random_state=0).fit(data)
-    decisions = DirichletMultinomial(draws=200, random_state=1).fit(data, target="decision")
+    decisions = DirichletMultinomial(draws=200, random_state=1).fit(data, role="decision")
     d = labels.design_
     with pytest.warns(UserWarning, match="3 group.s. without rows"):
         ci = fairness_confidence_interval(data)
         # the report computes it from the model's table: the same interval
         same = intervals_from_counts(
-            d.n, d.k, d.labels, level=0.9, target="outcome", by=("race", "sex", "nationality")
+            d.n, d.k, d.labels, level=0.9, role="outcome", by=("race", "sex", "nationality")
         )
     assert same.epsilon_interval == ci.epsilon_interval and same.gamma_interval == ci.gamma_interval
-    fig = plot_posterior_boxes({"EDF": posterior_fairness(labels, decisions)}, ci)
+    fig = plot_posterior_boxes({"EDF": posterior_fairness(labels, decisions, random_state=0)}, ci)
     ticks = [[t.get_text() for t in ax.get_xticklabels()] for ax in fig.axes]
     assert ticks == [["EDF", "90% CI"], ["EDF", "90% CI"], ["EDF"]]  # none for amplification
     for ax, (lo, hi) in zip(fig.axes, (ci.epsilon_interval, ci.gamma_interval), strict=False):

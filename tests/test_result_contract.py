@@ -59,18 +59,18 @@ def results(data) -> dict[str, object]:
         dm = DirichletMultinomial(draws=200, chains=2, random_state=0).fit(data)
         cbs = bf.conditional_bias_scan(
             data,
-            protected=("race", data.levels["race"][0]),
+            protected_class=("race", data.categories["race"][0]),
             scan_type="separation_recommendations",
             condition_value=0,
             attributes=["sex", "nationality"],
             n_restarts=5,
-            n_permutations=19,
+            n_resamples=19,
             random_state=0,
         )
         out = {
             "AuditResult": bf.run_audit(data),
             "FullAuditResult": bf.audit(data, n_resamples=99),
-            "FairnessEstimate": bf.empirical_fairness(data),
+            "FairnessEstimate": bf.empirical_fairness(data, pseudo_count=0),
             "FairnessConfidenceInterval": bf.fairness_confidence_interval(data),
             "PermutationTestResult": bf.permutation_test(data, "fpr", by="sex", n_resamples=99),
             "IntersectionalPermutationResult": bf.intersectional_permutation_test(
@@ -85,9 +85,9 @@ def results(data) -> dict[str, object]:
             ),
             "CBSResult": cbs,
             "ScanResult": cbs.scan,
-            "PosteriorFairness": posterior_fairness(dm),
+            "PosteriorFairness": posterior_fairness(dm, random_state=0),
             "DisaggregatedResult": bf.disaggregated_evaluation(
-                data, metrics=["fpr"], estimators=["standard", "james_stein"], n_bootstrap=20
+                data, metrics=["fpr"], estimators=["standard", "james_stein"], n_resamples=20
             ),
         }
     return out
@@ -95,29 +95,29 @@ def results(data) -> dict[str, object]:
 
 def test_every_public_result_type_is_in_the_check(results):
     """A new result type must be added to the fixture above (and so to the contract)."""
-    names = {t.__name__ for t in _result_types()} - {"PosteriorScanResult"}  # NUTS: slow test
+    names = {t.__name__ for t in _result_types()} - {"PosteriorScanResult"}  # NUTS: slow, below
     assert names <= set(results), sorted(names - set(results))
     assert all(issubclass(t, ResultMixin) for t in _result_types())
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "AuditResult",
-        "FullAuditResult",
-        "FairnessEstimate",
-        "FairnessConfidenceInterval",
-        "PermutationTestResult",
-        "IntersectionalPermutationResult",
-        "DiscriminationTestResult",
-        "DiscriminationComparison",
-        "LearningCurveResult",
-        "CBSResult",
-        "ScanResult",
-        "PosteriorFairness",
-        "DisaggregatedResult",
-    ],
-)
+RESULT_NAMES = [
+    "AuditResult",
+    "FullAuditResult",
+    "FairnessEstimate",
+    "FairnessConfidenceInterval",
+    "PermutationTestResult",
+    "IntersectionalPermutationResult",
+    "DiscriminationTestResult",
+    "DiscriminationComparison",
+    "LearningCurveResult",
+    "CBSResult",
+    "ScanResult",
+    "PosteriorFairness",
+    "DisaggregatedResult",
+]
+
+
+@pytest.mark.parametrize("name", RESULT_NAMES)
 def test_the_result_contract(results, name):
     res = results[name]
     summary = res.summary()
@@ -136,7 +136,7 @@ def test_a_poor_fit_says_so_in_its_summary(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = LogisticRegression(draws=10, tune=10, chains=2, random_state=0).fit(data)
-    pf = posterior_fairness(fit)
+    pf = posterior_fairness(fit, random_state=0)
     s = pf.summary()
     assert {"r_hat_max", "ess_bulk_min", "divergences"} <= set(s.columns)
     assert s["ess_bulk_min"].iloc[0] == pytest.approx(fit.diagnostics_["ess_bulk_min"])
@@ -158,13 +158,76 @@ def test_a_pvalue_not_computed_is_said_so(data):
         warnings.simplefilter("ignore")
         res = bf.conditional_bias_scan(
             data,
-            protected=("race", data.levels["race"][0]),
+            protected_class=("race", data.categories["race"][0]),
             scan_type="separation_recommendations",
             condition_value=0,
             attributes=["sex", "nationality"],
             n_restarts=3,
+            n_resamples=0,
             random_state=0,
         )
     row = res.summary().iloc[0]
     assert res.pvalue is None and np.isnan(row["pvalue"])
-    assert "pass n_permutations" in row["pvalue_note"]
+    assert "pass n_resamples" in row["pvalue_note"]
+
+
+#: what a plot needs besides ``ax`` (the per-group plot draws one metric)
+PLOT_ARGS = {"DisaggregatedResult": {"metric": "fpr"}}
+
+
+@pytest.mark.parametrize("name", RESULT_NAMES)
+def test_plot_takes_an_ax_and_returns_what_it_drew_into(results, name):
+    """One convention: ``plot(ax=None)`` returns the Axes it drew into (an array of them
+    for several panels), and draws into the caller's own when given."""
+    import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
+
+    res = results[name]
+    kw = PLOT_ARGS.get(name, {})
+    try:
+        made = res.plot(**kw)
+        panels = [made] if isinstance(made, Axes) else list(np.ravel(made))
+        assert panels and all(isinstance(a, Axes) for a in panels)
+        _, own = plt.subplots(1, len(panels), squeeze=False)
+        given = own[0, 0] if len(panels) == 1 else own[0]
+        back = res.plot(ax=given, **kw)
+        assert back is given if len(panels) == 1 else list(back) == list(given)
+        assert all(a.has_data() or a.patches for a in (own[0]))
+    finally:
+        plt.close("all")
+
+
+@pytest.mark.parametrize("name", RESULT_NAMES)
+def test_interval_ends_are_lower_and_upper_beside_a_level(results, name):
+    res = results[name]
+    for table in (res.summary(), res.to_frame()):
+        cols = [str(c) for c in table.columns]
+        assert not [c for c in cols if c.endswith(("_low", "_high")) or c.startswith("hdi_")]
+        if "lower" in cols:
+            assert {"upper", "level"} <= set(cols), (name, cols)
+
+
+@pytest.mark.slow
+def test_the_posterior_scan_result_honours_the_contract(data):
+    """PosteriorScanResult samples with NUTS, so it is checked in the slow suite."""
+    import matplotlib.pyplot as plt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bf.posterior_bias_scan(
+            data,
+            protected_class=("race", data.categories["race"][0]),
+            scan_type="separation_recommendations",
+            condition_value=0,
+            attributes=["sex", "nationality"],
+            draws=100,
+            tune=100,
+            n_draws_scanned=20,
+            n_restarts=3,
+            random_state=0,
+        )
+    assert isinstance(res.summary(), pd.DataFrame) and len(res.summary())
+    assert isinstance(res.to_frame(), pd.DataFrame) and "<table" in res._repr_html_()
+    axes = res.plot()
+    assert len(axes) == 2
+    plt.close("all")

@@ -227,7 +227,12 @@ def test_continuous_scan_attributes_are_refused_before_any_work():
     ):
         subset_scan(df, ["income", "g"], y, np.full(n, 0.5))
     df["y"], df["d"], df["s"] = y, rng.integers(0, 2, n), rng.random(n)
-    kw = dict(protected=("g", "a"), scan_type="separation_recommendations", condition_value=0)
+    kw = dict(
+        protected_class=("g", "a"),
+        scan_type="separation_recommendations",
+        condition_value=0,
+        n_resamples=0,
+    )
     roles = dict(outcome="y", score="s", decision="d")
     with pytest.raises(ValueError, match="scan attribute"):
         conditional_bias_scan(df, attributes=["income"], **kw, **roles)
@@ -345,14 +350,16 @@ def test_scan_refuses_missing_attribute_values():
 
 # ------------------------------------------------------------------ Conditional Bias Scan
 def _semi(**kw):
-    return make_cbs_semisynthetic(protected=("race", "African-American"), random_state=4, **kw)
+    return make_cbs_semisynthetic(
+        protected_class=("race", "African-American"), random_state=4, **kw
+    )
 
 
 def test_cbs_detects_injected_separation_bias():
     ds = _semi(mu_sep=1.5)
     res = conditional_bias_scan(
         ds.frame,
-        protected="protected",
+        protected_class="protected",
         outcome="y",
         decision="p_bin",
         scan_type="separation_recommendations",
@@ -360,6 +367,7 @@ def test_cbs_detects_injected_separation_bias():
         attributes=list(ds.covariates),
         n_restarts=20,
         random_state=0,
+        n_resamples=0,
     )
     truth = ds.truth["in_subgroup"]
     keep = ds.frame["y"].to_numpy() == 0
@@ -380,12 +388,13 @@ def test_cbs_scan_types_and_validation():
     ds = _semi()
     f = ds.frame
     common = dict(
-        protected="protected",
+        protected_class="protected",
         outcome="y",
         score="p",
         decision="p_bin",
         attributes=list(ds.covariates),
         n_restarts=5,
+        n_resamples=0,
         random_state=0,
     )
     for st in (
@@ -413,11 +422,11 @@ def test_cbs_scan_types_and_validation():
         conditional_bias_scan(
             f, scan_type="separation_recommendations", **{**common, "decision": None}
         )
-    with pytest.raises(ValueError, match=r"boolean or 0/1; .* pass protected=\('race', '"):
+    with pytest.raises(ValueError, match=r"boolean or 0/1; .* pass protected_class=\('race', '"):
         conditional_bias_scan(
-            f, scan_type="separation_recommendations", **{**common, "protected": "race"}
+            f, scan_type="separation_recommendations", **{**common, "protected_class": "race"}
         )
-    by_value = {**common, "protected": ("race", "African-American")}
+    by_value = {**common, "protected_class": ("race", "African-American")}
     with pytest.raises(ValueError, match=r"'race' has 1 missing value\(s\), rows that cannot"):
         conditional_bias_scan(
             f.assign(race=f["race"].where(f.index > 0)),
@@ -442,29 +451,30 @@ def test_cbs_scan_types_and_validation():
         ):
             scan(f, scan_type="separation_recommendations", **{**by_value, "attributes": ["race"]})
     coded = f.assign(site=np.arange(len(f)) % 3 + 1)  # an integer column: a plain 2
-    with pytest.raises(ValueError, match=r"pass protected=\('site', 2\)$"):
+    with pytest.raises(ValueError, match=r"pass protected_class=\('site', 2\)$"):
         conditional_bias_scan(
-            coded, scan_type="separation_recommendations", **{**common, "protected": "site"}
+            coded, scan_type="separation_recommendations", **{**common, "protected_class": "site"}
         )
     with pytest.raises(ValueError, match="no row has"):
         conditional_bias_scan(
             f,
             scan_type="separation_recommendations",
-            **{**common, "protected": ("race", "Martian")},
+            **{**common, "protected_class": ("race", "Martian")},
         )
     with pytest.raises(TypeError, match="protected"):
         conditional_bias_scan(
-            f, scan_type="separation_recommendations", **{**common, "protected": 3}
+            f, scan_type="separation_recommendations", **{**common, "protected_class": 3}
         )
     # arguments are checked where they come in, each named (True was taken as 1 permutation
     # and refused as `n_resamples`; sigma is unused by a Bernoulli scan but 'x' was taken)
     recs = dict(scan_type="separation_recommendations", **common)
+    del recs["n_resamples"]  # each case below sets its own (or fails before permuting)
     for kw, match in [
-        (dict(n_permutations=True), "`n_permutations` must be an integer of at least 0"),
-        (dict(n_permutations=-1), "`n_permutations` must be an integer of at least 0"),
+        (dict(n_resamples=True), "`n_resamples` must be an integer of at least 0"),
+        (dict(n_resamples=-1), "`n_resamples` must be an integer of at least 0"),
         (dict(sigma="x"), "`sigma` must be a positive number or 'estimate', got 'x'"),
         (dict(sigma=np.nan), "`sigma` must be a finite positive number"),
-        (dict(n_permutations=9, n_jobs=2.5), "`n_jobs` must be None or a non-zero integer"),
+        (dict(n_resamples=9, n_jobs=2.5), "`n_jobs` must be None or a non-zero integer"),
     ]:
         with pytest.raises(ValueError, match=match):
             conditional_bias_scan(f, **recs, **kw)
@@ -480,19 +490,19 @@ def test_cbs_scan_types_and_validation():
 def test_cbs_permutation_pvalue_is_backend_independent():
     ds = _semi(mu_sep=1.0)
     kw = dict(
-        protected="protected",
+        protected_class="protected",
         outcome="y",
         decision="p_bin",
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=list(ds.covariates),
         n_restarts=5,
-        n_permutations=32,
+        n_resamples=32,
         random_state=7,
     )
     r1 = conditional_bias_scan(ds.frame, n_jobs=1, **kw)
     r2 = conditional_bias_scan(ds.frame, n_jobs=2, **kw)
-    np.testing.assert_array_equal(r1.null_scores, r2.null_scores)
+    np.testing.assert_array_equal(r1.null_distribution, r2.null_distribution)
     assert r1.pvalue == r2.pvalue == pytest.approx(1 / 33)
     ax = r1.plot()
     assert ax.get_xlabel() == "maximum penalised score F(S*)" and len(ax.patches) > 0
@@ -506,7 +516,7 @@ def test_cbs_custom_ihat_model():
     ds = _semi(mu_sep=1.5)
     res = conditional_bias_scan(
         ds.frame,
-        protected="protected",
+        protected_class="protected",
         outcome="y",
         decision="p_bin",
         scan_type="separation_recommendations",
@@ -515,6 +525,7 @@ def test_cbs_custom_ihat_model():
         n_restarts=5,
         random_state=0,
         ihat_model=RandomForestClassifier(n_estimators=20, min_samples_leaf=20, random_state=0),
+        n_resamples=0,
     )
     assert res.score > 0 and len(res.ihat) == res.scan.membership.shape[0]
 
@@ -541,7 +552,7 @@ CBS_COMPAS = dict(
 def test_compas_black_male_defendants(compas_cbs, scan_type):
     res = conditional_bias_scan(
         compas_cbs,
-        protected=("race", "African-American"),
+        protected_class=("race", "African-American"),
         scan_type=scan_type,
         condition_value=0,
         **CBS_COMPAS,
@@ -567,7 +578,7 @@ def test_cbs_permutation_test_level_under_the_null():
     """
     from bayesfair.replication import boxer
 
-    out = boxer.null_level_study(200, n_permutations=19, n_rows=2000, n_restarts=5, random_state=0)
+    out = boxer.null_level_study(200, n_resamples=19, n_rows=2000, n_restarts=5, random_state=0)
     assert 0.02 <= out["rate"] <= 0.08, out["rate"]
     # and the p-values are spread over their whole range, not piled at 1
     assert 0.3 < np.mean(out["pvalues"] > 0.5) < 0.7
@@ -610,8 +621,8 @@ def test_report_gains_a_scan_section(tmp_path):
     from bayesfair.report import Report, add_scan_section, scan_audit_data
 
     data = demo_dataset(4000, 1).audit_data()
-    results = scan_audit_data(data, n_permutations=9, n_restarts=5)
-    assert len(results) == sum(len(v) for v in data.levels.values())
+    results = scan_audit_data(data, n_resamples=9, n_restarts=5)
+    assert len(results) == sum(len(v) for v in data.categories.values())
     rep = add_scan_section(Report("t"), results)
     html = rep.to_html()
     assert "Subgroup scan" in html and "rate_comparison" in html
@@ -631,7 +642,7 @@ def test_report_scans_name_the_users_columns():
     data = AuditData(
         df, "a", "label", score="prob", threshold=0.5, pos_label="yes", covariates=["_zone"]
     )
-    results = scan_audit_data(data, n_permutations=0, n_restarts=2)
+    results = scan_audit_data(data, n_resamples=0, n_restarts=2)
     assert len(results) == 2
     for r in results:
         assert r.settings["attributes"] == ["_zone"]
@@ -656,7 +667,7 @@ def test_report_scans_say_which_covariates_they_leave_out():
     df["d"] = (rng.random(n) < 0.3 + 0.4 * ((df.a == "p") & df.flag)).astype(int)
     data = AuditData(df, "a", "y", decision="d", covariates=["priors", "flag"])
     with pytest.warns(UserWarning, match=r"numeric covariate\(s\) \['priors'\] are not scanned"):
-        results = scan_audit_data(data, n_permutations=19, n_restarts=5)
+        results = scan_audit_data(data, n_resamples=19, n_restarts=5)
     first = results[0]
     assert first.protected_label == "a = p" and first.settings["attributes"] == ["flag"]
     assert first.describe().startswith("flag = True among a = p") and first.pvalue == 0.05
@@ -664,7 +675,7 @@ def test_report_scans_say_which_covariates_they_leave_out():
     data = AuditData(binned, "a", "y", decision="d", covariates=["priors", "flag"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing left out
-        assert scan_audit_data(data, n_permutations=0)[0].settings["attributes"] == [
+        assert scan_audit_data(data, n_resamples=0)[0].settings["attributes"] == [
             "priors",
             "flag",
         ]
@@ -686,7 +697,7 @@ def test_report_scans_name_the_classes_without_an_fpr(tmp_path):
     named = r"2 protected class\(es\) not scanned: sex = F \(no row in the protected class has "
     named += r"y == 0\); sex = M \(no row outside the protected class has y == 0\)"
     with pytest.warns(UserWarning, match=named):
-        results = scan_audit_data(data, n_permutations=0, n_restarts=2)
+        results = scan_audit_data(data, n_resamples=0, n_restarts=2)
     assert [r.protected_label for r in results] == ["race = a", "race = b", "race = c"]
     csv, out = tmp_path / "d.csv", tmp_path / "r.html"
     df.to_csv(csv, index=False)
@@ -698,7 +709,7 @@ def test_report_scans_name_the_classes_without_an_fpr(tmp_path):
     exact = AuditData(df.assign(d=df["y"]), ["sex", "race"], "y", decision="d")
     every = r"race = a \(every row outside the protected class with y == 0 has d == 0, so the"
     with pytest.warns(UserWarning, match=every + r" expected d \(I-hat\) cannot be learned\)"):
-        assert scan_audit_data(exact, n_permutations=0, n_restarts=2) == []
+        assert scan_audit_data(exact, n_resamples=0, n_restarts=2) == []
     from bayesfair.report import Report, add_scan_section
 
     texts = [b.text for b in add_scan_section(Report("t"), [], notes=["why"]).sections[0].blocks]
@@ -719,7 +730,7 @@ def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
         }
     )
     kw = dict(
-        protected=("g", "M"),
+        protected_class=("g", "M"),
         scan_type="separation_recommendations",
         outcome="y",
         decision="d",
@@ -729,22 +740,22 @@ def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
         random_state=0,
     )
     with pytest.warns(UserWarning, match=r"scan of g = M: \d+ of 99 permuted data sets could"):
-        res = conditional_bias_scan(df, n_permutations=99, **kw)
-    assert 0 < len(res.null_scores) < 99 and np.isfinite(res.null_scores).all()
-    hits = np.sum(res.null_scores >= res.score - 1e-9)
-    assert res.pvalue == pytest.approx((1 + hits) / (1 + len(res.null_scores)))
+        res = conditional_bias_scan(df, n_resamples=99, **kw)
+    assert 0 < len(res.null_distribution) < 99 and np.isfinite(res.null_distribution).all()
+    hits = np.sum(res.null_distribution >= res.score - 1e-9)
+    assert res.pvalue == pytest.approx((1 + hits) / (1 + len(res.null_distribution)))
     # the data itself: refused, naming the columns
     with pytest.raises(
         ValueError, match="every row outside the protected class with y == 0 has d == 0"
     ):
-        conditional_bias_scan(df.assign(d=0), n_permutations=9, **kw)
+        conditional_bias_scan(df.assign(d=0), n_resamples=9, **kw)
 
 
 def test_posterior_bias_scan_small():
     ds = _semi(mu_sep=1.5)
     bf = __import__("bayesfair")
     roles = dict(
-        protected="protected",
+        protected_class="protected",
         outcome="y",
         decision="p_bin",
         scan_type="separation_recommendations",
@@ -767,8 +778,8 @@ def test_posterior_bias_scan_small():
     assert "coef" in res.idata.posterior
     assert res.summary().shape[0] == 1
     res.plot()
-    with pytest.raises(TypeError, match="`axes` must be 2 matplotlib Axes"):
-        res.plot(axes=res.plot()[0])
+    with pytest.raises(TypeError, match="`ax` must be 2 matplotlib Axes"):
+        res.plot(ax=res.plot()[0])
     # without `attributes`: every categorical column but the roles and the protected
     # column, as conditional_bias_scan (it used to refuse); race is dropped here so that
     # the default is the covariates

@@ -11,6 +11,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from .._validation import SeedLike, check_count, check_random_state, check_real
+from .._vocabulary import renamed_arguments
 from ..data import AuditData
 from ..metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from ._base import Dataset
@@ -24,22 +25,23 @@ _DEFAULT_LEVELS: dict[str, list] = {
 }
 
 
-def _levels(levels: Mapping[str, int | Sequence] | None) -> dict[str, list]:
-    if levels is None:
+def _categories(categories: Mapping[str, int | Sequence] | None) -> dict[str, list]:
+    if categories is None:
         return {k: list(v) for k, v in _DEFAULT_LEVELS.items()}
-    if not isinstance(levels, Mapping) or not levels:
-        raise TypeError("`levels` must be a non-empty mapping {attribute: n_values or [values]}")
+    if not isinstance(categories, Mapping) or not categories:
+        raise TypeError("`categories` must map each attribute to n_values or [values]")
     out = {}
-    for name, spec in levels.items():
+    for name, spec in categories.items():
         values = [str(v) for v in range(1, spec + 1)] if isinstance(spec, int) else list(spec)
         if len(values) < 2:
-            raise ValueError(f"attribute {name!r} in `levels` needs at least two values")
+            raise ValueError(f"attribute {name!r} in `categories` needs at least two values")
         out[str(name)] = values
     return out
 
 
+@renamed_arguments(levels="categories")
 def make_gaussian_threshold(
-    levels: Mapping[str, int | Sequence] | None = None,
+    categories: Mapping[str, int | Sequence] | None = None,
     *,
     group_sizes: Sequence[int] | None = None,
     n_rows: int = 5000,
@@ -51,7 +53,7 @@ def make_gaussian_threshold(
     r"""The Gaussian threshold model of Foulds et al. (Section 5.2), with known P(y|s).
 
     Every individual of intersection :math:`s` (attribute values coded as
-    integers :math:`s_d = 1, 2, \dots` in the order of ``levels``) has a risk
+    integers :math:`s_d = 1, 2, \dots` in the order of ``categories``) has a risk
     score :math:`x \sim N(w_s \sum_d s_d, 1)`; the label is :math:`y = [x \ge t]`,
     so :math:`P(y=1|s) = 1 - \Phi(t - w_s \sum_d s_d)` exactly.
 
@@ -61,7 +63,7 @@ def make_gaussian_threshold(
 
     Parameters
     ----------
-    levels : mapping, optional
+    categories : mapping, optional
         ``{attribute: number of values or list of values}``; default race (4) x
         sex (2) x nationality (2), the shape of the Adult coding.
     group_sizes : sequence of int, optional
@@ -92,7 +94,7 @@ def make_gaussian_threshold(
     True
     """
     rng = check_random_state(random_state)
-    lv = _levels(levels)
+    lv = _categories(categories)
     dims = tuple(len(v) for v in lv.values())
     n_groups = math.prod(dims)
     if group_sizes is None:
@@ -167,7 +169,7 @@ def make_gaussian_threshold_like(
     data: AuditData,
     *,
     offset: float = 0.05,
-    target: str = "outcome",
+    role: str = "outcome",
     threshold: float = 2.5,
     random_state: SeedLike = None,
 ) -> Dataset:
@@ -184,7 +186,7 @@ def make_gaussian_threshold_like(
         The real data whose attributes and group sizes are copied.
     offset : float, default 0.05
         Added to the empirical rates to form the group weights.
-    target : {"outcome", "decision"}
+    role : {"outcome", "decision"}
         Whose empirical rates give the weights.
     threshold : float, default 2.5
         Threshold of the Gaussian model (as in :func:`make_gaussian_threshold`).
@@ -206,10 +208,10 @@ def make_gaussian_threshold_like(
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
-    rate = data.probabilities(target)[:, 1]
+    rate = data.probabilities(role, pseudo_count=0)[:, 1]
     w = np.clip(np.nan_to_num(rate, nan=0.0) + offset, 1e-3, 1 - 1e-3)
     return make_gaussian_threshold(
-        {k: [str(v) for v in vals] for k, vals in data.levels.items()},
+        {k: [str(v) for v in vals] for k, vals in data.categories.items()},
         group_sizes=data.group_sizes(),
         weights=w,
         threshold=threshold,
@@ -230,10 +232,11 @@ _CBS_MARGINALS: dict[str, tuple[list[str], list[float]]] = {
 }
 
 
+@renamed_arguments(protected="protected_class")
 def make_cbs_semisynthetic(
     covariates: pd.DataFrame | None = None,
     *,
-    protected: tuple[str, object] | None = None,
+    protected_class: tuple[str, object] | None = None,
     n_bias: int = 2,
     p_bias: float = 0.5,
     mu_sep: float = 0.0,
@@ -247,7 +250,7 @@ def make_cbs_semisynthetic(
 ) -> Dataset:
     """Semi-synthetic bias injection of the Conditional Bias Scan paper (Section 4).
 
-    A protected class is an attribute value (``protected``, random by default);
+    A protected class is an attribute value (``protected_class``, random by default);
     its attribute leaves the scan attributes.  A subgroup ``S_bias`` is chosen
     by picking ``n_bias`` of the remaining attributes and including each of
     their values with probability ``p_bias`` (redrawn until non-empty).  True
@@ -263,7 +266,7 @@ def make_cbs_semisynthetic(
         For example the COMPAS CBS attributes; default a file-free frame of
         ``n_rows`` rows drawn independently from COMPAS-like marginals of race,
         sex, age, charge and priors.
-    protected : (attribute, value), optional
+    protected_class : (attribute, value), optional
         The protected class (default: a random attribute value).
     n_bias : int, default 2
         Number of attributes that define ``S_bias``.
@@ -291,7 +294,7 @@ def make_cbs_semisynthetic(
     Examples
     --------
     >>> from bayesfair.datasets import make_cbs_semisynthetic
-    >>> ds = make_cbs_semisynthetic(protected=("race", "African-American"), mu_sep=1.0,
+    >>> ds = make_cbs_semisynthetic(protected_class=("race", "African-American"), mu_sep=1.0,
     ...                             n_rows=2000, random_state=0)
     >>> ds.truth["protected_class"]
     ('race', 'African-American')
@@ -311,21 +314,21 @@ def make_cbs_semisynthetic(
     if not isinstance(covariates, pd.DataFrame) or covariates.shape[1] < 2:
         raise ValueError("`covariates` must be a DataFrame with at least two categorical columns")
     frame = covariates.reset_index(drop=True).copy()
-    levels = {}
+    categories = {}
     for c in frame.columns:
         if frame[c].isna().any():
             raise ValueError(f"covariate column {c!r} has missing values")
         if not isinstance(frame[c].dtype, pd.CategoricalDtype):
             frame[c] = pd.Categorical(frame[c])
-        levels[c] = [v for v in frame[c].cat.categories if (frame[c] == v).any()]
-    if protected is None:
-        attr = str(rng.choice([c for c in frame.columns if len(levels[c]) >= 2]))
-        value = levels[attr][int(rng.integers(len(levels[attr])))]
+        categories[c] = [v for v in frame[c].cat.categories if (frame[c] == v).any()]
+    if protected_class is None:
+        attr = str(rng.choice([c for c in frame.columns if len(categories[c]) >= 2]))
+        value = categories[attr][int(rng.integers(len(categories[attr])))]
     else:
-        attr, value = protected
+        attr, value = protected_class
         if attr not in frame.columns:
             raise ValueError(f"protected attribute {attr!r} is not a column of `covariates`")
-        if value not in levels[attr]:
+        if value not in categories[attr]:
             raise ValueError(f"protected value {value!r} does not occur in column {attr!r}")
     scan_attrs = [c for c in frame.columns if c != attr]
     if not 1 <= n_bias <= len(scan_attrs):
@@ -338,15 +341,15 @@ def make_cbs_semisynthetic(
     for c in scan_attrs:
         if c in chosen:
             while True:
-                pick = [v for v in levels[c] if rng.random() < p_bias]
+                pick = [v for v in categories[c] if rng.random() < p_bias]
                 if pick:
                     break
             subgroup[c] = pick
         else:
-            subgroup[c] = list(levels[c])
+            subgroup[c] = list(categories[c])
 
     weights = {
-        c: dict(zip(levels[c], rng.normal(0, weight_sd, len(levels[c])), strict=True))
+        c: dict(zip(categories[c], rng.normal(0, weight_sd, len(categories[c])), strict=True))
         for c in scan_attrs
     }
     n = len(frame)

@@ -26,6 +26,7 @@ from .._validation import (
     check_random_state,
     check_resamples,
 )
+from .._vocabulary import LEVEL, N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_arguments
 from ..data import AuditData
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
@@ -407,12 +408,21 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     return advice
 
 
+@renamed_arguments(
+    sensitive_features="protected",
+    y_true="outcome",
+    y_pred="decision",
+    y_score="score",
+    levels="level",
+    n_bootstrap="n_resamples",
+    n_bootstrap_variance="n_variance_resamples",
+)
 def disaggregated_evaluation(
     data: pd.DataFrame,
-    sensitive_features: Sequence[str] | None = None,
-    y_true: str | None = None,
-    y_pred: str | None = None,
-    y_score: str | None = None,
+    protected: Sequence[str] | None = None,
+    outcome: str | None = None,
+    decision: str | None = None,
+    score: str | None = None,
     *,
     metrics: Sequence[str | Callable] | Mapping[str, str | Callable] = (
         "selection_rate",
@@ -420,9 +430,9 @@ def disaggregated_evaluation(
         "fnr",
     ),
     estimators: Sequence[str] = ESTIMATORS,
-    levels: Sequence[float] = (0.95,),
-    n_bootstrap_variance: int = 200,
-    n_bootstrap: int = 500,
+    level: float | Sequence[float] = LEVEL,
+    n_variance_resamples: int = N_VARIANCE_RESAMPLES,
+    n_resamples: int = N_RESAMPLES,
     interactions: bool = False,
     explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None,
     outcome_rates: bool = True,
@@ -445,10 +455,10 @@ def disaggregated_evaluation(
     data : pandas.DataFrame or AuditData
         The rows. An :class:`~bayesfair.AuditData` brings its roles: its protected
         columns, outcome, decision and score are the defaults of the next four arguments.
-    sensitive_features : list of str
+    protected : list of str
         Columns whose value combinations define the groups (all combinations,
         empty ones included, so a reader sees which groups have no data).
-    y_true, y_pred, y_score : str
+    outcome, decision, score : str
         Outcome (0/1), decision (0/1; for confusion-matrix metrics) and score (for AUC).
     metrics : list or dict
         Names among "selection_rate", "accuracy", "fpr", "fnr", "tpr", "tnr", "ppv",
@@ -465,11 +475,12 @@ def disaggregated_evaluation(
         side, so that a rate of exactly 0 or 1 can be covered).  An attribute value
         that no row carries (an unused category) is left out of the hierarchical
         fit, and its groups are drawn as new levels from the fitted scales.
-    levels : list of float
-        Interval levels; the first is the one in ``table``.
-    n_bootstrap_variance : int
+    level : float or list of float, default 0.9
+        Interval level, or levels (the first is the one in ``table``; ``intervals``
+        holds them all).
+    n_variance_resamples : int
         Bootstrap resamples per group for the pooled variance (eq. 6).
-    n_bootstrap : int
+    n_resamples : int
         Residual-bootstrap replicates of rBLPR.
     interactions, explanatory, outcome_rates
         Structured-regression features besides group and attribute indicators:
@@ -519,8 +530,8 @@ def disaggregated_evaluation(
         credible interval and is pulled less by the long tail of a rate's posterior
         near 0 or 1.
     pos_label : optional
-        The value of ``y_true`` that means 1, when it is not coded as bool or 0/1
-        (for example ``">50K"``); it applies to ``y_pred`` too when that column is
+        The value of ``outcome`` that means 1, when it is not coded as bool or 0/1
+        (for example ``">50K"``); it applies to ``decision`` too when that column is
         coded the same way.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
@@ -534,22 +545,21 @@ def disaggregated_evaluation(
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"a": rng.choice(["x", "y"], 400), "b": rng.choice(["u", "v"], 400),
     ...                    "y": rng.integers(0, 2, 400), "d": rng.integers(0, 2, 400)})
-    >>> res = disaggregated_evaluation(df, ["a", "b"], "y", "d", metrics=["selection_rate"],
+    >>> res = disaggregated_evaluation(df, protected=["a", "b"], outcome="y", decision="d",
+    ...                                metrics=["selection_rate"],
     ...                                estimators=["standard", "james_stein"], random_state=0)
     >>> sorted(res.table["estimator"].unique())
     ['james_stein', 'standard']
     """
     if isinstance(data, AuditData):
         data, roles = data.rows_frame()
-        sensitive_features = (
-            roles["protected"] if sensitive_features is None else sensitive_features
-        )
-        y_true = y_true or roles["outcome"]
-        y_pred = y_pred or roles["decision"]
-        y_score = y_score or roles["score"]
-    if sensitive_features is None or y_true is None:
+        protected = roles["protected"] if protected is None else protected
+        outcome = outcome or roles["outcome"]
+        decision = decision or roles["decision"]
+        score = score or roles["score"]
+    if protected is None or outcome is None:
         raise TypeError(
-            "disaggregated_evaluation needs `sensitive_features` and `y_true` (column names) "
+            "disaggregated_evaluation needs `protected` and `outcome` (column names) "
             "with a DataFrame; an AuditData brings them"
         )
     if eb_interval not in EB_INTERVALS:
@@ -559,8 +569,8 @@ def disaggregated_evaluation(
             f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
         )
     check_open_probability(hb_target_accept, "hb_target_accept")
-    check_resamples(n_bootstrap, "n_bootstrap", minimum=2)
-    check_resamples(n_bootstrap_variance, "n_bootstrap_variance", minimum=2)
+    check_resamples(n_resamples, "n_resamples", minimum=2)
+    check_resamples(n_variance_resamples, "n_variance_resamples", minimum=2)
     check_count(hb_draws, "hb_draws")
     check_count(hb_tune, "hb_tune")  # NUTS adapts while tuning (nutpie panics without)
     check_count(hb_chains, "hb_chains")
@@ -569,7 +579,7 @@ def disaggregated_evaluation(
             f"`hb_main_effects` must be 'auto', 'non-centred' or 'centred', got {hb_main_effects!r}"
         )
     rng = check_random_state(random_state)
-    gd = GroupedData.from_frame(data, sensitive_features, y_true, y_pred, y_score, pos_label)
+    gd = GroupedData.from_frame(data, protected, outcome, decision, score, pos_label)
     if not len(estimators):
         raise ValueError(f"`estimators` must name at least one of {ESTIMATORS}")
     unknown = set(estimators) - set(ESTIMATORS)
@@ -581,11 +591,11 @@ def disaggregated_evaluation(
     check_flag(outcome_rates, "outcome_rates")
     if not metrics:
         raise ValueError("`metrics` must name at least one metric")
-    levels = list(levels)
+    levels = [level] if isinstance(level, Real) else list(level)
     if not levels or not all(
         isinstance(lv, Real) and not isinstance(lv, bool) and 0 < lv < 1 for lv in levels
     ):
-        raise ValueError(f"`levels` must be numbers in (0, 1), got {levels!r}")
+        raise ValueError(f"`level` must be a number in (0, 1), or a list of them, got {level!r}")
     if isinstance(metrics, Mapping):
         names, metrics = [str(k) for k in metrics], list(metrics.values())
     else:
@@ -620,6 +630,7 @@ def disaggregated_evaluation(
                     "estimate": values[a],
                     "lower": lo[a],
                     "upper": hi[a],
+                    "level": levels[0],
                     "defined": bool(defined[a]),
                 }
             )
@@ -660,7 +671,7 @@ def disaggregated_evaluation(
         s = gd.estimate(m)
         std[name] = s
         n_defined = int(np.sum(np.isfinite(s) & (n > 0)))
-        bv = gd.bootstrap_variance(m, n_bootstrap_variance, rng)
+        bv = gd.bootstrap_variance(m, n_variance_resamples, rng)
         sigma2 = pooled_sigma2(n, bv) if np.any(np.isfinite(bv) & (n > 0)) else np.nan
         sigma2s[name] = sigma2
         if not sigma2 > 0 or n_defined < 2:
@@ -714,8 +725,8 @@ def disaggregated_evaluation(
                 sigma2,
                 features=sr_all_rows,
                 fold_features=sr_features,
-                levels=levels,
-                n_bootstrap=n_bootstrap,
+                level=levels,
+                n_resamples=n_resamples,
                 interval=sr_interval,
                 ridge=sr_ridge,
                 rng=rng,

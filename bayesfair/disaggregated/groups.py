@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._groups import encode_values
 from .._validation import (
     check_binary,
     check_group_values,
@@ -30,14 +31,14 @@ _ALIASES = {"sel": "selection_rate", "acc": "accuracy"}
 
 
 def needed_column(metric) -> str | None:
-    """The column role a named metric needs beyond ``y_true``: ``"y_pred"`` for a count
-    metric other than ``base_rate``, ``"y_score"`` for AUC; None otherwise (callables get
+    """The column role a named metric needs beyond ``outcome``: ``"decision"`` for a count
+    metric other than ``base_rate``, ``"score"`` for AUC; None otherwise (callables get
     whatever columns there are)."""
     if isinstance(metric, str):
         if metric in COUNT_METRICS and metric != "base_rate":
-            return "y_pred"
+            return "decision"
         if metric == "auc":
-            return "y_score"
+            return "score"
     return None
 
 
@@ -127,29 +128,29 @@ class GroupedData:  # numpydoc ignore=PR01
     def from_frame(
         cls,
         data: pd.DataFrame,
-        sensitive_features: Sequence[str],
-        y_true: str,
-        y_pred: str | None = None,
-        y_score: str | None = None,
+        protected: Sequence[str],
+        outcome: str,
+        decision: str | None = None,
+        score: str | None = None,
         pos_label: object | None = None,
     ) -> GroupedData:
-        """Validate and code the data.  ``y_true`` (and ``y_pred`` when it is coded the
+        """Validate and code the data.  ``outcome`` (and ``decision`` when it is coded the
         same way, not as bool or 0/1) may use any two values, with ``pos_label`` the one
         that means 1.
 
         Parameters
         ----------
         data : pandas.DataFrame
-        sensitive_features : str or list of str
+        protected : str or list of str
             Columns whose intersections are the groups.
-        y_true : str
+        outcome : str
             Column of the labels.
-        y_pred : str, optional
+        decision : str, optional
             Column of the 0/1 decisions (needed by confusion-matrix metrics).
-        y_score : str, optional
+        score : str, optional
             Column of numeric scores (needed by AUC).
         pos_label : optional
-            The value of ``y_true`` that means 1.
+            The value of ``outcome`` that means 1.
 
         Returns
         -------
@@ -159,57 +160,48 @@ class GroupedData:  # numpydoc ignore=PR01
             raise TypeError(f"`data` must be a pandas DataFrame, got {type(data).__name__}")
         if len(data) == 0:
             raise ValueError("the DataFrame has no rows; a per-group evaluation needs data")
-        sens = (
-            [sensitive_features]
-            if isinstance(sensitive_features, str)
-            else list(sensitive_features)
-        )
+        sens = [protected] if isinstance(protected, str) else list(protected)
         if not sens:
-            raise ValueError("`sensitive_features` must name at least one column")
-        for role, col in (("y_true", y_true), ("y_pred", y_pred), ("y_score", y_score)):
+            raise ValueError("`protected` must name at least one column")
+        for role, col in (("outcome", outcome), ("decision", decision), ("score", score)):
             if col is not None and col not in data.columns:
                 raise ValueError(f"`{role}` column {col!r} is not in the data")
         for c in sens:
             if c not in data.columns:
-                raise ValueError(f"sensitive feature {c!r} is not in the data")
-            check_no_missing_groups(data[c], f"sensitive feature {c!r}")
-            check_group_values(data[c], f"sensitive feature {c!r}")
-        y = check_binary(data[y_true], y_true, "`y_true`", pos_label).astype(int)
+                raise ValueError(f"protected column {c!r} is not in the data")
+            check_no_missing_groups(data[c], f"protected column {c!r}")
+            check_group_values(data[c], f"protected column {c!r}")
+        y = check_binary(data[outcome], outcome, "`outcome`", pos_label).astype(int)
         yhat = None
-        if y_pred is not None:
-            d = data[y_pred]
+        if decision is not None:
+            d = data[decision]
             coded_like_y = not pd.api.types.is_numeric_dtype(d.dtype)  # bool counts as numeric
-            yhat = check_binary(d, y_pred, "`y_pred`", pos_label if coded_like_y else None).astype(
-                int
-            )
-        score = None
-        if y_score is not None:
-            sc = data[y_score]
+            yhat = check_binary(
+                d, decision, "`decision`", pos_label if coded_like_y else None
+            ).astype(int)
+        scores = None
+        if score is not None:
+            sc = data[score]
             if not is_numeric_not_bool(sc):
                 raise ValueError(
-                    f"`y_score` column {y_score!r} must hold numeric scores, got dtype {sc.dtype}"
+                    f"`score` column {score!r} must hold numeric scores, got dtype {sc.dtype}"
                 )
-            score = sc.to_numpy(float)
-            if not np.isfinite(score).all():
+            scores = sc.to_numpy(float)
+            if not np.isfinite(scores).all():
                 raise ValueError(
-                    f"`y_score` column {y_score!r} has {int((~np.isfinite(score)).sum())} "
+                    f"`score` column {score!r} has {int((~np.isfinite(scores)).sum())} "
                     "missing or infinite values"
                 )
         levels = []
         codes = []
-        for c in sens:
-            s = data[c]
-            cats = (
-                list(s.cat.categories)
-                if isinstance(s.dtype, pd.CategoricalDtype)
-                else sorted(pd.unique(s), key=str)
-            )
-            levels.append(cats)
-            codes.append(pd.Categorical(s, categories=cats).codes)
+        for c in sens:  # the audit's own encoder: groups are ordered as in AuditData
+            enc = encode_values(data[c], f"protected column {c!r}")
+            levels.append(enc.categories)
+            codes.append(enc.codes)
         dims = [len(v) for v in levels]
         g = np.ravel_multi_index(codes, dims)
         idx = pd.MultiIndex.from_product(levels, names=sens).to_frame(index=False)
-        grouped = cls(group=g, y=y.astype(int), yhat=yhat, score=score, labels=idx, frame=data)
+        grouped = cls(group=g, y=y.astype(int), yhat=yhat, score=scores, labels=idx, frame=data)
         grouped.group_names()  # refuse labels that two groups would share
         return grouped
 
@@ -260,7 +252,7 @@ class GroupedData:  # numpydoc ignore=PR01
         Returns
         -------
         numpy.ndarray
-            Float counts shaped ``(n_groups, 4)``.  Without ``y_pred`` every decision
+            Float counts shaped ``(n_groups, 4)``.  Without ``decision`` every decision
             counts as 0, so that only the outcome's counts (``base_rate``) mean anything.
         """
         g, y = self.group, self.y
@@ -336,14 +328,14 @@ class GroupedData:  # numpydoc ignore=PR01
         Returns
         -------
         str or None
-            ``"`y_pred` (0/1 decisions)"`` for a count metric other than
-            ``base_rate``, ``"`y_score`"`` for AUC, when that column was not given.
+            ``"`decision` (0/1 decisions)"`` for a count metric other than
+            ``base_rate``, ``"`score`"`` for AUC, when that column was not given.
         """
         need = needed_column(metric)
-        if need == "y_pred" and self.yhat is None:
-            return "`y_pred` (0/1 decisions)"
-        if need == "y_score" and self.score is None:
-            return "`y_score`"
+        if need == "decision" and self.yhat is None:
+            return "`decision` (0/1 decisions)"
+        if need == "score" and self.score is None:
+            return "`score`"
         return None
 
     def check_columns(self, metric) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from .._vocabulary import LEVEL
+
 __all__ = [
     "EB_INTERVALS",
     "dersimonian_laird_variance",
@@ -19,7 +21,7 @@ __all__ = [
 ]
 
 
-def standard_intervals(s, n, sigma2, level: float = 0.95):
+def standard_intervals(s, n, sigma2, level: float = LEVEL):
     """Standard intervals (Herlihy et al. eq. 7): ``s_a +- z sigma / sqrt(n_a)``.
 
     Parameters
@@ -31,7 +33,7 @@ def standard_intervals(s, n, sigma2, level: float = 0.95):
     sigma2 : float
         Pooled variance parameter: sigma_a^2 = sigma2 / n_a (eq. 6,
         :func:`pooled_sigma2`).
-    level : float, default 0.95
+    level : float, default 0.9
 
     Returns
     -------
@@ -40,7 +42,7 @@ def standard_intervals(s, n, sigma2, level: float = 0.95):
     Examples
     --------
     >>> from bayesfair.disaggregated import standard_intervals
-    >>> lo, hi = standard_intervals([0.2, 0.5], [100, 25], 0.16)
+    >>> lo, hi = standard_intervals([0.2, 0.5], [100, 25], 0.16, level=0.95)
     >>> [round(float(x), 4) for x in hi - lo]  # 2 z sqrt(0.16 / n)
     [0.1568, 0.3136]
     """
@@ -124,7 +126,7 @@ def dersimonian_laird_variance(tau2: float, w: np.ndarray) -> float:
     return float(var_q / (s1 - s2 / s1) ** 2)
 
 
-def empirical_bayes(s, n, sigma2, level: float = 0.95, interval: str = "posterior"):
+def empirical_bayes(s, n, sigma2, level: float = LEVEL, interval: str = "posterior"):
     """Empirical Bayes (Herlihy et al., Appendix B, eqs. 9, 13, 14)::
 
         tau^2 = ((sum_a n_a (s_a - mu0)^2 - (|A| - 1) sigma^2) / (n - sum_a n_a^2 / n))_+,
@@ -149,7 +151,7 @@ def empirical_bayes(s, n, sigma2, level: float = 0.95, interval: str = "posterio
     sigma2 : float
         Pooled variance parameter: sigma_a^2 = sigma2 / n_a (eq. 6,
         :func:`pooled_sigma2`).
-    level : float, default 0.95
+    level : float, default 0.9
     interval : {"posterior", "prasad_rao"}
         See above.  (:func:`~bayesfair.disaggregated.disaggregated_evaluation`
         uses ``"prasad_rao"`` by default.)

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_real, check_same_index
+from .._vocabulary import LEVEL, N_RESAMPLES
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -250,8 +251,8 @@ def structured_regression(
     *,
     features: pd.DataFrame | None = None,
     fold_features: Callable[[np.ndarray], pd.DataFrame] | None = None,
-    levels: Sequence[float] = (0.95,),
-    n_bootstrap: int = 500,
+    level: float | Sequence[float] = LEVEL,
+    n_resamples: int = N_RESAMPLES,
     n_folds: int = 10,
     lam: float | None = None,
     n_lambdas: int = 30,
@@ -307,9 +308,9 @@ def structured_regression(
         that built ``features``), so that group means of the data (explanatory features,
         the outcome rate) do not carry the held-out rows into the training fit.  Default:
         ``features`` in every fold, which is exact for indicator features only.
-    levels : sequence of float, default (0.95,)
-        Confidence levels of the intervals.
-    n_bootstrap : int, default 500
+    level : float or sequence of float, default 0.9
+        Confidence level(s) of the intervals.
+    n_resamples : int, default 999
         Residual-bootstrap replicates.
     n_folds : int, default 10
     lam : float, optional
@@ -340,8 +341,8 @@ def structured_regression(
     >>> rng = np.random.default_rng(0)
     >>> s, n = gd.estimate("fpr"), gd.cells()[:, [1, 3]].sum(1)
     >>> sigma2 = pooled_sigma2(n, gd.bootstrap_variance("fpr", 200, rng))
-    >>> fit = structured_regression(gd, "fpr", s, sigma2, n_bootstrap=100, rng=rng)
-    >>> lo, hi = fit["intervals"][0.95]
+    >>> fit = structured_regression(gd, "fpr", s, sigma2, n_resamples=100, rng=rng)
+    >>> lo, hi = fit["intervals"][0.9]
     >>> bool(np.all(lo <= hi))
     True
     """
@@ -392,24 +393,24 @@ def structured_regression(
     resid = resid - resid.mean()
     sd = resid.std()
     resid = resid / sd if sd > 1e-12 else rng.standard_normal(len(resid))
-    boot = np.empty((n_bootstrap, gd.n_groups))
+    boot = np.empty((n_resamples, gd.n_groups))
     theta_b = theta.copy()
-    for b in range(n_bootstrap):
+    for b in range(n_resamples):
         ystar = est[ok] + rng.choice(resid, size=len(resid)) * se
         _b0b, theta_b = lasso_cd(F_ok, ystar, w, lam, theta_b)
         selb = np.abs(theta_b) > 1e-12
         c0b, cb = ridge_fit.fit(ystar, selb, lam2)
         boot[b] = c0b + F @ cb
     intervals = {}
-    for level in levels:
-        a = (1 - level) / 2
+    for lv in [level] if isinstance(level, Real) else list(level):
+        a = (1 - lv) / 2
         if interval == "percentile":
             # rBLPR as published: percentiles of the bootstrap LPR estimates
-            intervals[level] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
+            intervals[lv] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
         else:
             # basic bootstrap interval around the lasso + partial ridge estimate
             q_lo, q_hi = np.quantile(boot - lpr, [a, 1 - a], axis=0)
-            intervals[level] = (lpr - q_hi, lpr - q_lo)
+            intervals[lv] = (lpr - q_hi, lpr - q_lo)
     return {
         "estimate": est,
         "lpr": lpr,

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .._parallel import chunked_resamples
 from .._validation import SeedLike, check_flag, check_seed
+from .._vocabulary import N_RESAMPLES
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import _regroup
 from .permutation import (
@@ -94,7 +95,7 @@ def auc_permutation_test(
     *,
     by: str | Sequence[str] | None = None,
     groups: tuple[str, str] | None = None,
-    n_resamples: int = 999,
+    n_resamples: int = N_RESAMPLES,
     studentize: bool = True,
     permute: str = "auto",
     alternative: str = "two-sided",
@@ -145,7 +146,7 @@ def auc_permutation_test(
     >>> from bayesfair.frequentist import auc_permutation_test
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
     >>> res = auc_permutation_test(data, by="sex", n_resamples=199, random_state=0)
-    >>> round(res.statistic, 3), round(res.pvalue, 3)  # AUC difference and its p-value
+    >>> round(res.difference, 3), round(res.pvalue, 3)  # AUC difference and its p-value
     (0.028, 0.075)
     """
     data = as_audit_data(data, roles)
@@ -210,7 +211,7 @@ def auc_permutation_test(
     return PermutationTestResult(
         metric="auc",
         groups=(str(groups[0]), str(groups[1])),
-        statistic=diff,
+        difference=diff,
         studentized_statistic=z,
         pvalue=p,
         pvalue_ci=_clopper_pearson(k, len(null)),

@@ -8,6 +8,7 @@ import pandas as pd
 
 from .._parallel import chunked_resamples, shuffled_statistic
 from .._validation import SeedLike, check_flag, check_same_index, check_seed
+from .._vocabulary import N_RESAMPLES
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["correlation_permutation_test"]
@@ -32,7 +33,7 @@ def correlation_permutation_test(
     x,
     error,
     *,
-    n_resamples: int = 999,
+    n_resamples: int = N_RESAMPLES,
     studentize: bool = True,
     alternative: str = "two-sided",
     random_state: SeedLike = None,
@@ -98,7 +99,7 @@ def correlation_permutation_test(
     return PermutationTestResult(
         metric="correlation",
         groups=("x", "error"),
-        statistic=obs_r,
+        difference=obs_r,
         studentized_statistic=obs_z,
         pvalue=p,
         pvalue_ci=_clopper_pearson(k, len(null)),

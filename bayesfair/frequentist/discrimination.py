@@ -9,9 +9,11 @@ import pandas as pd
 from scipy.optimize import brentq
 from scipy.stats import norm
 
+from .._plotting import dot_plot, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_no_missing_groups, check_open_probability, check_same_index
+from .._vocabulary import LEVEL, interval_columns
 from ..data import AuditData
 from .learning import ROW_LOSSES
 
@@ -119,12 +121,33 @@ class DiscriminationTestResult(ResultMixin):  # numpydoc ignore=PR01
                     "Gamma": self.statistic,
                     "z": self.z,
                     "pvalue": self.pvalue,
-                    f"ci_{self.level:.0%}_low": self.interval[0],
-                    f"ci_{self.level:.0%}_high": self.interval[1],
+                    **interval_columns(*self.interval, self.level),
                     "interval": self.method,
                 }
             ]
         )
+
+    def plot(self, ax=None):
+        """The two groups' mean losses, with the difference and its interval in the title.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        ax = new_axes(ax, figsize=(4.5, 1.8))
+        dot_plot(ax, list(self.groups), [self.gamma[g] for g in self.groups], label="mean loss")
+        lo, hi = self.interval
+        ax.set_title(
+            f"difference {self.difference:.3g}, {self.level:.0%} CI [{lo:.3g}, {hi:.3g}], "
+            f"p = {self.pvalue:.3g}",
+            fontsize=9,
+        )
+        return ax
 
 
 def _row_loss(name: str, data: AuditData | None) -> np.ndarray:
@@ -152,7 +175,7 @@ def discrimination_test(
     group: np.ndarray | None = None,
     *,
     data: AuditData | None = None,
-    level: float = 0.95,
+    level: float = LEVEL,
 ) -> DiscriminationTestResult:
     """z-test and interval for the discrimination level of a loss between two groups.
 
@@ -168,7 +191,7 @@ def discrimination_test(
         its single protected column, which must have two values).
     data : AuditData, optional
         Where a named loss is computed from.
-    level : float, default 0.95
+    level : float, default 0.9
         Confidence level of the interval.
 
     Returns

@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._plotting import dot_plot, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_open_probability
+from .._vocabulary import LEVEL, renamed_arguments
 from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
 from .permutation import _clopper_pearson
@@ -79,12 +81,13 @@ class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
         ``(lower, upper)``, jointly covering the population's values with probability
         at least ``level`` each.
     level : float
-    target : str
+    role : str
     by : tuple of str
     groups : pandas.DataFrame
         Per intersection with rows: ``n``, ``positives``, ``p`` and the bounds
-        ``p_lower``, ``p_upper`` that hold for all intersections at once with
-        probability at least ``1 - (1 - level) / 2`` (epsilon's lower end).
+        ``lower``, ``upper`` that hold for all intersections at once with
+        probability at least ``level`` (the column: ``1 - (1 - level) / 2``, as
+        epsilon's lower end needs).
     excluded : list of str
         Intersections left out because they have no rows.
     notes : list of str
@@ -97,7 +100,7 @@ class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
     epsilon_interval: tuple[float, float]
     gamma_interval: tuple[float, float]
     level: float
-    target: str
+    role: str
     by: tuple[str, ...]
     groups: pd.DataFrame
     excluded: list[str] = field(default_factory=list)
@@ -119,7 +122,7 @@ class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
         -------
         pandas.DataFrame
             Columns ``metric``, ``estimate``, ``lower``, ``upper``, ``level``,
-            ``target`` and ``method``.
+            ``role`` and ``method``.
         """
         k = len(self.groups)
         return pd.DataFrame(
@@ -129,7 +132,7 @@ class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
                 "lower": [self.epsilon_interval[0], self.gamma_interval[0]],
                 "upper": [self.epsilon_interval[1], self.gamma_interval[1]],
                 "level": [self.level] * 2,
-                "target": [self.target] * 2,
+                "role": [self.role] * 2,
                 "method": [
                     f"Clopper-Pearson rates of {k} groups, projected (Sidak for the lower end)",
                     f"Clopper-Pearson rates and shares of {k} groups and the overall rate, "
@@ -138,12 +141,44 @@ class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
             }
         )
 
+    def plot(self, ax=None):
+        """Every intersection's rate with its simultaneous Clopper-Pearson bounds, from
+        which the intervals of epsilon-DF and gamma-SF are projected.
 
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        g = self.groups
+        ax = new_axes(ax, figsize=(5, 0.25 * len(g) + 1.2))
+        lv = float(g["level"].iloc[0]) if len(g) else self.level
+        dot_plot(
+            ax,
+            g["intersection"],
+            g["p"],
+            g["lower"],
+            g["upper"],
+            label=f"P({self.role}=1 | s), simultaneous {lv:.0%} bounds",
+        )
+        lo, hi = self.epsilon_interval
+        ax.set_title(
+            f"epsilon-DF {self.epsilon:.3g}, {self.level:.0%} CI [{lo:.3g}, {hi:.3g}]", fontsize=9
+        )
+        ax.legend(fontsize=7, loc="best")
+        return ax
+
+
+@renamed_arguments(target="role")
 def fairness_confidence_interval(
     data: AuditData,
     *,
-    target: str = "outcome",
-    level: float = 0.9,
+    role: str = "outcome",
+    level: float = LEVEL,
     by: str | Sequence[str] | None = None,
     **roles: Any,
 ) -> FairnessConfidenceInterval:
@@ -179,7 +214,7 @@ def fairness_confidence_interval(
     Parameters
     ----------
     data : AuditData
-    target : {"outcome", "decision"}
+    role : {"outcome", "decision"}
         Fairness of the true labels or of the mechanism's decisions.
     level : float, default 0.9
         Confidence level of each interval (the package's credible mass is also 0.9).
@@ -207,14 +242,14 @@ def fairness_confidence_interval(
     """
     data = as_audit_data(data, roles)
     level = check_open_probability(level, "level")
-    counts = data.counts(target, by)
+    counts = data.counts(role, by)
     labels = data.grouping(by)["intersection"].tolist()
     return intervals_from_counts(
         counts.sum(axis=1),
         counts[:, 1],
         labels,
         level=level,
-        target=target,
+        role=role,
         by=tuple(data._check_by(by)),
     )
 
@@ -225,7 +260,7 @@ def intervals_from_counts(
     labels: list[str],
     *,
     level: float,
-    target: str,
+    role: str,
     by: tuple[str, ...],
 ) -> FairnessConfidenceInterval:
     """:func:`fairness_confidence_interval` from the groups' rows ``n`` and positives
@@ -275,8 +310,9 @@ def intervals_from_counts(
             "n": n[seen],
             "positives": pos[seen],
             "p": p,
-            "p_lower": box[0],
-            "p_upper": box[1],
+            "lower": box[0],
+            "upper": box[1],
+            "level": 1 - (1 - level) / 2,  # simultaneous over the intersections
         }
     )
     with np.errstate(divide="ignore"):
@@ -287,7 +323,7 @@ def intervals_from_counts(
         epsilon_interval=eps_interval,
         gamma_interval=(low, high),
         level=level,
-        target=target,
+        role=role,
         by=by,
         groups=groups,
         excluded=excluded,

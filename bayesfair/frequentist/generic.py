@@ -19,6 +19,7 @@ from .._validation import (
     check_same_index,
     check_seed,
 )
+from .._vocabulary import N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_arguments
 from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
 
 __all__ = ["metric_permutation_test"]
@@ -43,15 +44,16 @@ def _welch(v: np.ndarray, mask: np.ndarray, studentize: bool) -> np.ndarray:
         return np.where(se > 0, d / se, np.where(d == 0, 0.0, np.sign(d) * np.inf))
 
 
+@renamed_arguments(n_bootstrap="n_variance_resamples")
 def metric_permutation_test(
     values,
     group,
     metric: str | Callable = "mean",
     *,
     groups: tuple | None = None,
-    n_resamples: int = 999,
+    n_resamples: int = N_RESAMPLES,
     studentize: bool = True,
-    n_bootstrap: int = 50,
+    n_variance_resamples: int = N_VARIANCE_RESAMPLES,
     alternative: str = "two-sided",
     random_state: SeedLike = None,
     n_jobs: int | None = 1,
@@ -67,7 +69,7 @@ def metric_permutation_test(
         standard error (closed form).  A callable ``metric(rows) -> float`` gets the
         rows of ``values`` (array or DataFrame) of one group; it is studentized by the
         bootstrap standard error of the difference, recomputed inside every permuted
-        sample (``n_bootstrap`` resamples per group).
+        sample (``n_variance_resamples`` resamples per group).
     group : array
         Two labels, one per row.
     metric : "mean" or callable, default "mean"
@@ -78,7 +80,7 @@ def metric_permutation_test(
     studentize : bool
         False gives the plain difference (clearly labelled: valid only for the
         hypothesis that the groups' distributions are identical).
-    n_bootstrap : int, default 50
+    n_variance_resamples : int, default 200
         Bootstrap resamples per group for the standard error of a callable metric.
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: metric(A) > metric(B).
@@ -133,7 +135,7 @@ def metric_permutation_test(
     elif callable(metric):
         # the standard error (of the studentized statistic, reported either way) is the
         # spread of the bootstrap differences
-        check_resamples(n_bootstrap, "n_bootstrap", minimum=2)
+        check_resamples(n_variance_resamples, "n_variance_resamples", minimum=2)
         take = (
             (lambda idx: values.iloc[idx])
             if isinstance(values, pd.DataFrame)
@@ -150,7 +152,7 @@ def metric_permutation_test(
             boots = [
                 float(metric(take(rng.choice(ia, len(ia)))))
                 - float(metric(take(rng.choice(ib, len(ib)))))
-                for _ in range(n_bootstrap)
+                for _ in range(n_variance_resamples)
             ]
             se = np.nanstd(boots, ddof=1)
             return d / se if se > 0 else (0.0 if d == 0 else np.sign(d) * np.inf)
@@ -177,7 +179,7 @@ def metric_permutation_test(
     return PermutationTestResult(
         metric=name,
         groups=(str(labels[0]), str(labels[1])),
-        statistic=diff,
+        difference=diff,
         studentized_statistic=z,
         pvalue=p,
         pvalue_ci=_clopper_pearson(k, len(null)),

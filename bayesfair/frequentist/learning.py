@@ -13,7 +13,7 @@ from scipy.stats import norm
 from sklearn.base import clone
 
 from .._parallel import chunked_resamples
-from .._plotting import literal
+from .._plotting import dot_plot, literal, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import (
@@ -27,6 +27,7 @@ from .._validation import (
     check_same_index,
     warn_unused_categories,
 )
+from .._vocabulary import LEVEL
 
 __all__ = [
     "DiscriminationComparison",
@@ -77,6 +78,24 @@ class DiscriminationComparison(ResultMixin):  # numpydoc ignore=PR01
         pandas.DataFrame
         """
         return pd.DataFrame([self.__dict__])
+
+    def plot(self, ax=None):
+        """The two predictors' discrimination levels, with the test's p-value.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        ax = new_axes(ax, figsize=(4.5, 1.8))
+        dot_plot(ax, ["first predictor", "second predictor"], [self.gamma, self.gamma_other])
+        ax.set_xlabel("discrimination level Gamma")
+        ax.set_title(f"H0 equal Gamma: p = {self.pvalue:.3g}", fontsize=9)
+        return ax
 
 
 def compare_discrimination(loss_a, loss_b, group) -> DiscriminationComparison:
@@ -174,7 +193,7 @@ class LearningCurveResult(ResultMixin):  # numpydoc ignore=PR01
 
     curves: pd.DataFrame
     fits: pd.DataFrame
-    level: float = 0.95
+    level: float = LEVEL
     boot_deltas: dict = field(default_factory=dict, repr=False)
 
     def summary(self) -> pd.DataFrame:
@@ -370,7 +389,7 @@ def group_learning_curves(
     X_test=None,
     y_test=None,
     group_test=None,
-    level: float = 0.95,
+    level: float = LEVEL,
     n_jobs: int | None = 1,
     random_state: SeedLike = None,
 ) -> LearningCurveResult:
@@ -409,7 +428,7 @@ def group_learning_curves(
         See above.
     X_test, y_test, group_test : array_like, optional
         A separate test set.
-    level : float, default 0.95
+    level : float, default 0.9
         Confidence level of the asymptote's interval.
     n_jobs : int, optional
         Workers for joblib; results do not depend on it.
@@ -532,8 +551,9 @@ def group_learning_curves(
                 "delta": d,
                 "alpha": al,
                 "beta": be,
-                "delta_low": lo,
-                "delta_high": hi,
+                "lower": lo,
+                "upper": hi,
+                "level": level,
                 "loss_at_largest_n": arr[:, -1, j].mean(),
             }
         )

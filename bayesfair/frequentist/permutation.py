@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+from matplotlib.axes import Axes
 from scipy.stats import beta as _beta
 from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
-from .._plotting import literal
+from .._plotting import dot_plot, literal, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import (
@@ -33,6 +33,7 @@ from .._validation import (
     check_seed,
     is_whole_count,
 )
+from .._vocabulary import N_RESAMPLES
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -126,10 +127,12 @@ class PermutationTestResult(ResultMixin):  # numpydoc ignore=PR01
     Attributes
     ----------
     statistic : float
-        Observed difference ``metric(A) - metric(B)``.
+        The test statistic, on the scale of ``null_distribution`` (as in scipy): the
+        studentized difference when ``studentize=True``, else the difference.
+    difference : float
+        Observed difference ``metric(A) - metric(B)`` (before 0.1 this was ``statistic``).
     studentized_statistic : float
-        The difference divided by its standard error (the test statistic when
-        ``studentize=True``).
+        The difference divided by its standard error.
     pvalue : float
         ``(1 + #{permuted statistics at least as extreme}) / (1 + n_resamples)``.
     pvalue_ci : tuple of float
@@ -155,7 +158,7 @@ class PermutationTestResult(ResultMixin):  # numpydoc ignore=PR01
 
     metric: str
     groups: tuple[str, str]
-    statistic: float
+    difference: float
     studentized_statistic: float
     pvalue: float
     pvalue_ci: tuple[float, float]
@@ -166,6 +169,11 @@ class PermutationTestResult(ResultMixin):  # numpydoc ignore=PR01
     alternative: str
     n_resamples: int
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def statistic(self) -> float:
+        """The test statistic, compared against ``null_distribution``."""
+        return self.studentized_statistic if self.studentize else self.difference
 
     def summary(self) -> pd.DataFrame:
         """A one-row table: groups, rates, difference, statistic, p-value and its interval.
@@ -189,37 +197,41 @@ class PermutationTestResult(ResultMixin):  # numpydoc ignore=PR01
                     "group_b": b,
                     "value_a": ra,
                     "value_b": rb,
-                    "difference": self.statistic,
+                    "difference": self.difference,
                     "z": self.studentized_statistic,
+                    "statistic": self.statistic,
                     "test": f"{kind}, {self.permute} permutation" + " (exact)" * exact,
                     "alternative": self.alternative,
                     "pvalue": self.pvalue,
-                    "pvalue_ci_low": self.pvalue_ci[0],
-                    "pvalue_ci_high": self.pvalue_ci[1],
+                    "pvalue_lower": self.pvalue_ci[0],
+                    "pvalue_upper": self.pvalue_ci[1],
                     "n_resamples": self.n_resamples,
                 }
             ]
         )
 
-    def plot(self) -> Figure:
+    def plot(self, ax: Axes | None = None) -> Axes:
         """The permutation distribution with the observed statistic.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
 
         Returns
         -------
-        matplotlib.figure.Figure
+        matplotlib.axes.Axes
         """
-        fig = Figure(figsize=(6, 3.2))
-        ax = fig.add_subplot(1, 1, 1)
+        ax = new_axes(ax, figsize=(6, 3.2))
         null = self.null_distribution[np.isfinite(self.null_distribution)]
         ax.hist(null, bins=60, color="#9ab", density=True)
-        obs = self.studentized_statistic if self.studentize else self.statistic
+        obs = self.statistic
         ax.axvline(obs, color="C3", label=f"observed ({obs:.3g}), p = {self.pvalue:.3g}")
         ax.set_xlabel(
             ("studentized " if self.studentize else "") + literal(f"difference of {self.metric}")
         )
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        return fig
+        return ax
 
 
 def _group_cells(data: AuditData, by: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
@@ -383,7 +395,7 @@ def permutation_test(
     *,
     by: str | Sequence[str] | None = None,
     groups: tuple[str, str] | None = None,
-    n_resamples: int = 9999,
+    n_resamples: int = N_RESAMPLES,
     studentize: bool = True,
     permute: str = "auto",
     alternative: str = "two-sided",
@@ -407,7 +419,7 @@ def permutation_test(
         3)``) or as tuples of values, one per attribute of ``by`` (``((False, 1),
         (True, 1))``); required when ``by`` defines more than two groups.  Rows of
         other groups are not used.
-    n_resamples : int, default 9999
+    n_resamples : int, default 999
     studentize : bool, default True
         Divide the difference by its unpooled binomial standard error.  Under the
         exact permutation (the default) every statistic gives an exact test; under
@@ -438,7 +450,8 @@ def permutation_test(
     Returns
     -------
     PermutationTestResult
-        ``.pvalue``, ``.statistic``, ``.summary()``, ``.plot()``.
+        ``.pvalue``, ``.statistic`` (studentized), ``.difference``, ``.summary()``,
+        ``.plot()``.
 
     Examples
     --------
@@ -446,7 +459,7 @@ def permutation_test(
     >>> from bayesfair.frequentist import permutation_test
     >>> data = make_gaussian_threshold(n_rows=3000, random_state=0).audit_data()
     >>> res = permutation_test(data, "fpr", by="sex", n_resamples=999, random_state=0)
-    >>> round(res.statistic, 3), round(res.pvalue, 3)  # FPR difference and its p-value
+    >>> round(res.difference, 3), round(res.pvalue, 3)  # FPR difference and its p-value
     (0.033, 0.011)
     """
     data = as_audit_data(data, roles)
@@ -496,7 +509,7 @@ def permutation_test_counts(
     metric: str = "fnr",
     *,
     groups: tuple[str, str] = ("A", "B"),
-    n_resamples: int = 9999,
+    n_resamples: int = N_RESAMPLES,
     studentize: bool = True,
     permute: str = "auto",
     alternative: str = "two-sided",
@@ -527,7 +540,7 @@ def permutation_test_counts(
     >>> from bayesfair.frequentist import permutation_test_counts
     >>> res = permutation_test_counts([40, 10, 60, 890], [20, 10, 80, 890], "fnr",
     ...                               n_resamples=1999, random_state=0)
-    >>> round(res.statistic, 2), bool(res.pvalue < 0.01)  # FNR 0.6 vs 0.8
+    >>> round(res.difference, 2), bool(res.pvalue < 0.01)  # FNR 0.6 vs 0.8
     (-0.2, True)
     """
     permute = _check_common(metric, alternative, permute)
@@ -566,7 +579,7 @@ def permutation_test_counts(
     return PermutationTestResult(
         metric=metric,
         groups=(str(groups[0]), str(groups[1])),
-        statistic=observed_diff,
+        difference=observed_diff,
         studentized_statistic=observed_z,
         pvalue=p,
         pvalue_ci=_clopper_pearson(k, len(null)),
@@ -637,6 +650,31 @@ class IntersectionalPermutationResult(ResultMixin):  # numpydoc ignore=PR01
         """
         return self.groups
 
+    def plot(self, ax=None):
+        """Each group's studentized gap from the rest, with the 95% quantile of the
+        permuted maxima (a gap beyond it has a max-T adjusted p-value below 0.05).
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        g = self.groups
+        ax = new_axes(ax, figsize=(5, 0.25 * len(g) + 1.2))
+        dot_plot(ax, g["group"], g["z_vs_rest"], label=f"z of {self.metric} vs the rest")
+        null = self.null_distribution[np.isfinite(self.null_distribution)]
+        if len(null):
+            c = float(np.quantile(null, 0.95))
+            for x in (-c, c):
+                ax.axvline(x, color="C3", ls="--", lw=1)
+        ax.axvline(0, color="0.5", lw=0.8)
+        ax.set_title(f"max |z| = {self.statistic:.3g}, p = {self.pvalue:.3g}", fontsize=9)
+        return ax
+
 
 def _one_vs_rest(cells: np.ndarray, metric: str) -> np.ndarray:
     """Studentized gap of every group from the union of the others: (..., G)."""
@@ -687,7 +725,7 @@ def intersectional_permutation_test(
     metric: str = "fnr",
     *,
     by: str | Sequence[str] | None = None,
-    n_resamples: int = 9999,
+    n_resamples: int = N_RESAMPLES,
     permute: str = "auto",
     pairwise: bool | str = "auto",
     random_state: SeedLike = None,
@@ -719,7 +757,7 @@ def intersectional_permutation_test(
         A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS`.
     by : str or list of str, optional
         Protected columns defining the groups (default: all, i.e. intersections).
-    n_resamples : int, default 9999
+    n_resamples : int, default 999
     permute : {"auto", "free", "within_outcome", "within_decision"}, default "auto"
         As in :func:`permutation_test`: ``auto`` is exact for the global null of
         one rate in every group.

@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._plotting import dot_plot, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_flag, check_instance, check_real
+from .._vocabulary import PSEUDO_COUNT, renamed_arguments
 from ..data import AuditData, as_audit_data
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 
@@ -36,8 +38,8 @@ class FairnessEstimate(ResultMixin):  # numpydoc ignore=PR01
         intersection entered epsilon (``in_epsilon``).
     excluded : list of str
         Intersections left out of epsilon because they have no rows.
-    method, target : str
-    alpha : float
+    method, role : str
+    pseudo_count : float
     notes : list of str
         What the estimate had to leave out or warn about.
     by : tuple of str
@@ -53,8 +55,8 @@ class FairnessEstimate(ResultMixin):  # numpydoc ignore=PR01
     groups: pd.DataFrame
     excluded: list[str]
     method: str
-    target: str
-    alpha: float
+    role: str
+    pseudo_count: float
     notes: list[str] = field(default_factory=list)
     by: tuple[str, ...] = ()
 
@@ -82,41 +84,72 @@ class FairnessEstimate(ResultMixin):  # numpydoc ignore=PR01
                 "value": [self.epsilon, self.gamma],
                 "attained_by": [f"P(y={y}|{hi}) / P(y={y}|{lo})", self.gamma_group],
                 "method": [self.method] * 2,
-                "target": [self.target] * 2,
-                "alpha": [self.alpha] * 2,
+                "role": [self.role] * 2,
+                "pseudo_count": [self.pseudo_count] * 2,
                 "excluded_intersections": [len(self.excluded)] * 2,
             }
         )
 
+    def plot(self, ax=None):
+        """P(y=1 | s) of every intersection, with the pair that attains epsilon and the
+        group that attains gamma marked, and the overall rate as a line.
 
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        g = self.groups
+        ax = new_axes(ax, figsize=(5, 0.25 * len(g) + 1.2))
+        dot_plot(ax, g["intersection"], g["p"], label=f"P({self.role}=1 | s), {self.method}")
+        y = np.arange(len(g))[::-1]
+        hi, lo, _ = self.epsilon_pair
+        for name, marker, what in ((hi, "^", "epsilon pair"), (lo, "^", None)):
+            at = (g["intersection"] == name).to_numpy()
+            ax.plot(g["p"][at], y[at], marker, color="C3", ms=8, mfc="none", label=what)
+        at = (g["intersection"] == self.gamma_group).to_numpy()
+        ax.plot(g["p"][at], y[at], "s", color="C2", ms=9, mfc="none", label="gamma group")
+        shares = g["p_s"].to_numpy(float)
+        overall = float(np.nansum(shares * g["p"].to_numpy(float)) / np.nansum(shares))
+        ax.axvline(overall, color="0.5", ls=":", label="overall rate")
+        ax.set_title(f"epsilon-DF {self.epsilon:.3g}, gamma-SF {self.gamma:.3g}", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        return ax
+
+
+@renamed_arguments(target="role", alpha="pseudo_count")
 def empirical_fairness(
     data: AuditData,
     *,
-    target: str = "outcome",
-    alpha: float = 0.0,
+    role: str = "outcome",
+    pseudo_count: float = PSEUDO_COUNT,
     include_empty: bool = False,
     by: str | Sequence[str] | None = None,
     **roles: Any,
 ) -> FairnessEstimate:
     """Empirical differential fairness (EDF) and subgroup fairness from counts.
 
-    With ``alpha = 0`` this is EDF (Foulds et al. eq. 3): ``P(y|s) = N_{y,s} /
-    N_s``, over intersections with ``N_s > 0``.  With ``alpha > 0`` it is the
+    With ``pseudo_count = 0`` this is EDF (Foulds et al. eq. 3): ``P(y|s) = N_{y,s} /
+    N_s``, over intersections with ``N_s > 0``.  With ``pseudo_count > 0`` it is the
     smoothed EDF of eq. 4, the posterior predictive of a Dirichlet-multinomial
-    with symmetric concentration ``alpha`` per outcome.
+    with symmetric concentration ``pseudo_count`` per outcome.
 
     Parameters
     ----------
     data : AuditData
-    target : {"outcome", "decision"}
+    role : {"outcome", "decision"}
         Fairness of the true labels (the data) or of the mechanism's decisions.
-    alpha : float, default 0
+    pseudo_count : float, default 0.5
         Dirichlet smoothing per outcome.
     include_empty : bool, default False
         Whether intersections without rows enter epsilon, with their prior
         predictive 1/2.  Definition 2.1 quantifies only over intersections with
         P(s) > 0, so by default they are left out (and listed in ``excluded``,
-        with a warning); ``True`` needs ``alpha > 0``.  They never affect gamma,
+        with a warning); ``True`` needs ``pseudo_count > 0``.  They never affect gamma,
         which weights by P(s) = 0.
     by : str or list of str, optional
         Measure fairness over the groups of a subset of the protected columns (their
@@ -139,18 +172,18 @@ def empirical_fairness(
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> from bayesfair.metrics import empirical_fairness
     >>> ds = make_gaussian_threshold(n_rows=2000, random_state=1)
-    >>> est = empirical_fairness(ds.audit_data(), alpha=1.0)
+    >>> est = empirical_fairness(ds.audit_data(), pseudo_count=1.0)
     >>> est.epsilon > 0, est.excluded  # no intersection is empty here
     (True, [])
     """
     data = as_audit_data(data, roles)
-    alpha = check_real(alpha, "alpha", "non-negative")
+    pseudo_count = check_real(pseudo_count, "pseudo_count", "non-negative")
     check_flag(include_empty, "include_empty")
-    if include_empty and not alpha > 0:
+    if include_empty and not pseudo_count > 0:
         raise ValueError(
-            "include_empty=True needs alpha > 0: P(y|s) of an empty group is undefined"
+            "include_empty=True needs pseudo_count > 0: P(y|s) of an empty group is undefined"
         )
-    p = data.probabilities(target, alpha=alpha, by=by)
+    p = data.probabilities(role, pseudo_count=pseudo_count, by=by)
     n = data.group_sizes(by)
     groups = data.grouping(by)
     labels = groups["intersection"].tolist()
@@ -182,9 +215,9 @@ def empirical_fairness(
         gamma_group=labels[g],
         groups=groups,
         excluded=excluded,
-        method="EDF" if alpha == 0 else f"smoothed EDF (alpha={alpha:g})",
-        target=target,
-        alpha=float(alpha),
+        method="EDF" if pseudo_count == 0 else f"smoothed EDF (pseudo_count={pseudo_count:g})",
+        role=role,
+        pseudo_count=float(pseudo_count),
         by=tuple(data._check_by(by)),
     )
 
@@ -198,9 +231,9 @@ def bias_amplification(mechanism: FairnessEstimate, data: FairnessEstimate) -> p
     Parameters
     ----------
     mechanism : FairnessEstimate
-        Of the audited decisions (``target="decision"``).
+        Of the audited decisions (``role="decision"``).
     data : FairnessEstimate
-        Of the true labels (``target="outcome"``).
+        Of the true labels (``role="outcome"``).
 
     Returns
     -------
@@ -213,14 +246,14 @@ def bias_amplification(mechanism: FairnessEstimate, data: FairnessEstimate) -> p
     >>> from bayesfair import bias_amplification, empirical_fairness
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> data = make_gaussian_threshold(n_rows=3000, random_state=1).audit_data()
-    >>> amp = bias_amplification(empirical_fairness(data, target="decision"),
-    ...                          empirical_fairness(data, target="outcome"))
+    >>> amp = bias_amplification(empirical_fairness(data, role="decision"),
+    ...                          empirical_fairness(data, role="outcome"))
     >>> list(amp["metric"])
     ['epsilon-DF', 'gamma-SF']
     """
     for arg, value in (("mechanism", mechanism), ("data", data)):
         check_instance(value, FairnessEstimate, arg, "a FairnessEstimate (empirical_fairness)")
-    if (mechanism.method, mechanism.alpha) != (data.method, data.alpha):
+    if (mechanism.method, mechanism.pseudo_count) != (data.method, data.pseudo_count):
         raise ValueError(
             f"estimates use different methods ({mechanism.method} vs {data.method}); "
             "bias amplification compares like with like"

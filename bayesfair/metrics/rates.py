@@ -150,7 +150,7 @@ def group_auc(
         raise ValueError("group AUC needs a score: give `score=` to AuditData")
     cols = data._check_by(by)
     group = _regroup(data, cols)
-    n_groups = int(np.prod([len(data.levels[c]) for c in cols]))
+    n_groups = int(np.prod([len(data.categories[c]) for c in cols]))
     auc, n_pos, n_neg = _grouped_auc(group, data.row_outcome, data.row_score, n_groups)
     out = data.grouping(cols)
     out["auc"] = auc

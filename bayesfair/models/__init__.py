@@ -1,7 +1,7 @@
 """Bayesian models of P(y | s) fitted on the per-intersection table, and what they estimate.
 
 Every model takes ``method`` ("nuts", "advi" or "map"; conjugate models draw
-exactly), returns itself from ``fit(data, target=...)``, and then holds an
+exactly), returns itself from ``fit(data, role=...)``, and then holds an
 ``arviz.InferenceData`` (``idata_``) and draws of P(y=1|s) (``p_draws_``,
 dims chain x draw x intersection).
 """

@@ -22,19 +22,19 @@ class Design:  # numpydoc ignore=PR01
         Rows and positives per intersection.
     codes : numpy.ndarray, shape (n_attributes, n_intersections)
         0-based value code of every attribute for every intersection.
-    levels : dict
+    categories : dict
         Attribute -> list of values.
     labels : list of str
         Intersection labels.
-    target : str
+    role : str
     """
 
     n: np.ndarray
     k: np.ndarray
     codes: np.ndarray
-    levels: dict[str, list]
+    categories: dict[str, list]
     labels: list[str]
-    target: str
+    role: str
 
     @property
     def n_groups(self) -> int:
@@ -44,7 +44,7 @@ class Design:  # numpydoc ignore=PR01
     @property
     def attributes(self) -> list[str]:
         """The protected attributes, in order."""
-        return list(self.levels)
+        return list(self.categories)
 
     def var(self, attribute: str) -> str:
         """The attribute's name in model variables (``beta_<var>``) and dimensions
@@ -59,7 +59,7 @@ class Design:  # numpydoc ignore=PR01
         -------
         str
         """
-        return safe_names(self.levels)[attribute]
+        return safe_names(self.categories)[attribute]
 
     def coords(self) -> dict[str, list]:
         """PyMC/ArviZ coords: ``intersection`` and one dim per attribute (``<attr>_value``).
@@ -70,7 +70,7 @@ class Design:  # numpydoc ignore=PR01
             Dimension name -> list of labels.
         """
         out: dict[str, list] = {"intersection": self.labels}
-        for a, lv in self.levels.items():
+        for a, lv in self.categories.items():
             out[f"{self.var(a)}_value"] = [str(v) for v in lv]
         return out
 
@@ -83,18 +83,18 @@ class Design:  # numpydoc ignore=PR01
             One column per attribute value, attributes in order.
         """
         blocks = []
-        for d, lv in enumerate(self.levels.values()):
+        for d, lv in enumerate(self.categories.values()):
             blocks.append(np.eye(len(lv))[self.codes[d]])
         return np.concatenate(blocks, axis=1)
 
 
-def design_from(data: AuditData, target: str = "outcome") -> Design:
-    """The :class:`Design` of an :class:`~bayesfair.AuditData` for ``target``.
+def design_from(data: AuditData, role: str = "outcome") -> Design:
+    """The :class:`Design` of an :class:`~bayesfair.AuditData` for ``role``.
 
     Parameters
     ----------
     data : AuditData
-    target : {"outcome", "decision"}
+    role : {"outcome", "decision"}
         Count the true labels or the audited mechanism's decisions.
 
     Returns
@@ -111,13 +111,13 @@ def design_from(data: AuditData, target: str = "outcome") -> Design:
     """
     if not isinstance(data, AuditData):
         raise TypeError(f"`data` must be an AuditData, got {type(data).__name__}")
-    c = data.counts(target)
+    c = data.counts(role)
     codes = np.indices(data.shape_).reshape(len(data.shape_), -1)
     return Design(
         n=c.sum(axis=1).astype(np.int64),
         k=c[:, 1].astype(np.int64),
         codes=codes,
-        levels={a: list(v) for a, v in data.levels.items()},
+        categories={a: list(v) for a, v in data.categories.items()},
         labels=data.group_labels,
-        target=target,
+        role=role,
     )

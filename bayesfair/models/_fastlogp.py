@@ -93,7 +93,7 @@ def fixed_effects(
     blocks = [np.ones((g, 1))]
     maps: list[np.ndarray] = []
     prior_mu = [mu]
-    for d, lv in enumerate(design.levels.values()):
+    for d, lv in enumerate(design.categories.values()):
         basis = zero_sum_basis(len(lv)) if effects == "sum_to_zero" else np.eye(len(lv))
         maps.append(basis)
         blocks.append(basis[design.codes[d]])

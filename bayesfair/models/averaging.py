@@ -59,7 +59,7 @@ class ModelAverage(FairnessModel):
         method: str = "bma",
         *,
         draws: int = 4000,
-        random_state: SeedLike = 0,
+        random_state: SeedLike = None,
     ) -> None:
         super().__init__(method="map", draws=draws, random_state=random_state)
         self.models = models
@@ -107,17 +107,17 @@ class ModelAverage(FairnessModel):
             self.averaging = params.pop("method")
         return super().set_params(**params)
 
-    def fit(self, data=None, target: str = "outcome") -> ModelAverage:
+    def fit(self, data=None, role: str = "outcome") -> ModelAverage:
         """Compute the weights and the mixture (the models must be fitted already).
 
         Parameters
         ----------
         data : AuditData or Design, optional
             The table the models were fitted on. The models carry their data,
-            so this is only checked: a different table (or ``target``) is a
+            so this is only checked: a different table (or ``role``) is a
             ValueError, since averaging does not refit the models.
-        target : {"outcome", "decision"}
-            The target of ``data`` to check against (used with ``data`` only).
+        role : {"outcome", "decision"}
+            The role of ``data`` to check against (used with ``data`` only).
 
         Returns
         -------
@@ -147,19 +147,19 @@ class ModelAverage(FairnessModel):
             m._check_fitted()
         d = models[0].design_
         for m in models[1:]:
-            if m.design_.target != d.target:
+            if m.design_.role != d.role:
                 raise ValueError(
-                    "all models must model the same target, got "
-                    f"{sorted({x.design_.target for x in models})}"
+                    "all models must model the same role, got "
+                    f"{sorted({x.design_.role for x in models})}"
                 )
             if not _same_table(m.design_, d):
                 raise ValueError("all models must be fitted on the same table")
         if data is not None:
-            given = data if isinstance(data, Design) else design_from(data, target)
-            if given.target != d.target or not _same_table(given, d):
+            given = data if isinstance(data, Design) else design_from(data, role)
+            if given.role != d.role or not _same_table(given, d):
                 raise ValueError(
-                    f"`data` (target {given.target!r}) is not the table the models were "
-                    f"fitted on (target {d.target!r}): model averaging does not refit its "
+                    f"`data` (role {given.role!r}) is not the table the models were "
+                    f"fitted on (role {d.role!r}): model averaging does not refit its "
                     "models; fit each model on the new data, or call fit() without data"
                 )
         names = names or _unique_names(models)
@@ -259,7 +259,7 @@ def model_average(
     Parameters
     ----------
     models : list of FairnessModel, or dict name -> FairnessModel
-        Two or more models fitted on the same table and target; a dict's names index
+        Two or more models fitted on the same table and role; a dict's names index
         ``weights_`` (a list's models are named after their classes).
     method : {"bma", "stacking", "pseudo-bma", "bb-pseudo-bma"}, default "bma"
     **kwargs

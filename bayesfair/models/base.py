@@ -15,6 +15,7 @@ from scipy.stats import binom
 
 from .. import _arviz
 from .._validation import SeedLike, check_count, check_open_probability, check_seed
+from .._vocabulary import LEVEL, interval_columns, renamed_arguments
 from ..data import AuditData, as_audit_data
 from ._design import Design, design_from
 
@@ -263,8 +264,6 @@ class FairnessModel:
         from the MAP, notebook 02; ``models/cards/neural_network.md``).
     sampler : {"auto", "nutpie", "pymc"}
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
-    random_seed : None, int, or numpy SeedSequence, Generator or RandomState, optional
-        PyMC's name for ``random_state``: give one or the other.
 
     Attributes
     ----------
@@ -315,6 +314,7 @@ class FairnessModel:
     #: whether :meth:`fit` draws exactly from the posterior (conjugate models)
     exact = False
 
+    @renamed_arguments(random_seed="random_state")
     def __init__(
         self,
         *,
@@ -328,7 +328,6 @@ class FairnessModel:
         advi_start: str = "auto",
         sampler: str = "auto",
         random_state: SeedLike = None,
-        random_seed: SeedLike = None,
     ) -> None:
         self.method = method
         self.draws = draws
@@ -340,17 +339,9 @@ class FairnessModel:
         self.advi_start = advi_start
         self.sampler = sampler
         self.random_state = random_state
-        self.random_seed = random_seed
 
     def _seed_source(self) -> SeedLike:
-        """``random_state``, or ``random_seed`` (PyMC's name for it); not both."""
-        if self.random_seed is None:
-            return self.random_state
-        if self.random_state is not None:
-            raise ValueError(
-                "give `random_state` or `random_seed` (PyMC's name for the same seed), not both"
-            )
-        return self.random_seed
+        return self.random_state
 
     # ------------------------------------------------------------------ configuration
     def get_params(self, deep: bool = True) -> dict[str, Any]:
@@ -479,7 +470,7 @@ class FairnessModel:
         tuple
             Hashable; fits with equal keys share one compiled sampler.
         """
-        levels = tuple((a, tuple(map(str, v))) for a, v in design.levels.items())
+        levels = tuple((a, tuple(map(str, v))) for a, v in design.categories.items())
         return (type(self).__name__, levels, tuple(sorted(self._hyper().items())))
 
     def _hyper(self) -> dict[str, Any]:
@@ -490,14 +481,15 @@ class FairnessModel:
     # attributes computed on first use from a fit, which a refit must drop
     _fit_caches: tuple[str, ...] = ("_map", "_p_point", "advi_start_")
 
-    def fit(self, data: AuditData | Design, target: str = "outcome", **roles: Any) -> FairnessModel:
+    @renamed_arguments(target="role")
+    def fit(self, data: AuditData | Design, role: str = "outcome", **roles: Any) -> FairnessModel:
         """Fit the model to the table of ``data``.
 
         Parameters
         ----------
         data : AuditData, DataFrame or Design
             The audited data (only its per-intersection counts are used).
-        target : {"outcome", "decision"}
+        role : {"outcome", "decision"}
             Model the true labels or the audited mechanism's decisions.
         **roles
             With a DataFrame as ``data``: its columns' roles, as
@@ -510,7 +502,7 @@ class FairnessModel:
         """
         self._validate()
         if not isinstance(data, Design):
-            data = design_from(as_audit_data(data, roles), target)
+            data = design_from(as_audit_data(data, roles), role)
         design = data
         self.design_ = design
         self.warnings_: list[str] = []
@@ -728,25 +720,26 @@ class FairnessModel:
         self._check_fitted()
         return self.p_draws_.mean(axis=(0, 1))
 
-    def summary(self, prob: float = _arviz.CI_PROB) -> pd.DataFrame:
+    @renamed_arguments(prob="level")
+    def summary(self, level: float = LEVEL) -> pd.DataFrame:
         """Per-intersection posterior of P(y=1|s) next to the counts, with fit diagnostics
         in ``.attrs``.
 
         Parameters
         ----------
-        prob : float
+        level : float
             Mass of the highest-density intervals (default: the package's 0.90).
 
         Returns
         -------
         pandas.DataFrame
             One row per intersection: counts, empirical rate, point estimate,
-            posterior mean and HDI (columns ``hdi_90%_low``, ``hdi_90%_high`` at 0.90).
+            posterior mean and HDI (columns ``lower``, ``upper`` and ``level``).
         """
         self._check_fitted()
-        check_open_probability(prob, "prob")
+        check_open_probability(level, "level")
         p = self.p_draws_.reshape(-1, self.design_.n_groups)
-        lo, hi = _arviz.hdi(p, prob) if p.shape[0] > 1 else (p[0], p[0])
+        lo, hi = _arviz.hdi(p, level) if p.shape[0] > 1 else (p[0], p[0])
         d = self.design_
         with np.errstate(invalid="ignore", divide="ignore"):
             emp = np.where(d.n > 0, d.k / np.maximum(d.n, 1), np.nan)
@@ -758,8 +751,7 @@ class FairnessModel:
                 "empirical": emp,
                 "point": self.p_point_,
                 "mean": p.mean(axis=0),
-                f"hdi_{prob:.0%}_low": lo,
-                f"hdi_{prob:.0%}_high": hi,
+                **interval_columns(lo, hi, level),
             }
         )
         out.attrs["model"] = repr(self)
@@ -809,7 +801,8 @@ class FairnessModel:
             above = binom.sf(d.k - 1, d.n, p).mean(axis=0)  # P(y_rep >= y)
         return np.where(d.n > 0, np.minimum(1.0, 2 * np.minimum(below, above)), np.nan)
 
-    def predictive_check(self, prob: float = _arviz.CI_PROB) -> pd.DataFrame:
+    @renamed_arguments(prob="level")
+    def predictive_check(self, level: float = LEVEL) -> pd.DataFrame:
         """Posterior predictive check of every intersection's count of positives.
 
         Does the fitted model reproduce the data it was fitted on? A model that pools
@@ -818,7 +811,7 @@ class FairnessModel:
 
         Parameters
         ----------
-        prob : float
+        level : float
             Mass of the central predictive interval (default: the package's 0.90).
 
         Returns
@@ -827,7 +820,7 @@ class FairnessModel:
             One row per intersection: ``n``, ``positives``, the predictive mean, the
             central predictive interval of the count (from the draws of
             :meth:`sample_posterior_predictive`, or the binomial's at a MAP fit) and
-            ``p_value``,
+            ``pvalue``,
             the two-sided posterior predictive p-value ``min(1, 2 min(P(y_rep <= y),
             P(y_rep >= y)))``, computed exactly as the average of binomial tails over
             the posterior draws (NaN for an intersection without rows). Such p-values
@@ -844,11 +837,11 @@ class FairnessModel:
         ['intersection', 'n', 'positives', 'predicted']
         """
         self._check_fitted()
-        check_open_probability(prob, "prob")
+        check_open_probability(level, "level")
         d = self.design_
         p = self._draws_in_unit_interval()
         pvalue = self._predictive_pvalues(p)
-        tails = [(1 - prob) / 2, (1 + prob) / 2]
+        tails = [(1 - level) / 2, (1 + level) / 2]
         if p.shape[0] > 1:
             ppc = self.sample_posterior_predictive().posterior_predictive
             y = ppc["y"].values.reshape(-1, d.n_groups)
@@ -857,15 +850,13 @@ class FairnessModel:
             lo, hi = binom.ppf(tails, d.n[:, None], p[0][:, None]).T
             if np.isfinite(lo).all() and np.isfinite(hi).all():
                 lo, hi = lo.astype(np.int64), hi.astype(np.int64)
-        label = f"{prob:.0%}"
         return pd.DataFrame(
             {
                 "intersection": d.labels,
                 "n": d.n,
                 "positives": d.k,
                 "predicted": d.n * p.mean(axis=0),
-                f"predicted_{label}_low": lo,
-                f"predicted_{label}_high": hi,
-                "p_value": pvalue,
+                **interval_columns(lo, hi, level),
+                "pvalue": pvalue,
             }
         )

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _arviz
 from .._validation import SeedLike, check_real
+from .._vocabulary import PSEUDO_COUNT, renamed_arguments
 from ._design import Design
 from .base import FairnessModel, binomial_loglik
 
@@ -15,13 +16,13 @@ __all__ = ["DirichletMultinomial", "NaiveBayes"]
 class _Conjugate(FairnessModel):
     exact = True
 
+    @renamed_arguments(random_seed="random_state")
     def __init__(
         self,
         *,
         draws: int = 1000,
         chains: int = 4,
         random_state: SeedLike = None,
-        random_seed: SeedLike = None,
     ):
         super().__init__(
             method="exact",
@@ -29,7 +30,6 @@ class _Conjugate(FairnessModel):
             tune=0,
             chains=chains,
             random_state=random_state,
-            random_seed=random_seed,
         )
 
     def _finish(self, design: Design, posterior: dict[str, np.ndarray], dims: dict) -> None:
@@ -44,53 +44,49 @@ class _Conjugate(FairnessModel):
 
 
 class DirichletMultinomial(_Conjugate):
-    """Independent Dirichlet(alpha) prior on P(y | s) of every intersection (smoothed EDF).
+    """Independent Dirichlet(pseudo_count) prior on P(y | s) of every intersection (smoothed EDF).
 
-    The posterior of P(y=1|s) is Beta(N_{1,s} + alpha, N_{0,s} + alpha); its
+    The posterior of P(y=1|s) is Beta(N_{1,s} + pseudo_count, N_{0,s} + pseudo_count); its
     posterior predictive is Foulds et al. eq. 4 (the paper's "EDF-FB") and the
     point estimate is the raw frequency ("EDF-PE"; NaN for empty intersections).
 
     Parameters
     ----------
-    alpha : float, default 0.5
+    pseudo_count : float, default 0.5.5
         Pseudo-count per outcome. 0.5 (Jeffreys) reproduces the paper's EDF-FB
         values on Adult; 1 is the uniform prior.
     draws, chains : int
         Exact posterior draws, arranged as ``chains`` x ``draws``.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
-    random_seed : None, int, or numpy SeedSequence, Generator or RandomState, optional
-        PyMC's name for ``random_state``: give one or the other.
 
     Examples
     --------
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> from bayesfair.models import DirichletMultinomial
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> DirichletMultinomial(alpha=1.0, random_state=0).fit(data).p_draws_.shape
+    >>> DirichletMultinomial(pseudo_count=1.0, random_state=0).fit(data).p_draws_.shape
     (4, 1000, 16)
     """
 
     name = "EDF"
 
+    @renamed_arguments(alpha="pseudo_count", random_seed="random_state")
     def __init__(
         self,
-        alpha: float = 0.5,
+        pseudo_count: float = PSEUDO_COUNT,
         *,
         draws: int = 1000,
         chains: int = 4,
         random_state: SeedLike = None,
-        random_seed: SeedLike = None,
     ) -> None:
-        super().__init__(
-            draws=draws, chains=chains, random_state=random_state, random_seed=random_seed
-        )
-        self.alpha = alpha
+        super().__init__(draws=draws, chains=chains, random_state=random_state)
+        self.pseudo_count = pseudo_count
 
     def _fit_exact(self, design: Design) -> None:
-        check_real(self.alpha, "alpha", sign="positive")
+        check_real(self.pseudo_count, "pseudo_count", sign="positive")
         rng = np.random.default_rng(self._seed_source())
-        a = design.k + self.alpha
-        b = design.n - design.k + self.alpha
+        a = design.k + self.pseudo_count
+        b = design.n - design.k + self.pseudo_count
         p = rng.beta(a, b, size=(self.chains, self.draws, design.n_groups))
         with np.errstate(invalid="ignore", divide="ignore"):
             self.p_point_ = np.where(design.n > 0, design.k / np.maximum(design.n, 1), np.nan)
@@ -98,7 +94,7 @@ class DirichletMultinomial(_Conjugate):
         self._finish(design, {"p": p}, {})
 
     def predict_proba(self) -> np.ndarray:
-        """Exact posterior predictive ``(N_1 + alpha) / (N + 2 alpha)`` (eq. 4).
+        """Exact posterior predictive ``(N_1 + pseudo_count) / (N + 2 pseudo_count)`` (eq. 4).
 
         Returns
         -------
@@ -139,8 +135,6 @@ class NaiveBayes(_Conjugate):
     draws, chains : int
         Exact posterior draws, arranged as ``chains`` x ``draws``.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
-    random_seed : None, int, or numpy SeedSequence, Generator or RandomState, optional
-        PyMC's name for ``random_state``: give one or the other.
 
     Examples
     --------
@@ -153,6 +147,7 @@ class NaiveBayes(_Conjugate):
 
     name = "NB"
 
+    @renamed_arguments(random_seed="random_state")
     def __init__(
         self,
         a_y: float = 1.0,
@@ -161,18 +156,15 @@ class NaiveBayes(_Conjugate):
         draws: int = 1000,
         chains: int = 4,
         random_state: SeedLike = None,
-        random_seed: SeedLike = None,
     ) -> None:
-        super().__init__(
-            draws=draws, chains=chains, random_state=random_state, random_seed=random_seed
-        )
+        super().__init__(draws=draws, chains=chains, random_state=random_state)
         self.a_y = a_y
         self.a_s = a_s
 
     def _counts(self, design: Design) -> list[np.ndarray]:
         """For every attribute: counts shaped (2, n_values) of (y, value)."""
         out = []
-        for d, lv in enumerate(design.levels.values()):
+        for d, lv in enumerate(design.categories.values()):
             pos = np.bincount(design.codes[d], weights=design.k, minlength=len(lv))
             tot = np.bincount(design.codes[d], weights=design.n, minlength=len(lv))
             out.append(np.stack([tot - pos, pos]))

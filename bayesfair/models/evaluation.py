@@ -15,7 +15,7 @@ def negative_cross_entropy(
     model: FairnessModel | np.ndarray,
     test: AuditData,
     *,
-    target: str = "outcome",
+    role: str = "outcome",
     estimate: str = "predictive",
 ) -> float:
     r"""Average negative cross-entropy per intersection on a held-out table (higher is better).
@@ -31,7 +31,7 @@ def negative_cross_entropy(
         A fitted model, or P(y = 1 | s) per intersection.
     test : AuditData
         Held-out data with the same protected attributes and levels.
-    target : {"outcome", "decision"}
+    role : {"outcome", "decision"}
         Which of the test data's columns give the empirical ``P_test(y|s)``.
     estimate : {"predictive", "point"}
         The posterior predictive ("FB") or the point estimate ("PE").
@@ -49,7 +49,7 @@ def negative_cross_entropy(
     >>> ds = make_gaussian_threshold(n_rows=8000, random_state=0)
     >>> roles = dict(protected=list(ds.protected), outcome=ds.outcome)
     >>> train = AuditData(ds.frame[:4000], **roles)
-    >>> test = AuditData(ds.frame[4000:], **roles, levels=train.levels)
+    >>> test = AuditData(ds.frame[4000:], **roles, categories=train.categories)
     >>> fit = DirichletMultinomial(random_state=0).fit(train)
     >>> negative_cross_entropy(fit, test) < 0
     True
@@ -75,7 +75,7 @@ def negative_cross_entropy(
                 f"the test data's intersections differ from the model's ({len(labels)} in the "
                 f"model, {test.n_intersections} in the test data; only in the model: {missing}, "
                 f"only in the test data: {extra}); build the test AuditData with "
-                "levels=train.levels so that both enumerate the same intersections"
+                "categories=train.categories so that both enumerate the same intersections"
             )
     else:
         p1 = np.asarray(model, dtype=float)
@@ -83,7 +83,7 @@ def negative_cross_entropy(
             raise ValueError(
                 f"`model` must give one probability per intersection ({test.n_intersections})"
             )
-    c = test.counts(target).astype(float)
+    c = test.counts(role).astype(float)
     n = c.sum(axis=1)
     keep = n > 0
     pt = c[keep] / n[keep, None]

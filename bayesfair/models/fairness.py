@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from .. import _arviz
-from .._plotting import literal
+from .._plotting import literal, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin, worst_diagnostics
 from .._validation import (
@@ -22,6 +21,7 @@ from .._validation import (
     check_seed,
     intersection_labels,
 )
+from .._vocabulary import LEVEL, interval_columns, renamed_arguments
 from ..metrics.fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 from ._design import Design
 from .base import FairnessModel
@@ -43,18 +43,18 @@ def _quantile(values: np.ndarray, q: float) -> float:
     return float(np.quantile(values, q, method="nearest")) if np.isnan(v) else v
 
 
-def _interval(values: np.ndarray, prob: float) -> tuple[float, float]:
-    """An interval holding ``prob`` of the draws: the HDI when every draw is finite.
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """An interval holding ``level`` of the draws: the HDI when every draw is finite.
 
     A model whose probabilities reach 0 or 1 in floating point gives infinite epsilon
-    draws.  When they are at most ``1 - prob`` of the draws, the interval is the HDI of
-    the finite draws that holds ``prob`` of *all* draws; when they are more, it must
-    reach infinity, from the ``1 - prob`` quantile (``[-inf, prob quantile]`` for
+    draws.  When they are at most ``1 - level`` of the draws, the interval is the HDI of
+    the finite draws that holds ``level`` of *all* draws; when they are more, it must
+    reach infinity, from the ``1 - level`` quantile (``[-inf, level quantile]`` for
     ``-inf`` draws, which an amplification can have)."""
     finite = values[np.isfinite(values)]
     pos, neg = np.mean(values == np.inf), np.mean(values == -np.inf)
-    if pos + neg <= 1 - prob:
-        mass = prob / (1 - pos - neg)
+    if pos + neg <= 1 - level:
+        mass = level / (1 - pos - neg)
         if len(finite) <= 2:
             return np.nan, np.nan
         if mass * len(finite) > len(finite) - 1:  # ArviZ needs at least one draw left out
@@ -62,13 +62,13 @@ def _interval(values: np.ndarray, prob: float) -> tuple[float, float]:
         lo, hi = _arviz.hdi(finite, mass)
         return float(lo), float(hi)
     if neg == 0:
-        return _quantile(values, 1 - prob), np.inf
+        return _quantile(values, 1 - level), np.inf
     if pos == 0:
-        return -np.inf, _quantile(values, prob)
+        return -np.inf, _quantile(values, level)
     return -np.inf, np.inf
 
 
-def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[str, float]:
+def _metric_summary(draws: np.ndarray, x: float, o: float, level: float) -> dict[str, float]:
     """O, X and the posterior of one metric.  Infinite draws count as such: they move the
     mean to infinity and the quantiles and interval towards it.  An amplification draw
     where both models' metric is infinite is undefined (``inf - inf``); those draws are
@@ -81,7 +81,7 @@ def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[
             with np.errstate(invalid="ignore"):
                 mean = float(defined.mean())
             quartiles = [_quantile(defined, q) for q in (0.25, 0.5, 0.75)]
-            lo, hi = _interval(defined, prob)
+            lo, hi = _interval(defined, level)
         else:
             mean, quartiles, (lo, hi) = np.nan, [np.nan] * 3, (np.nan, np.nan)
         out.update(
@@ -90,8 +90,7 @@ def _metric_summary(draws: np.ndarray, x: float, o: float, prob: float) -> dict[
                 "q25": quartiles[0],
                 "median": quartiles[1],
                 "q75": quartiles[2],
-                f"hdi_{prob:.0%}_low": lo,
-                f"hdi_{prob:.0%}_high": hi,
+                **interval_columns(lo, hi, level),
                 "share_infinite": float(np.mean(np.isinf(flat))),
                 "share_undefined": float(np.mean(np.isnan(flat))),
             }
@@ -121,7 +120,7 @@ class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
         (``"gamma"``, and ``"gamma_mechanism"``), ``intersection``, ``probability``.
     model_names : tuple of str
         The data model's name and, with a mechanism, the mechanism model's.
-    prob : float
+    level : float
         Credible mass of the reported intervals.
     excluded : list of str
         Intersections left out of epsilon (no rows).
@@ -137,7 +136,7 @@ class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
     pairs: pd.DataFrame
     gamma_groups: pd.DataFrame
     model_names: tuple[str, ...]
-    prob: float = _arviz.CI_PROB
+    level: float = LEVEL
     excluded: list[str] = field(default_factory=list)
     diagnostics: dict[str, dict] = field(default_factory=dict)
 
@@ -155,34 +154,37 @@ class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
         rows = []
         for name, d in self.draws.items():
             row = {"metric": name}
-            row.update(_metric_summary(d, self.x[name], self.o[name], self.prob))
+            row.update(_metric_summary(d, self.x[name], self.o[name], self.level))
             row.update(worst_diagnostics(self.diagnostics.values()))
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def plot(self) -> Figure:
+    def plot(self, ax=None):
         """Box plots of the posterior of every metric with the O and X markers (paper Fig. 4).
+
+        Parameters
+        ----------
+        ax : sequence of matplotlib.axes.Axes, optional
+            One per metric (``len(draws)``); default a new figure.
 
         Returns
         -------
-        matplotlib.figure.Figure
+        numpy.ndarray of matplotlib.axes.Axes
         """
         names = list(self.draws)
-        fig = Figure(figsize=(2.2 * len(names) + 1, 3.6))
-        axes = fig.subplots(1, len(names), squeeze=False)[0]
-        for ax, name in zip(axes, names, strict=True):
+        axes = new_axes(ax, figsize=(2.2 * len(names) + 1, 3.6), count=len(names))
+        for ax_, name in zip(axes, names, strict=True):
             d = self.draws[name].reshape(-1)
             d = d[np.isfinite(d)]
-            ax.boxplot(d, widths=0.5, showfliers=False)
-            ax.plot([1], [self.o[name]], "o", mfc="none", mec="k", ms=9, label="O (point est.)")
-            ax.plot([1], [self.x[name]], "x", color="C3", ms=9, label="X (post. predictive)")
-            ax.set_title(literal(name), fontsize=9)
-            ax.set_xticks([])
-            ax.grid(axis="y", alpha=0.3)
+            ax_.boxplot(d, widths=0.5, showfliers=False)
+            ax_.plot([1], [self.o[name]], "o", mfc="none", mec="k", ms=9, label="O (point est.)")
+            ax_.plot([1], [self.x[name]], "x", color="C3", ms=9, label="X (post. predictive)")
+            ax_.set_title(literal(name), fontsize=9)
+            ax_.set_xticks([])
+            ax_.grid(axis="y", alpha=0.3)
         axes[0].legend(fontsize=7, loc="best")
-        fig.suptitle(literal(" vs ".join(self.model_names)), fontsize=9)
-        fig.tight_layout()
-        return fig
+        axes[0].figure.suptitle(literal(" vs ".join(self.model_names)), fontsize=9)
+        return axes
 
 
 def _shares(metric: str, key: pd.DataFrame) -> pd.DataFrame:
@@ -199,9 +201,9 @@ def _groups_of(d: Design, by: str | Sequence[str] | None) -> tuple[np.ndarray, l
         return np.arange(d.n_groups), list(d.labels)
     cols = check_by(by, d.attributes)
     index = [d.attributes.index(c) for c in cols]
-    shape = tuple(len(d.levels[c]) for c in cols)
+    shape = tuple(len(d.categories[c]) for c in cols)
     group_of = np.ravel_multi_index(tuple(d.codes[i] for i in index), shape)
-    labels = intersection_labels(itertools.product(*(d.levels[c] for c in cols)), cols)
+    labels = intersection_labels(itertools.product(*(d.categories[c] for c in cols)), cols)
     return group_of, labels
 
 
@@ -224,16 +226,17 @@ def _draws_of(model: FairnessModel, n_draws: int | None, rng) -> np.ndarray:
     return p[rng.integers(0, len(p), n_draws)]
 
 
+@renamed_arguments(prob="level")
 def posterior_fairness(
     model: FairnessModel,
     mechanism: FairnessModel | None = None,
     *,
     include_empty: bool = False,
-    prob: float = _arviz.CI_PROB,
+    level: float = LEVEL,
     point: bool = True,
     p_s: str = "posterior",
     by: str | Sequence[str] | None = None,
-    random_state: SeedLike = 0,
+    random_state: SeedLike = None,
 ) -> PosteriorFairness:
     """epsilon-DF and gamma-SF of a fitted model of P(y|s), and the bias amplification of a
     mechanism (Foulds et al. Algorithm 1).
@@ -249,7 +252,7 @@ def posterior_fairness(
     include_empty : bool
         Whether intersections without rows enter epsilon (default: no, as
         P(s) = 0 there, and gamma gives them P(s) = 0; see ``p_s``).
-    prob : float
+    level : float
         Credible mass (default: the package's 0.90).
     point : bool, default True
         Compute the point-estimate ("O") values; for PyMC models this runs an
@@ -320,7 +323,7 @@ def posterior_fairness(
         )
     if p_s not in ("empirical", "posterior"):
         raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
-    check_open_probability(prob, "prob")
+    check_open_probability(level, "level")
     check_flag(include_empty, "include_empty")
     check_flag(point, "point")
     seq = check_seed(random_state)
@@ -392,7 +395,7 @@ def posterior_fairness(
         pairs=pd.concat(pairs, ignore_index=True),
         gamma_groups=pd.concat(gamma_groups, ignore_index=True),
         model_names=names,
-        prob=prob,
+        level=level,
         excluded=excluded,
         diagnostics={
             type(m).__name__ + suffix: dict(m.diagnostics_)

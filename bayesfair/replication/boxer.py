@@ -531,7 +531,7 @@ def table4(
     protected_classes=None,
     n_restarts: int = 150,
     penalty: float = 1.0,
-    n_permutations: int = 0,
+    n_resamples: int = 0,
     n_jobs: int | None = 1,
     random_state: int = 0,
 ) -> pd.DataFrame:
@@ -549,7 +549,7 @@ def table4(
         ``(attribute, value)`` pairs (default :data:`PROTECTED_CLASSES`).
     n_restarts : int, default 150
     penalty : float, default 1
-    n_permutations : int, default 0
+    n_resamples : int, default 0
         Permutations for p-values (0: none).
     n_jobs : int, optional
     random_state : int, default 0
@@ -558,7 +558,7 @@ def table4(
     -------
     pandas.DataFrame
         One row per (scan type, protected class) with our subgroup, sizes,
-        observed rates, score (and permutation p-value when ``n_permutations``)
+        observed rates, score (and permutation p-value when ``n_resamples``)
         next to the paper's values (NaN where the paper reports no positive score).
     """
     if frame is None:
@@ -574,7 +574,7 @@ def table4(
         for name, prot in classes.items():
             res = conditional_bias_scan(
                 frame,
-                protected=prot,
+                protected_class=prot,
                 scan_type=st,
                 outcome="two_year_recid",
                 score="P",
@@ -584,7 +584,7 @@ def table4(
                 attributes=[a for a in ATTRIBUTES if a != prot[0]],
                 penalty=penalty,
                 n_restarts=n_restarts,
-                n_permutations=n_permutations,
+                n_resamples=n_resamples,
                 n_jobs=n_jobs,
                 random_state=random_state,
             )
@@ -677,7 +677,7 @@ def detection_study(
             f = ds.frame
             res = conditional_bias_scan(
                 f,
-                protected="protected",
+                protected_class="protected",
                 scan_type=scan_type,
                 outcome="y",
                 score="p",
@@ -686,6 +686,7 @@ def detection_study(
                 attributes=list(ds.covariates),
                 penalty=penalty,
                 n_restarts=n_restarts,
+                n_resamples=0,  # detection needs the subgroup, not its p-value
                 random_state=int(rng.integers(2**31)),
             )
             prot = f["protected"].to_numpy()
@@ -708,7 +709,7 @@ def detection_study(
 def null_level_study(
     n_datasets: int = 100,
     *,
-    n_permutations: int = 99,
+    n_resamples: int = 99,
     scan_type: str = "separation_recommendations",
     n_rows: int = 2000,
     n_restarts: int = 5,
@@ -722,7 +723,7 @@ def null_level_study(
     ----------
     n_datasets : int, default 100
         Null data sets (protected class: race = African-American).
-    n_permutations : int, default 99
+    n_resamples : int, default 99
     scan_type : str
         A CBS variant, scanned with the paper's condition and direction.
     n_rows : int, default 2000
@@ -741,7 +742,7 @@ def null_level_study(
     Examples
     --------
     >>> from bayesfair.replication.boxer import null_level_study
-    >>> out = null_level_study(3, n_permutations=19, n_rows=1000)
+    >>> out = null_level_study(3, n_resamples=19, n_rows=1000)
     >>> 0 <= out["rate"] <= 1, len(out["pvalues"])
     (True, 3)
     """
@@ -749,13 +750,13 @@ def null_level_study(
     pvals = []
     for k in range(n_datasets):
         ds = make_cbs_semisynthetic(
-            protected=("race", "African-American"),
+            protected_class=("race", "African-American"),
             n_rows=n_rows,
             random_state=random_state * 100_003 + k,
         )
         res = conditional_bias_scan(
             ds.frame,
-            protected="protected",
+            protected_class="protected",
             outcome="y",
             score="p",
             decision="p_bin",
@@ -764,7 +765,7 @@ def null_level_study(
             direction=direction,
             attributes=list(ds.covariates),
             n_restarts=n_restarts,
-            n_permutations=n_permutations,
+            n_resamples=n_resamples,
             n_jobs=n_jobs,
             random_state=k,
         )

@@ -17,6 +17,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from .._validation import check_flag
+from .._vocabulary import LEVEL
 from ..data import AuditData
 from ..datasets import load_adult, load_compas, make_gaussian_threshold
 from ..frequentist import fairness_confidence_interval
@@ -119,7 +120,7 @@ def authors_point_estimates(
     data: AuditData,
     *,
     codes: dict[str, Sequence[str]],
-    target: str = "outcome",
+    role: str = "outcome",
     models: Sequence[str] = _AUTHORS_MODELS,
     random_state: int = 0,
 ) -> pd.DataFrame:
@@ -155,7 +156,7 @@ def authors_point_estimates(
     codes : dict
         ``{attribute: values in the order of their integer codes}`` for every
         protected attribute of ``data`` (:data:`AUTHORS_CODES` has the paper's).
-    target : {"outcome", "decision"}
+    role : {"outcome", "decision"}
     models : sequence of str
         Any of ``"EDF"``, ``"NB"``, ``"LR"``, ``"DNN"``.
     random_state : int, default 0
@@ -172,7 +173,7 @@ def authors_point_estimates(
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> from bayesfair.replication.foulds import authors_point_estimates
     >>> data = make_gaussian_threshold({"a": 3, "b": 2}, n_rows=600, random_state=0).audit_data()
-    >>> codes = {name: values for name, values in data.levels.items()}
+    >>> codes = {name: values for name, values in data.categories.items()}
     >>> pe = authors_point_estimates(data, codes=codes, models=("EDF", "LR"))
     >>> pe.shape
     (6, 2)
@@ -191,12 +192,12 @@ def authors_point_estimates(
         if attr not in codes:
             raise ValueError(f"`codes` has no integer codes for the protected attribute {attr!r}")
         code = {value: i for i, value in enumerate(codes[attr])}
-        missing = sorted(set(data.levels[attr]) - set(code))
+        missing = sorted(set(data.categories[attr]) - set(code))
         if missing:
             raise ValueError(f"`codes[{attr!r}]` has no code for the values {missing}")
         columns.append(np.array([code[value] for value in table[attr]], dtype=int))
     x = np.column_stack(columns)
-    counts = data.counts(target)
+    counts = data.counts(role)
     n = counts.sum(axis=1)
     # intersections whose every attribute value has rows: the authors' loop over observed values
     seen = np.ones(len(x), dtype=bool)
@@ -223,7 +224,7 @@ def authors_point_estimates(
             continue
         if np.unique(labels).size < 2:
             raise ValueError(
-                f"{name} needs rows of both {target} values in `data`, which has "
+                f"{name} needs rows of both {role} values in `data`, which has "
                 f"{counts[:, 1].sum()} rows of 1 and {counts[:, 0].sum()} of 0"
             )
         with warnings.catch_warnings():
@@ -254,7 +255,7 @@ def default_models(
 ) -> dict[str, ModelFactory]:
     """The paper's models as factories of a seed.
 
-    EDF is the Dirichlet-multinomial with alpha = 0.5 (its predictive is the
+    EDF is the Dirichlet-multinomial with pseudo_count = 0.5 (its predictive is the
     paper's EDF-FB, its point estimate EDF-PE); LR and HLR use NUTS (sum-to-zero
     effects); the DNN uses ADVI, the paper's method, because its posterior is
     multimodal.
@@ -281,7 +282,7 @@ def default_models(
     """
     models: dict[str, ModelFactory] = {
         "EDF": lambda s: DirichletMultinomial(
-            alpha=0.5, draws=draws, chains=chains, random_state=s
+            pseudo_count=0.5, draws=draws, chains=chains, random_state=s
         ),
         "NB": lambda s: NaiveBayes(draws=draws, chains=chains, random_state=s),
         "LR": lambda s: LogisticRegression(draws=draws, tune=draws, chains=chains, random_state=s),
@@ -333,7 +334,7 @@ def table2_splits(
     data_home: str | os.PathLike | None = None,
     random_state: int = 0,
 ) -> dict[str, tuple[AuditData, AuditData, str]]:
-    """The four training/test settings of Table 2: ``{setting: (train, test, target)}``.
+    """The four training/test settings of Table 2: ``{setting: (train, test, role)}``.
 
     Adult: the official split.  M(x) is a logistic regression on all features
     trained on a random half of the training set; the ``P(y'|s)`` models see the
@@ -356,7 +357,7 @@ def table2_splits(
     Returns
     -------
     dict
-        ``{setting: (train AuditData, test AuditData, target)}``.
+        ``{setting: (train AuditData, test AuditData, role)}``.
     """
     rng = np.random.default_rng(random_state)
     if dataset == "adult":
@@ -438,34 +439,32 @@ def table2(
     authors = [m for m in ("NB", "LR", "DNN") if m in models] if authors_pe else []
     rows = []
     splits = table2_splits(dataset, data_home=data_home, random_state=random_state)
-    for s_idx, (setting, (train, test, target)) in enumerate(splits.items()):
+    for s_idx, (setting, (train, test, role)) in enumerate(splits.items()):
         fitted = []
         for m_idx, (name, factory) in enumerate(models.items()):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                model = factory(random_state + 100 * s_idx + m_idx).fit(train, target=target)
+                model = factory(random_state + 100 * s_idx + m_idx).fit(train, role=role)
             fitted.append(model)
             for est in ("PE", "FB"):
                 value = negative_cross_entropy(
-                    model, test, target=target, estimate="point" if est == "PE" else "predictive"
+                    model, test, role=role, estimate="point" if est == "PE" else "predictive"
                 )
                 rows.append((name, setting, est, value))
         if authors:
             pe = authors_point_estimates(
                 train,
                 codes=AUTHORS_CODES[dataset],
-                target=target,
+                role=role,
                 models=authors,
                 random_state=random_state,
             )
             for name in authors:
-                value = negative_cross_entropy(pe[name].to_numpy(), test, target=target)
+                value = negative_cross_entropy(pe[name].to_numpy(), test, role=role)
                 rows.append((name, setting, "PE (authors)", value))
         if ensemble:
             avg = model_average(fitted, ensemble)
-            rows.append(
-                ("Ensemble", setting, "FB", negative_cross_entropy(avg, test, target=target))
-            )
+            rows.append(("Ensemble", setting, "FB", negative_cross_entropy(avg, test, role=role)))
     out = pd.DataFrame(rows, columns=["model", "setting", "estimate", "ours"])
     paper = PAPER_TABLE2[dataset]
     out["paper"] = [
@@ -576,12 +575,12 @@ def table3(
                 list(train.protected),
                 train.outcome,
                 decision=train.decision,
-                levels=train.levels,
+                categories=train.categories,
             )
             pe = authors_point_estimates(
                 data,
                 codes=AUTHORS_CODES[dataset],
-                target="decision",
+                role="decision",
                 models=authors,
                 random_state=random_state,
             )
@@ -590,7 +589,7 @@ def table3(
             for m_idx, (name, factory) in enumerate(models.items()):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)
-                    model = factory(random_state + 1000 * r + m_idx).fit(data, target="decision")
+                    model = factory(random_state + 1000 * r + m_idx).fit(data, role="decision")
                 fitted.append(model)
                 row = {"size": label, "replicate": r, "model": name, **_fairness_estimates(model)}
                 if name in authors:
@@ -702,8 +701,8 @@ def compas_case_study(
         if model is None
         else (lambda s: clone(model).set_params(random_state=s))
     )
-    y = make(random_state).fit(data, target="outcome")
-    d = make(random_state + 1).fit(data, target="decision")
+    y = make(random_state).fit(data, role="outcome")
+    d = make(random_state + 1).fit(data, role="decision")
     return posterior_fairness(y, d, random_state=random_state)
 
 
@@ -712,14 +711,14 @@ def calibration_study(
     *,
     replicates: int = 50,
     n_rows: int = 7214,
-    levels: dict[str, int] | None = None,
-    prob: float = 0.9,
+    categories: dict[str, int] | None = None,
+    level: float = LEVEL,
     p_s: str | Sequence[str] = ("empirical", "posterior"),
     weights: Sequence[float] | None = None,
     frequentist: bool = False,
     random_state: int = 0,
 ) -> pd.DataFrame:
-    """How often the ``prob`` credible interval of epsilon-DF and gamma-SF covers the truth.
+    """How often the ``level`` credible interval of epsilon-DF and gamma-SF covers the truth.
 
     Each replicate redraws a data set from one Gaussian threshold model (fixed
     group weights and group probabilities, drawn once from ``random_state``;
@@ -736,9 +735,9 @@ def calibration_study(
     replicates : int, default 50
     n_rows : int, default 7214
         Rows of every replicate.
-    levels : dict, optional
+    categories : dict, optional
         ``{attribute: number of values}``; default race 4 x sex 2.
-    prob : float, default 0.9
+    level : float, default 0.9
         Credible mass of the intervals.
     p_s : str or sequence of str
         ``"empirical"`` and/or ``"posterior"``.
@@ -748,7 +747,7 @@ def calibration_study(
         ``random_state``. Weights near 0 make a nearly fair population.
     frequentist : bool, default False
         Also score the confidence intervals of
-        :func:`~bayesfair.frequentist.fairness_confidence_interval` at level ``prob`` on
+        :func:`~bayesfair.frequentist.fairness_confidence_interval` at level ``level`` on
         the same data (model ``"frequentist CI"``).
     random_state : int, default 0
 
@@ -769,24 +768,25 @@ def calibration_study(
     ['epsilon', 'gamma']
     """
     modes = (p_s,) if isinstance(p_s, str) else tuple(p_s)
-    levels = levels or {"race": 4, "sex": 2}
+    categories = categories or {"race": 4, "sex": 2}
     check_flag(frequentist, "frequentist")
-    base = make_gaussian_threshold(levels, n_rows=1000, weights=weights, random_state=random_state)
+    base = make_gaussian_threshold(
+        categories, n_rows=1000, weights=weights, random_state=random_state
+    )
     w = base.truth["table"]["w"].to_numpy()
     truth_p_s = base.truth["table"]["p_s"].to_numpy()
     rng = np.random.default_rng(random_state + 1)
     hits: dict[tuple[str, str, str], list[float]] = {}
     widths: dict[tuple[str, str, str], list[float]] = {}
-    lo_key, hi_key = f"hdi_{prob:.0%}_low", f"hdi_{prob:.0%}_high"
     for r in range(replicates):
         ds = make_gaussian_threshold(
-            levels, group_sizes=rng.multinomial(n_rows, truth_p_s), weights=w, random_state=rng
+            categories, group_sizes=rng.multinomial(n_rows, truth_p_s), weights=w, random_state=rng
         )
         data = ds.audit_data()
         if frequentist:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)
-                ci = fairness_confidence_interval(data, level=prob)
+                ci = fairness_confidence_interval(data, level=level)
             for metric, (lo, hi) in (
                 ("epsilon", ci.epsilon_interval),
                 ("gamma", ci.gamma_interval),
@@ -799,11 +799,11 @@ def calibration_study(
                 warnings.simplefilter("ignore", UserWarning)
                 model = factory(random_state + 1000 * r + m_idx).fit(data)
             for i, mode in enumerate(modes):
-                pf = posterior_fairness(model, prob=prob, point=False, p_s=mode, random_state=r)
+                pf = posterior_fairness(model, level=level, point=False, p_s=mode, random_state=r)
                 s = pf.summary().set_index("metric")
                 for metric in ("epsilon", "gamma") if i == 0 else ("gamma",):
                     key = (name, metric, mode if metric == "gamma" else "n/a")
-                    lo, hi = s.loc[metric, lo_key], s.loc[metric, hi_key]
+                    lo, hi = s.loc[metric, "lower"], s.loc[metric, "upper"]
                     hits.setdefault(key, []).append(float(lo <= ds.truth[metric] <= hi))
                     widths.setdefault(key, []).append(float(hi - lo))
     rows = []

@@ -15,7 +15,7 @@ clinical features: the group means of four of the audited model's inputs
 
 The harness runs on any population with known truth, not only Adult: pass a DataFrame
 of it as ``pop_truth`` to :func:`simulate` and :func:`lasso_path_oracle`, with its
-``sensitive_features`` and column roles; :func:`population_truth` gives its true metric
+``protected`` and column roles; :func:`population_truth` gives its true metric
 table.
 """
 
@@ -109,10 +109,10 @@ def population(data_home: str | os.PathLike | None = None, random_state: int = 0
 
 def population_truth(
     pop: pd.DataFrame,
-    sensitive_features: str | list[str] = SENSITIVE,
-    y_true: str = "y",
-    y_pred: str | None = "decision",
-    y_score: str | None = "score",
+    protected: str | list[str] = SENSITIVE,
+    outcome: str = "y",
+    decision: str | None = "decision",
+    score: str | None = "score",
     metrics=None,
 ) -> pd.DataFrame:
     """The true value of every metric in every group of a population.
@@ -121,10 +121,10 @@ def population_truth(
     ----------
     pop : pandas.DataFrame
         The whole population, one row per individual.
-    sensitive_features : str or list of str
+    protected : str or list of str
         Columns whose intersections are the groups (default: the Adult population's).
-    y_true, y_pred, y_score : str
-        Outcome, decision and score columns; ``y_pred`` or ``y_score`` may be None.
+    outcome, decision, score : str
+        Outcome, decision and score columns; ``decision`` or ``score`` may be None.
     metrics : sequence of str, optional
         Metric names (default :data:`METRICS`, less those whose column is None).
 
@@ -145,20 +145,20 @@ def population_truth(
     b  2             0.5  0.5
     """
     if metrics is None:
-        metrics = _available_metrics(y_pred, y_score)
-    gd = GroupedData.from_frame(pop, sensitive_features, y_true, y_pred, y_score)
+        metrics = _available_metrics(decision, score)
+    gd = GroupedData.from_frame(pop, protected, outcome, decision, score)
     truth = pd.DataFrame({m: gd.estimate(m) for m in metrics}, index=gd.group_names())
     truth.insert(0, "N", gd.sizes())
     return truth
 
 
-def _available_metrics(y_pred: str | None, y_score: str | None) -> list[str]:
+def _available_metrics(decision: str | None, score: str | None) -> list[str]:
     """:data:`METRICS` less those whose column is None (AUC needs the score, the others
     the decision: :func:`~bayesfair.disaggregated.groups.needed_column`)."""
-    given = {"y_pred": y_pred, "y_score": y_score, None: "y_true"}
+    given = {"decision": decision, "score": score, None: "outcome"}
     metrics = [m for m in METRICS if given[needed_column(m)] is not None]
     if not metrics:
-        raise ValueError("the population needs a decision (`y_pred`) or a score (`y_score`)")
+        raise ValueError("the population needs a decision (`decision`) or a score (`score`)")
     return metrics
 
 
@@ -230,17 +230,17 @@ def simulate(
     n_eval: int = 5000,
     metrics=None,
     estimators=("standard", "james_stein", "empirical_bayes", "structured", "hierarchical"),
-    levels=(0.5, 0.8, 0.9, 0.95),
+    level=(0.5, 0.8, 0.9, 0.95),
     data_home: str | os.PathLike | None = None,
     hb_draws: int = 500,
     hb_chains: int = 2,
-    n_bootstrap: int = 500,
+    n_resamples: int = 500,
     random_state: int = 0,
     pop_truth=None,
-    sensitive_features: str | list[str] = SENSITIVE,
-    y_true: str = "y",
-    y_pred: str | None = "decision",
-    y_score: str | None = "score",
+    protected: str | list[str] = SENSITIVE,
+    outcome: str = "y",
+    decision: str | None = "decision",
+    score: str | None = "score",
     explanatory="auto",
     interactions: bool = True,
     sr_ridge: str | float = "groups",
@@ -278,17 +278,17 @@ def simulate(
     n_eval : int, default 5000
         Rows of every evaluation set.
     metrics : sequence of str, optional
-        Metric names (default :data:`METRICS`, less AUC without ``y_score`` and the
-        decision's metrics without ``y_pred``).
+        Metric names (default :data:`METRICS`, less AUC without ``score`` and the
+        decision's metrics without ``decision``).
     estimators : sequence of str
         As :func:`~bayesfair.disaggregated.disaggregated_evaluation` takes them.
-    levels : sequence of float
+    level : sequence of float
         Confidence levels of the intervals.
     data_home : path, optional
         Where the Adult files are.
     hb_draws, hb_chains : int
         NUTS settings of the hierarchical model.
-    n_bootstrap : int, default 500
+    n_resamples : int, default 500
         Bootstrap replicates (pooled variance, rBLPR).
     random_state : int, default 0
     pop_truth : DataFrame or tuple, optional
@@ -296,10 +296,10 @@ def simulate(
         calls; or any population DataFrame (its truth from :func:`population_truth`);
         or ``(pop, truth)`` with a truth table of your own, indexed by group name.
         Default: the Adult population.
-    sensitive_features : str or list of str, default race, sex, age band
+    protected : str or list of str, default race, sex, age band
         The population's columns whose intersections are the groups.
-    y_true, y_pred, y_score : str
-        The population's outcome, decision and score columns (``y_pred`` or ``y_score``
+    outcome, decision, score : str
+        The population's outcome, decision and score columns (``decision`` or ``score``
         may be None when no metric needs it).
     explanatory : mapping, "auto" or None, default "auto"
     interactions : bool, default True
@@ -312,10 +312,10 @@ def simulate(
         Columns ``draw``, ``metric``, ``group``, ``estimator``, ``level``, ``n``,
         ``defined``, ``estimate``, ``lower``, ``upper`` and ``truth``.
     """
-    roles = (y_true, y_pred, y_score)
-    metrics = _available_metrics(y_pred, y_score) if metrics is None else metrics
+    roles = (outcome, decision, score)
+    metrics = _available_metrics(decision, score) if metrics is None else metrics
     pop, truth, sensitive = _resolve_population(
-        pop_truth, data_home, random_state, sensitive_features, roles, metrics
+        pop_truth, data_home, random_state, protected, roles, metrics
     )
     explanatory = _default_explanatory(explanatory, pop)
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
@@ -331,8 +331,8 @@ def simulate(
                 *roles,
                 metrics=list(metrics),
                 estimators=list(estimators),
-                levels=list(levels),
-                n_bootstrap=n_bootstrap,
+                level=list(level),
+                n_resamples=n_resamples,
                 hb_draws=hb_draws,
                 hb_tune=hb_draws,
                 hb_chains=hb_chains,
@@ -589,10 +589,10 @@ def lasso_path_oracle(
     data_home: str | os.PathLike | None = None,
     random_state: int = 0,
     pop_truth=None,
-    sensitive_features: str | list[str] = SENSITIVE,
-    y_true: str = "y",
-    y_pred: str | None = "decision",
-    y_score: str | None = "score",
+    protected: str | list[str] = SENSITIVE,
+    outcome: str = "y",
+    decision: str | None = "decision",
+    score: str | None = "score",
     explanatory="auto",
     interactions: bool = True,
     outcome_rates: bool = True,
@@ -617,7 +617,7 @@ def lasso_path_oracle(
 
     Parameters
     ----------
-    n_draws, n_eval, data_home, random_state, pop_truth, sensitive_features, y_true, y_pred, y_score
+    n_draws, n_eval, data_home, random_state, pop_truth, protected, outcome, decision, score
         As :func:`simulate`.
     metrics : sequence of str
         Count metrics or "auc".
@@ -643,9 +643,9 @@ def lasso_path_oracle(
     from ..disaggregated.evaluate import _truncate
     from ..disaggregated.structured import _fit, _standardise, group_features, lambda_ratios
 
-    roles = (y_true, y_pred, y_score)
+    roles = (outcome, decision, score)
     pop, truth, sensitive = _resolve_population(
-        pop_truth, data_home, random_state, sensitive_features, roles, metrics
+        pop_truth, data_home, random_state, protected, roles, metrics
     )
     explanatory = _default_explanatory(explanatory, pop)
     if n_draws < 1 or n_lambdas < 1:

@@ -85,9 +85,9 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
     if emp.data.has_decision:
         targets.append(("decision", "decisions"))
     posterior = _posterior(result, level)
-    for target, words in targets:
-        est = emp.estimates[(target, "EDF")]
-        ci = emp.intervals.get(target)
+    for role, words in targets:
+        est = emp.estimates[(role, "EDF")]
+        ci = emp.intervals.get(role)
         for metric, value, interval in (
             ("epsilon-DF", est.epsilon, ci.epsilon_interval if ci else None),
             ("gamma-SF", est.gamma, ci.gamma_interval if ci else None),
@@ -95,19 +95,19 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
             rows.append(
                 {
                     "question": f"How unequal are {words} across intersections?",
-                    "answer": f"{metric} of {target} = {_fmt(value)}"
+                    "answer": f"{metric} of {role} = {_fmt(value)}"
                     + (f", attained by {est.gamma_group}" if metric == "gamma-SF" else ""),
                     "estimate": value,
                     "interval": _interval(*interval, ci_kind) if interval else "—",
                     "method": "empirical (EDF) with frequentist interval",
                 }
             )
-            if (target, metric) in posterior:
-                med, lo, hi = posterior[(target, metric)]
+            if (role, metric) in posterior:
+                med, lo, hi = posterior[(role, metric)]
                 rows.append(
                     {
                         "question": f"How unequal are {words} across intersections?",
-                        "answer": f"{metric} of {target}: posterior median {_fmt(med)}",
+                        "answer": f"{metric} of {role}: posterior median {_fmt(med)}",
                         "estimate": med,
                         "interval": _interval(lo, hi, f"{level:.0%} HDI, posterior"),
                         "method": "Bayesian: hierarchical logistic regression (NUTS)",
@@ -140,7 +140,7 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
 
 
 def _posterior(result: Any, level: float) -> dict:
-    """(target, metric) -> (median, HDI low, HDI high) of the HLR fits, when fitted: the
+    """(role, metric) -> (median, HDI low, HDI high) of the HLR fits, when fitted: the
     posterior's own summary (:class:`~bayesfair.models.PosteriorFairness`), which the
     report's Bayesian section shows too."""
     if result.bayesian is None:
@@ -149,16 +149,16 @@ def _posterior(result: Any, level: float) -> dict:
 
     out = {}
     fits = {"outcome": result.bayesian["labels"], "decision": result.bayesian["decisions"]}
-    for target, models in fits.items():
+    for role, models in fits.items():
         if not models or "HLR" not in models:
             continue
-        s = posterior_fairness(models["HLR"], prob=level, random_state=0).summary()
+        s = posterior_fairness(models["HLR"], level=level, random_state=0).summary()
         s = s.set_index("metric")
         for metric, key in (("epsilon-DF", "epsilon"), ("gamma-SF", "gamma")):
             row = s.loc[key]
-            lo, hi = row[f"hdi_{level:.0%}_low"], row[f"hdi_{level:.0%}_high"]
+            lo, hi = row["lower"], row["upper"]
             if np.isfinite(row["median"]):
-                out[(target, metric)] = (float(row["median"]), float(lo), float(hi))
+                out[(role, metric)] = (float(row["median"]), float(lo), float(hi))
     return out
 
 
@@ -210,7 +210,7 @@ def _error_rows(result: Any, level: float) -> list[dict]:
         given = "y = 0" if metric == "fpr" else "y = 1"
         try:
             ci = intervals_from_counts(
-                den[ok], d_pos[ok], list(labels[ok]), level=level, target="decision", by=()
+                den[ok], d_pos[ok], list(labels[ok]), level=level, role="decision", by=()
             )
             interval = _interval(
                 *ci.epsilon_interval, f"{level:.0%} CI, Clopper-Pearson projection"
@@ -261,7 +261,7 @@ def _scan_rows(result: Any) -> list[dict]:
             "question": "Which subgroup does the bias scan flag?",
             "answer": answer,
             "estimate": top["score"],
-            "interval": f"p = {top['pvalue']:.3g} ({int(top['n_permutations'])} permutations)",
+            "interval": f"p = {top['pvalue']:.3g} ({int(top['n_resamples'])} permutations)",
             "method": "conditional bias scan (Boxer et al.), permutation p-value",
         }
     ]

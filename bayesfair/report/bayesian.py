@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .._arviz import CI_PROB
 from .._validation import check_instance
+from .._vocabulary import LEVEL
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..models import (
     FairnessModel,
@@ -59,7 +59,7 @@ def add_bayesian_section(
     ----------
     report : Report
         The report to extend.
-    models : mapping name -> fitted model of the labels (or one target), or a list
+    models : mapping name -> fitted model of the labels (or one role), or a list
         A list is named as :func:`~bayesfair.models.model_average` names it
         (``"HLR-nuts"``, ...).
     mechanism : mapping name -> fitted model of the decisions, same names, optional
@@ -161,8 +161,8 @@ def add_bayesian_section(
                 design.n,
                 design.k,
                 design.labels,
-                level=CI_PROB,
-                target=design.target,
+                level=LEVEL,
+                role=design.role,
                 by=tuple(design.attributes),
             )
     sec.add(
@@ -170,7 +170,7 @@ def add_bayesian_section(
             plot_posterior_boxes(results, confidence),
             caption="Posterior of the fairness metrics per model"
             + (
-                f", and the frequentist {CI_PROB:.0%} confidence interval of the same table "
+                f", and the frequentist {LEVEL:.0%} confidence interval of the same table "
                 "(green; an arrow: its upper end lies above the plot, or is infinite)."
                 if confidence is not None
                 else "."
@@ -218,12 +218,12 @@ def add_bayesian_section(
         [
             {
                 "model": n,
-                **({"fitted to": target} if mechanism is not None else {}),
+                **({"fitted to": role} if mechanism is not None else {}),
                 **m.diagnostics_,
                 "counts not reproduced": int((m._predictive_pvalues() < 0.05).sum()),
                 "warnings": "; ".join(m.warnings_) or "none",
             }
-            for target, group in fits.items()
+            for role, group in fits.items()
             for n, m in group.items()
         ]
     )

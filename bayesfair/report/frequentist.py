@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .._validation import check_instance
+from .._validation import SeedLike, check_instance
+from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
 from ..frequentist import intersectional_permutation_test, permutation_test
 from ..metrics.rates import RATE_DEFINITIONS
@@ -96,8 +97,8 @@ def frequentist_tests(
     data: AuditData,
     metrics: Sequence[str] = ("fpr", "fnr"),
     *,
-    n_resamples: int = 4999,
-    random_state: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    random_state: SeedLike = None,
 ) -> pd.DataFrame:
     """The permutation tests of :func:`add_frequentist_section`, as a table.
 
@@ -106,8 +107,8 @@ def frequentist_tests(
     data : AuditData
         With a decision.
     metrics : sequence of str, default ("fpr", "fnr")
-    n_resamples : int, default 4999
-    random_state : int, default 0
+    n_resamples : int, default 999
+    random_state : None, int or numpy SeedSequence, Generator or RandomState, default None
 
     Returns
     -------
@@ -205,8 +206,8 @@ def add_frequentist_section(
     data: AuditData | None = None,
     metrics: Sequence[str] = ("fpr", "fnr"),
     *,
-    n_resamples: int = 4999,
-    random_state: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    random_state: SeedLike = None,
     tests: pd.DataFrame | None = None,
 ) -> Report:
     """Studentized permutation tests of each metric across the groups of every protected
@@ -219,8 +220,8 @@ def add_frequentist_section(
     data : AuditData
         With a decision (not needed with ``tests``).
     metrics : sequence of str, default ("fpr", "fnr")
-    n_resamples : int, default 4999
-    random_state : int, default 0
+    n_resamples : int, default 999
+    random_state : None, int or numpy SeedSequence, Generator or RandomState, default None
     tests : pandas.DataFrame, optional
         The tests, computed already by :func:`frequentist_tests` (with ``n_resamples``).
 

@@ -8,6 +8,7 @@ from scipy.stats import beta
 
 from .._plotting import literal, literals
 from .._validation import check_count
+from .._vocabulary import LEVEL, renamed_arguments
 from ..data import AuditData
 
 __all__ = ["jeffreys_interval", "plot_group_rates", "plot_posterior_boxes", "plot_posterior_rates"]
@@ -27,7 +28,7 @@ def chart_rows_note(n_groups: int, where: str) -> str:
 
 
 def jeffreys_interval(
-    k: np.ndarray, n: np.ndarray, prob: float = 0.9
+    k: np.ndarray, n: np.ndarray, level: float = LEVEL
 ) -> tuple[np.ndarray, np.ndarray]:
     """Jeffreys interval for binomial proportions (NaN where n = 0).
 
@@ -35,7 +36,7 @@ def jeffreys_interval(
     ----------
     k, n : array_like
         Successes and trials.
-    prob : float, default 0.9
+    level : float, default 0.9
         Interval mass.
 
     Returns
@@ -51,7 +52,7 @@ def jeffreys_interval(
     """
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
-    a = (1 - prob) / 2
+    a = (1 - level) / 2
     with np.errstate(invalid="ignore"):
         lo = np.where(k > 0, beta.ppf(a, k + 0.5, n - k + 0.5), 0.0)
         hi = np.where(k < n, beta.ppf(1 - a, k + 0.5, n - k + 0.5), 1.0)
@@ -59,7 +60,7 @@ def jeffreys_interval(
 
 
 def plot_group_rates(
-    data: AuditData, *, prob: float = 0.9, max_groups: int | None = None
+    data: AuditData, *, level: float = LEVEL, max_groups: int | None = None
 ) -> Figure:
     """Positive rate of the outcome (and decision) per intersection, with intervals.
 
@@ -70,7 +71,7 @@ def plot_group_rates(
     Parameters
     ----------
     data : AuditData
-    prob : float, default 0.9
+    level : float, default 0.9
         Mass of the Jeffreys intervals.
     max_groups : int, optional
         Show only the largest ``max_groups`` intersections (default: all; the chart
@@ -106,7 +107,7 @@ def plot_group_rates(
         k, m = c[:, 1], c.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             rate = np.where(m > 0, k / np.maximum(m, 1), np.nan)
-        lo, hi = jeffreys_interval(k, m, prob)
+        lo, hi = jeffreys_interval(k, m, level)
         ax.errorbar(
             rate,
             ypos + offsets[t],
@@ -115,7 +116,7 @@ def plot_group_rates(
             ms=4,
             capsize=2,
             color=colors[t],
-            label=f"P({t}=1 | s), {prob:.0%} Jeffreys interval",
+            label=f"P({t}=1 | s), {level:.0%} Jeffreys interval",
         )
     ax.set_yticks(ypos)
     ax.set_yticklabels(literals(labels), fontsize=8)
@@ -130,14 +131,15 @@ def plot_group_rates(
     return fig
 
 
-def plot_posterior_boxes(results: dict, confidence=None) -> Figure:
+@renamed_arguments(confidence="frequentist")
+def plot_posterior_boxes(results: dict, frequentist=None) -> Figure:
     """Box plots of posterior epsilon-DF and gamma-SF per model, with O and X markers.
 
     Parameters
     ----------
     results : dict
         Model name -> :class:`~bayesfair.models.PosteriorFairness`.
-    confidence : FairnessConfidenceInterval, optional
+    frequentist : FairnessConfidenceInterval, optional
         Drawn beside the models as one more column: the frequentist interval of epsilon
         and gamma (:func:`~bayesfair.frequentist.fairness_confidence_interval`), with an
         arrow where its upper end lies above the plot or is infinite.
@@ -190,8 +192,8 @@ def plot_posterior_boxes(results: dict, confidence=None) -> Figure:
         )
         ticks = list(names)
         interval = None
-        if confidence is not None and metric in ("epsilon", "gamma"):
-            interval = getattr(confidence, f"{metric}_interval")
+        if frequentist is not None and metric in ("epsilon", "gamma"):
+            interval = getattr(frequentist, f"{metric}_interval")
         if interval is not None:
             x = len(names) + 1
             lo, hi = interval
@@ -201,7 +203,7 @@ def plot_posterior_boxes(results: dict, confidence=None) -> Figure:
             ax.plot(
                 x, min(hi, top), "^" if hi > top else "_", color="C2", ms=10 if hi > top else 14
             )
-            ticks.append(f"{confidence.level:.0%} CI")
+            ticks.append(f"{frequentist.level:.0%} CI")
             pos = np.arange(1, len(ticks) + 1)
         ax.set_xticks(pos)
         ax.set_xticklabels(literals(ticks), rotation=30, ha="right", fontsize=8)
@@ -212,14 +214,14 @@ def plot_posterior_boxes(results: dict, confidence=None) -> Figure:
     return fig
 
 
-def plot_posterior_rates(model, *, prob: float = 0.9, max_groups: int | None = None) -> Figure:
+def plot_posterior_rates(model, *, level: float = LEVEL, max_groups: int | None = None) -> Figure:
     """Posterior interval of P(y=1|s) per intersection next to the empirical rate, by size.
 
     Parameters
     ----------
     model : FairnessModel
         A fitted model.
-    prob : float, default 0.9
+    level : float, default 0.9
         Mass of the highest-density intervals.
     max_groups : int, optional
         Show only the largest ``max_groups`` intersections (default: all).
@@ -239,7 +241,7 @@ def plot_posterior_rates(model, *, prob: float = 0.9, max_groups: int | None = N
     """
     if max_groups is not None:
         check_count(max_groups, "max_groups")
-    s = model.summary(prob)
+    s = model.summary(level)
     lo, hi = s.columns[-2], s.columns[-1]
     order = np.argsort(-s["n"].to_numpy(), kind="stable")[:max_groups]
     s = s.iloc[order]
@@ -255,7 +257,7 @@ def plot_posterior_rates(model, *, prob: float = 0.9, max_groups: int | None = N
         "o",
         ms=4,
         color="#1f5fa8",
-        label=literal(f"{model.name} posterior mean, {prob:.0%} HDI"),
+        label=literal(f"{model.name} posterior mean, {level:.0%} HDI"),
     )
     ax.plot(s["empirical"], y - 0.15, "s", ms=4, color="#888", label="empirical rate")
     ax.set_yticks(y)

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from .._validation import check_instance, is_numeric_not_bool
+from .._validation import SeedLike, check_instance, is_numeric_not_bool
+from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
 from ..scan.cbs import _Inestimable
@@ -20,10 +21,10 @@ __all__ = ["add_scan_section", "scan_audit_data"]
 def scan_audit_data(
     data: AuditData,
     *,
-    n_permutations: int = 99,
+    n_resamples: int = N_RESAMPLES,
     n_restarts: int = 20,
     penalty: float = 1.0,
-    random_state: int = 0,
+    random_state: SeedLike = None,
 ) -> list[CBSResult]:
     """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
     each protected attribute as the protected class, over the other protected attributes and
@@ -38,11 +39,11 @@ def scan_audit_data(
     ----------
     data : AuditData
         With a decision.
-    n_permutations : int, default 99
+    n_resamples : int, default 999
     n_restarts : int, default 20
     penalty : float, default 1
         As in :func:`~bayesfair.scan.conditional_bias_scan`.
-    random_state : int, default 0
+    random_state : None, int or numpy SeedSequence, Generator or RandomState, default None
 
     Returns
     -------
@@ -53,7 +54,7 @@ def scan_audit_data(
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
     >>> from bayesfair.report import scan_audit_data
-    >>> results = scan_audit_data(data, n_permutations=19, n_restarts=2)
+    >>> results = scan_audit_data(data, n_resamples=19, n_restarts=2)
     >>> len(results)  # one scan per value of race (4), sex (2) and nationality (2)
     8
     """
@@ -78,7 +79,7 @@ def scan_audit_data(
     for attr in data.protected:
         if len(attrs) < 2:
             break
-        for value in data.levels[attr]:
+        for value in data.categories[attr]:
             prot = (f[attr] == str(value)).to_numpy()
             if prot.all() or not prot.any():
                 continue
@@ -86,7 +87,7 @@ def scan_audit_data(
                 out.append(
                     conditional_bias_scan(
                         f,
-                        protected=(attr, str(value)),
+                        protected_class=(attr, str(value)),
                         scan_type="separation_recommendations",
                         outcome=outcome,
                         decision=decision,
@@ -94,7 +95,7 @@ def scan_audit_data(
                         attributes=[a for a in attrs if a != attr],
                         penalty=penalty,
                         n_restarts=n_restarts,
-                        n_permutations=n_permutations,
+                        n_resamples=n_resamples,
                         random_state=random_state,
                     )
                 )
@@ -134,7 +135,7 @@ def add_scan_section(
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
     >>> from bayesfair.report import Report, add_scan_section, scan_audit_data
-    >>> rep = add_scan_section(Report("audit"), scan_audit_data(data, n_permutations=19))
+    >>> rep = add_scan_section(Report("audit"), scan_audit_data(data, n_resamples=19))
     >>> [s.title for s in rep.sections]
     ['Subgroup scan (Conditional Bias Scan)']
     """
@@ -169,7 +170,7 @@ def add_scan_section(
     for note in notes:
         sec.add(Text(note))
     best = max(results, key=lambda r: r.score)
-    if len(best.null_scores):
+    if len(best.null_distribution):
         # a Figure outside pyplot's registry: a process writing many reports keeps none open
         fig = MplFigure(figsize=(5.5, 3))
         best.plot(ax=fig.add_subplot())

@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._plotting import new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
-from .._validation import SeedLike, check_axes, check_count, check_random_state, check_real
+from .._validation import SeedLike, check_count, check_random_state, check_real
+from .._vocabulary import renamed_arguments
 from .cbs import (
     CBSResult,
     _fit_weighted,
@@ -106,23 +108,20 @@ class PosteriorScanResult(ResultMixin):  # numpydoc ignore=PR01
             ]
         )
 
-    def plot(self, axes=None):
+    @renamed_arguments(axes="ax")
+    def plot(self, ax=None):
         """Posterior of the best score and the inclusion probability of every value.
 
         Parameters
         ----------
-        axes : pair of matplotlib.axes.Axes, optional
+        ax : pair of matplotlib.axes.Axes, optional
             Draw into them; default a new figure.
 
         Returns
         -------
-        pair of matplotlib.axes.Axes
+        numpy.ndarray of two matplotlib.axes.Axes
         """
-        import matplotlib.pyplot as plt
-
-        check_axes(axes, "axes", count=2)
-        if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+        axes = new_axes(ax, figsize=(10, 3.2), count=2)
         ax0, ax1 = axes
         ax0.hist(self.score_draws, bins=30, color="C0", alpha=0.7)
         ax0.axvline(self.mean_scan.score, color="C3", lw=2, label="at posterior mean I-hat")
@@ -199,10 +198,11 @@ def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
     return idata, 1.0 / (1.0 + np.exp(-eta_new))
 
 
+@renamed_arguments(protected="protected_class", n_permutations="n_resamples")
 def posterior_bias_scan(
     data: pd.DataFrame,
     *,
-    protected,
+    protected_class,
     scan_type: str,
     outcome: str | None = None,
     score: str | None = None,
@@ -236,7 +236,7 @@ def posterior_bias_scan(
     data : pandas.DataFrame or AuditData
         The rows; an :class:`~bayesfair.AuditData` brings its outcome, score and
         decision (a threshold's decision included) as the defaults of those arguments.
-    protected : str, (column, value) or {column: value}
+    protected_class : str, (column, value) or {column: value}
     scan_type : str
     outcome, score, decision : str, optional
     condition_value : {None, 0, 1}
@@ -267,9 +267,9 @@ def posterior_bias_scan(
     --------
     >>> from bayesfair.datasets import make_cbs_semisynthetic
     >>> from bayesfair.scan import posterior_bias_scan
-    >>> ds = make_cbs_semisynthetic(mu_sep=1.5, protected=("race", "African-American"),
+    >>> ds = make_cbs_semisynthetic(mu_sep=1.5, protected_class=("race", "African-American"),
     ...                             random_state=1)
-    >>> res = posterior_bias_scan(ds.frame, protected="protected", outcome="y",
+    >>> res = posterior_bias_scan(ds.frame, protected_class="protected", outcome="y",
     ...                           decision="p_bin", scan_type="separation_recommendations",
     ...                           condition_value=0, attributes=ds.covariates, draws=100,
     ...                           tune=200, n_draws_scanned=20, n_restarts=5,
@@ -283,10 +283,10 @@ def posterior_bias_scan(
         check_count(val, name)
     check_count(tune, "tune")  # NUTS adapts while tuning (nutpie panics without)
     check_real(prior_scale, "prior_scale", "positive")
-    A, label, attr = _protected_mask(data, protected)
+    A, label, attr = _protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
-        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected
+        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
     )
     pipe = _Pipeline(
         data,

@@ -42,6 +42,7 @@ from .._validation import (
     check_resamples,
     check_seed,
 )
+from .._vocabulary import N_RESAMPLES, renamed_arguments
 from ..data import AuditData
 from .engine import (
     ScanResult,
@@ -288,7 +289,7 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
         Mean I-hat of S* (what the protected subgroup's rate would be under H0).
     pvalue : float or None
         Permutation p-value (1 + #null >= observed) / (1 + B); None without permutations.
-    null_scores : numpy.ndarray
+    null_distribution : numpy.ndarray
         Maximum scores of the permuted data sets.
     ihat : numpy.ndarray
         I-hat of the scanned rows.
@@ -313,7 +314,7 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
     rate_comparison: float
     expected_rate: float
     pvalue: float | None = None
-    null_scores: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    null_distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     ihat: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
     settings: dict = field(default_factory=dict, repr=False)
 
@@ -368,11 +369,11 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
                     # never a silent None: NaN, and the note says how to get one
                     "pvalue": np.nan if self.pvalue is None else self.pvalue,
                     "pvalue_note": (
-                        "not computed: n_permutations=0; pass n_permutations (e.g. 999)"
+                        "not computed: n_resamples=0; pass n_resamples (e.g. 999)"
                         if self.pvalue is None
                         else ""
                     ),
-                    "n_permutations": len(self.null_scores),
+                    "n_resamples": len(self.null_distribution),
                 }
             ]
         )
@@ -394,8 +395,8 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
         check_axes(ax)
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3))
-        if len(self.null_scores):
-            ax.hist(self.null_scores, bins=30, color="0.7", label="permuted data sets")
+        if len(self.null_distribution):
+            ax.hist(self.null_distribution, bins=30, color="0.7", label="permuted data sets")
         ax.axvline(self.scan.score, color="C3", lw=2, label=f"observed {self.scan.score:.1f}")
         ax.set_xlabel("maximum penalised score F(S*)")
         ax.set_title(literal(f"{self.scan_type}: {self.protected_label}"))
@@ -406,15 +407,15 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
 def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, str | None]:
     if isinstance(protected, str):
         if protected not in frame.columns:
-            raise ValueError(f"`protected` column {protected!r} is not in the data")
+            raise ValueError(f"`protected_class` column {protected!r} is not in the data")
         col = frame[protected]
         vals = set(pd.unique(col.dropna()))
         if col.isna().any() or not vals <= {0, 1}:
             example = min(vals - {0, 1}, key=str, default="value")
             example = example.item() if isinstance(example, np.generic) else example
             raise ValueError(
-                f"`protected` column {protected!r} must be boolean or 0/1; to take one value "
-                f"of it as the protected class, pass protected=({protected!r}, {example!r})"
+                f"`protected_class` column {protected!r} must be boolean or 0/1; to take one value "
+                f"of it as the protected class, pass protected_class=({protected!r}, {example!r})"
             )
         return col.to_numpy().astype(bool), protected, None
     if isinstance(protected, dict) and len(protected) == 1:
@@ -422,10 +423,10 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
     if isinstance(protected, tuple) and len(protected) == 2:
         col, value = protected
         if col not in frame.columns:
-            raise ValueError(f"`protected` attribute {col!r} is not in the data")
+            raise ValueError(f"`protected_class` attribute {col!r} is not in the data")
         check_no_missing_groups(
             frame[col],
-            f"`protected` attribute {col!r}",
+            f"`protected_class` attribute {col!r}",
             ", rows that cannot be placed in or out of the protected class",
         )
         mask = (frame[col] == value).to_numpy()
@@ -433,7 +434,7 @@ def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, st
             raise ValueError(f"no row has {col} == {value!r} (the protected class)")
         return mask, f"{col} = {value}", col
     raise TypeError(
-        "`protected` must be a boolean column name, a (column, value) tuple or {column: value}"
+        "`protected_class` must be a boolean column, a (column, value) tuple or {column: value}"
     )
 
 
@@ -618,10 +619,11 @@ class _Pipeline:
         return float(prep.run(n_restarts, penalty, rng)[1])
 
 
+@renamed_arguments(protected="protected_class", n_permutations="n_resamples")
 def conditional_bias_scan(
     data: pd.DataFrame,
     *,
-    protected,
+    protected_class,
     scan_type: str,
     outcome: str | None = None,
     score: str | None = None,
@@ -632,7 +634,7 @@ def conditional_bias_scan(
     ihat_attributes: Sequence[str] | None = None,
     penalty: float = 1.0,
     n_restarts: int = 50,
-    n_permutations: int = 0,
+    n_resamples: int = N_RESAMPLES,
     sigma: float | str = 1.0,
     ordinal: Sequence[str] | str | None = None,
     propensity_model=None,
@@ -647,7 +649,7 @@ def conditional_bias_scan(
     data : pandas.DataFrame or AuditData
         The rows; an :class:`~bayesfair.AuditData` brings its outcome, score and
         decision (a threshold's decision included) as the defaults of those arguments.
-    protected : str, (column, value) or {column: value}
+    protected_class : str, (column, value) or {column: value}
         The protected class: a boolean column, or an attribute value (its
         attribute then leaves the scan and I-hat attributes).
     scan_type : str
@@ -672,8 +674,8 @@ def conditional_bias_scan(
     penalty : float
         Per included attribute value (the paper uses 1).
     n_restarts : int
-    n_permutations : int
-        Permutations of the protected labels for the p-value (0: none).
+    n_resamples : int, default 999
+        Permutations of the protected labels for the p-value (0: none, and the summary says so).
     sigma : float or "estimate"
         Gaussian score's standard deviation of Delta (default 1: the paper
         leaves it unstated and 1 reproduces its Table 4 score for Black
@@ -695,9 +697,9 @@ def conditional_bias_scan(
     Examples
     --------
     >>> from bayesfair.datasets import make_cbs_semisynthetic
-    >>> ds = make_cbs_semisynthetic(mu_sep=1.5, protected=("race", "African-American"),
+    >>> ds = make_cbs_semisynthetic(mu_sep=1.5, protected_class=("race", "African-American"),
     ...                             random_state=1)
-    >>> res = conditional_bias_scan(ds.frame, protected="protected", outcome="y",
+    >>> res = conditional_bias_scan(ds.frame, protected_class="protected", outcome="y",
     ...                             decision="p_bin", scan_type="separation_recommendations",
     ...                             condition_value=0, attributes=ds.covariates,
     ...                             n_restarts=10, random_state=0)
@@ -705,15 +707,15 @@ def conditional_bias_scan(
     True
     """
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
-    A, label, attr = _protected_mask(data, protected)
+    A, label, attr = _protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
-        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected
+        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
     )
     from .engine import _check_common
 
     _check_common(penalty, n_restarts, sigma)
-    check_resamples(n_permutations, "n_permutations", minimum=0)
+    check_resamples(n_resamples, "n_resamples", minimum=0)
     pipe = _Pipeline(
         data,
         roles,
@@ -742,7 +744,7 @@ def conditional_bias_scan(
     prot = A & pipe.keep & in_sub
     null = np.empty(0)
     pvalue = None
-    if n_permutations:
+    if n_resamples:
         sigma_used = prep.sigma
 
         def chunk(size: int, rng: np.random.Generator) -> np.ndarray:
@@ -757,15 +759,15 @@ def conditional_bias_scan(
                     out[b] = np.nan
             return out
 
-        null = chunked_resamples(chunk, n_permutations, perm_seq, n_jobs=n_jobs)
+        null = chunked_resamples(chunk, n_resamples, perm_seq, n_jobs=n_jobs)
         skipped = int(np.isnan(null).sum())
         if skipped:
             # the observed labels are uniform among the permutations that can be scanned
             # (they can), so the p-value over those alone stays exact
             warnings.warn(
-                f"scan of {label}: {skipped} of {n_permutations} permuted data sets could not be "
+                f"scan of {label}: {skipped} of {n_resamples} permuted data sets could not be "
                 "scanned (I-hat had a single class of its target, or no rows, to learn from); "
-                f"the p-value is over the other {n_permutations - skipped}",
+                f"the p-value is over the other {n_resamples - skipped}",
                 UserWarning,
                 stacklevel=2,
             )
@@ -787,7 +789,7 @@ def conditional_bias_scan(
         rate_comparison=float(pipe.event[comp].mean()) if comp.any() else float("nan"),
         expected_rate=res.expected,
         pvalue=pvalue,
-        null_scores=null,
+        null_distribution=null,
         ihat=ihat,
         settings={
             "attributes": attributes,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._plotting import literals, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import (
@@ -253,6 +254,31 @@ class ScanResult(ResultMixin):  # numpydoc ignore=PR01
                 }
             ]
         )
+
+    def plot(self, ax=None):
+        """Which values of every scanned attribute the detected subgroup takes.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: a new figure's axes).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+        """
+        labels, inside = [], []
+        for attr in self.attributes:
+            for v in self.values.get(attr, []):
+                labels.append(f"{attr} = {v}")
+                inside.append(attr not in self.subgroup or v in self.subgroup[attr])
+        ax = new_axes(ax, figsize=(4.5, 0.22 * len(labels) + 1.2))
+        y = np.arange(len(labels))[::-1]
+        ax.barh(y, np.ones(len(y)), color=["C3" if i else "0.85" for i in inside])
+        ax.set_yticks(y, literals(labels), fontsize=7)
+        ax.set_xticks([])
+        ax.set_title(f"subgroup (red), score {self.score:.3g}, {self.n} rows", fontsize=9)
+        return ax
 
 
 def _codes(frame: pd.DataFrame, attributes: Sequence[str]):

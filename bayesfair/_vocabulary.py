@@ -1,0 +1,106 @@
+"""The package's one vocabulary: shared defaults, interval columns and renamed arguments.
+
+Every public entry point takes its interval level, resample count, seed and Dirichlet
+pseudo-count under the names and with the defaults below; ``tests/test_vocabulary.py``
+checks every public signature against them, and ``docs/guide/concepts.rst`` explains
+the choices.  An argument that was renamed raises a ``TypeError`` that names its new
+name, so that no old call silently means something else.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TypeVar
+
+__all__ = [
+    "INTERVAL_COLUMNS",
+    "LEVEL",
+    "N_RESAMPLES",
+    "N_VARIANCE_RESAMPLES",
+    "PSEUDO_COUNT",
+    "interval_columns",
+    "renamed_arguments",
+]
+
+#: Default probability of every interval (credible or confidence) in the package.
+LEVEL = 0.90
+#: Default number of resamples (permutations or bootstrap replicates) of every test or interval.
+N_RESAMPLES = 999
+#: Default number of inner bootstrap resamples behind a studentizing standard error.
+N_VARIANCE_RESAMPLES = 200
+#: Default Dirichlet pseudo-count added to each outcome of each intersection.
+PSEUDO_COUNT = 0.5
+#: Names of an interval's ends in every table (with a ``level`` column beside them).
+INTERVAL_COLUMNS = ("lower", "upper")
+
+F = TypeVar("F", bound=Callable)
+
+
+def renamed_arguments(**renames: str) -> Callable[[F], F]:
+    """Make ``func`` refuse old argument names with a ``TypeError`` that names the new one.
+
+    Python would refuse them anyway ("unexpected keyword argument"); the message says
+    what the argument is now called, so that an old call fails in one clear line and
+    never silently means something else.
+
+    Parameters
+    ----------
+    **renames : str
+        ``old_name="new_name"`` for each renamed argument.
+
+    Returns
+    -------
+    callable
+        A decorator.
+
+    Examples
+    --------
+    >>> @renamed_arguments(prob="level")
+    ... def f(*, level=0.9):
+    ...     return level
+    >>> f(prob=0.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: f() got `prob=`, which is now called `level=` (docs: Concepts, vocabulary)
+    """
+
+    def decorate(func: F) -> F:
+        params = inspect.signature(func).parameters
+        clash = [old for old in renames if old in params]
+        if clash:
+            raise ValueError(f"{func.__qualname__} still takes {clash}")
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old in kwargs:
+                    raise TypeError(
+                        f"{func.__qualname__}() got `{old}=`, which is now called `{new}=` "
+                        "(docs: Concepts, vocabulary)"
+                    )
+            return func(*args, **kwargs)
+
+        wrapper.renamed_arguments = dict(renames)  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def interval_columns(lower, upper, level: float) -> dict[str, object]:
+    """The columns of an interval in a table: ``lower``, ``upper`` and ``level``.
+
+    Parameters
+    ----------
+    lower, upper : scalar or array-like
+        The interval's ends.
+    level : float
+        Its probability (credible mass or confidence level).
+
+    Returns
+    -------
+    dict
+        ``{"lower": lower, "upper": upper, "level": level}``, to splat into a table's row.
+    """
+    return {"lower": lower, "upper": upper, "level": float(level)}
