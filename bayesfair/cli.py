@@ -19,7 +19,7 @@ from ._output import (
     raise_if_stopped,
     stop_on_signals,
 )
-from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
+from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT
 from .data import AuditData
 from .datasets import make_gaussian_threshold
 from .full_audit import audit
@@ -58,6 +58,7 @@ def _whole_audit(data: AuditData, args: argparse.Namespace, *, bayes: bool, **kw
         draws=args.draws,
         hb_main_effects=args.hb_main_effects,
         n_resamples=args.n_resamples,
+        level=args.level,
         progress=_progress,
         **kw,
     )
@@ -294,6 +295,19 @@ def _int_at_least(minimum: int, what: str):
 
 
 _positive_int = _int_at_least(1, "a positive integer")
+
+
+def _probability(text: str) -> float:
+    """A number strictly between 0 and 1, for --level."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return value
+
+
 _non_negative_int = _int_at_least(0, "a non-negative integer")
 
 
@@ -308,6 +322,12 @@ def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int | None) -> None
         + (
             f"(default {seed})" if seed is not None else "(default: drawn, and shown in the report)"
         ),
+    )
+    p.add_argument(
+        "--level",
+        type=_probability,
+        default=LEVEL,
+        help=f"level of every interval in the report (default {LEVEL:g})",
     )
     p.add_argument(
         "--n-resamples",

@@ -217,7 +217,13 @@ def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:
 
 
 def _per_group(
-    data: AuditData, bayes: bool, seed: int, draws: int, hb_main_effects: str, n_resamples: int
+    data: AuditData,
+    bayes: bool,
+    seed: int,
+    draws: int,
+    hb_main_effects: str,
+    n_resamples: int,
+    level: float = LEVEL,
 ):
     from .disaggregated import disaggregated_evaluation
 
@@ -227,6 +233,7 @@ def _per_group(
         metrics=["selection_rate", "fpr", "fnr"],
         estimators=est + (["hierarchical"] if bayes else []),
         n_resamples=n_resamples,
+        level=level,
         hb_draws=draws,
         hb_tune=draws,
         hb_main_effects=hb_main_effects,
@@ -384,6 +391,6 @@ def audit(
         out.scans, out.scan_notes = _scans(data, seed, n_resamples)
     if "per_group" not in out.not_run:
         step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
-        out.per_group = _per_group(data, bayes, seed, draws, hb_main_effects, n_resamples)
+        out.per_group = _per_group(data, bayes, seed, draws, hb_main_effects, n_resamples, level)
     step("writing the report")
     return out

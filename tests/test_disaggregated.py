@@ -244,32 +244,38 @@ def test_group_metrics_equal_group_rates():
 def test_bad_input_is_named():
     df = _frame(200)
     with pytest.raises(ValueError, match="'zz'"):
-        disaggregated_evaluation(df, ["zz"], "y", "d")
+        disaggregated_evaluation(df, ["zz"], "y", "d", level=0.95)
     with pytest.raises(ValueError, match="outcome"):
-        disaggregated_evaluation(df, ["race"], "nope", "d")
+        disaggregated_evaluation(df, ["race"], "nope", "d", level=0.95)
     with pytest.raises(ValueError, match=r"'score' must contain only 0 and 1, found \[0\.86"):
-        disaggregated_evaluation(df, ["race"], "score", "d")
+        disaggregated_evaluation(df, ["race"], "score", "d", level=0.95)
     with pytest.raises(ValueError, match="unknown estimator"):
-        disaggregated_evaluation(df, ["race"], "y", "d", estimators=["magic"])
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=["magic"], level=0.95)
     with pytest.raises(ValueError, match="unknown metric"):
-        disaggregated_evaluation(df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"])
+        disaggregated_evaluation(
+            df, ["race"], "y", "d", metrics=["f1"], estimators=["standard"], level=0.95
+        )
     with pytest.raises(ValueError, match="auc needs `score`: give the column or leave"):
-        disaggregated_evaluation(df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"])
+        disaggregated_evaluation(
+            df, ["race"], "y", "d", metrics=["auc"], estimators=["standard"], level=0.95
+        )
     with pytest.raises(ValueError, match=r"selection_rate needs `decision` \(0/1 decisions\); fpr"):
-        disaggregated_evaluation(df, ["race"], "y", score="score", metrics=["sel", "fpr"])
+        disaggregated_evaluation(
+            df, ["race"], "y", score="score", metrics=["sel", "fpr"], level=0.95
+        )
     with pytest.raises(ValueError, match="the DataFrame has no rows"):
-        disaggregated_evaluation(df.iloc[:0], ["race"], "y", "d")  # was an empty table
+        disaggregated_evaluation(df.iloc[:0], ["race"], "y", "d", level=0.95)  # was an empty table
     for bad in ([95], ["x"], [None], [True]):  # 'x' and None failed with '<' not supported
         with pytest.raises(
             ValueError, match=r"`level` must be a number in \(0, 1\), or a list of them"
         ):
             disaggregated_evaluation(df, ["race"], "y", "d", level=bad)
     with pytest.raises(ValueError, match="`sr_ridge`"):
-        disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="cols")
+        disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="cols", level=0.95)
     with pytest.raises(ValueError, match="`eb_interval`"):
-        disaggregated_evaluation(df, ["race"], "y", "d", eb_interval="plugin")
+        disaggregated_evaluation(df, ["race"], "y", "d", eb_interval="plugin", level=0.95)
     with pytest.raises(ValueError, match="`sr_interval`"):
-        disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca")
+        disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca", level=0.95)
     for arg, bad, expected in [
         ("n_resamples", 0, "an integer of at least 2"),
         ("n_variance_resamples", 1.0, "an integer of at least 2"),
@@ -279,21 +285,29 @@ def test_bad_input_is_named():
         ("hb_tune", -1, "a positive integer"),
     ]:
         with pytest.raises(ValueError, match=f"`{arg}` must be {expected}, got {bad!r}"):
-            disaggregated_evaluation(df, ["race"], "y", "d", **{arg: bad})
+            disaggregated_evaluation(df, ["race"], "y", "d", **{arg: bad}, level=0.95)
     with pytest.raises(ValueError, match="`estimators` must name at least one of"):
-        disaggregated_evaluation(df, ["race"], "y", "d", estimators=[])
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=[], level=0.95)
     for bad in (1.5, 0, True, "0.9"):
         with pytest.raises(ValueError, match=r"`hb_target_accept` must be a number in \(0, 1\)"):
-            disaggregated_evaluation(df, ["race"], "y", "d", hb_target_accept=bad)
+            disaggregated_evaluation(df, ["race"], "y", "d", hb_target_accept=bad, level=0.95)
     with pytest.raises(ValueError, match="protected column 'race' has 1 missing value"):
-        disaggregated_evaluation(df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d")
+        disaggregated_evaluation(
+            df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d", level=0.95
+        )
     with pytest.raises(ValueError, match="'y' has 2 missing value"):
-        disaggregated_evaluation(df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d")
+        disaggregated_evaluation(
+            df.assign(y=df.y.where(df.index > 1)), ["race"], "y", "d", level=0.95
+        )
     wide = pd.concat([df] * (1 + 1001 // len(df)), ignore_index=True)
     with pytest.raises(ValueError, match=r"protected column 'id' has [0-9]+ distinct values"):
-        disaggregated_evaluation(wide.assign(id=np.arange(len(wide))), ["race", "id"], "y", "d")
+        disaggregated_evaluation(
+            wide.assign(id=np.arange(len(wide))), ["race", "id"], "y", "d", level=0.95
+        )
     with pytest.raises(ValueError, match="decision"):
-        disaggregated_evaluation(df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d")
+        disaggregated_evaluation(
+            df.assign(d=df.d.where(df.index > 0)), ["race"], "y", "d", level=0.95
+        )
 
 
 def test_base_rate_needs_no_decisions():
@@ -311,6 +325,7 @@ def test_base_rate_needs_no_decisions():
         hb_tune=100,
         hb_chains=2,
         random_state=0,
+        level=0.95,
     )
     est = res.estimates("base_rate").set_index("group")
     truth = df.groupby(["race", "sex"], observed=True)["y"].mean()
@@ -319,7 +334,7 @@ def test_base_rate_needs_no_decisions():
     np.testing.assert_allclose(est["standard"], truth.reindex(est.index))
     assert est[["standard", "james_stein", "hierarchical"]].notna().all().all()
     with_d = disaggregated_evaluation(
-        df, ["race", "sex"], "y", "d", metrics=["base_rate"], estimators=["standard"]
+        df, ["race", "sex"], "y", "d", metrics=["base_rate"], estimators=["standard"], level=0.95
     )
     np.testing.assert_allclose(with_d.estimates("base_rate")["standard"], est["standard"])
 
@@ -587,6 +602,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
         explanatory={"mean_score": mean_score},
         n_resamples=10,
         random_state=0,
+        level=0.95,
     )
     assert len(calls) == 1
     assert "expl:mean_score" in res.structured["fpr"]["coef"].index
@@ -716,6 +732,7 @@ def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_fe
                 metrics=["base_rate"],
                 estimators=["standard", "structured"],
                 random_state=r,
+                level=0.95,
             )
         assert res.structured["base_rate"]["dropped"] == ["P(Y=1)"]
         truth = _truth_of(groups, p)
@@ -771,6 +788,7 @@ def test_hierarchical_intervals_cover_on_synthetic_populations(kind):
                 hb_draws=500,
                 hb_chains=2,
                 random_state=r,
+                level=0.95,
             )
         rows.append(res.table)
     t = pd.concat(rows)
@@ -798,6 +816,7 @@ def test_undefined_groups_are_reported_not_dropped():
         estimators=["standard", "james_stein", "structured"],
         n_resamples=20,
         random_state=0,
+        level=0.95,
     )
     t = res.table
     d = t[t.group.str.startswith("D")]
@@ -827,21 +846,25 @@ def test_pos_label_codes_the_outcome_and_the_decisions():
         y=np.where(df.y == 1, ">50K", "<=50K"), d=np.where(df.d == 1, ">50K", "<=50K")
     )
     kw = dict(metrics=["fpr", "fnr"], estimators=["standard", "james_stein"], random_state=0)
-    a = disaggregated_evaluation(coded, ["race", "sex"], "y", "d", pos_label=">50K", **kw)
-    b = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw)
+    a = disaggregated_evaluation(
+        coded, ["race", "sex"], "y", "d", pos_label=">50K", **kw, level=0.95
+    )
+    b = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw, level=0.95)
     pd.testing.assert_frame_equal(a.table, b.table)
     # a 0/1 decision column is used as it is beside a coded outcome
     c = disaggregated_evaluation(
-        coded.assign(d=df.d), ["race", "sex"], "y", "d", pos_label=">50K", **kw
+        coded.assign(d=df.d), ["race", "sex"], "y", "d", pos_label=">50K", **kw, level=0.95
     )
     pd.testing.assert_frame_equal(c.table, b.table)
     with pytest.raises(ValueError, match="pass pos_label"):
-        disaggregated_evaluation(coded, ["race", "sex"], "y", "d", **kw)
+        disaggregated_evaluation(coded, ["race", "sex"], "y", "d", **kw, level=0.95)
     with pytest.raises(ValueError, match="pos_label='yes' does not occur in `outcome`"):
-        disaggregated_evaluation(coded, ["race", "sex"], "y", "d", pos_label="yes", **kw)
+        disaggregated_evaluation(
+            coded, ["race", "sex"], "y", "d", pos_label="yes", **kw, level=0.95
+        )
     with pytest.raises(ValueError, match="`score` column 'race' must hold numeric"):
         disaggregated_evaluation(
-            df, ["sex"], "y", "d", "race", metrics=["auc"], estimators=["standard"]
+            df, ["sex"], "y", "d", "race", metrics=["auc"], estimators=["standard"], level=0.95
         )
 
 
@@ -869,6 +892,7 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
             estimators=["standard", "james_stein", "empirical_bayes", "structured"],
             n_resamples=20,
             random_state=0,
+            level=0.95,
         )
     assert res.structured["accuracy"]["dropped"] == ["P(Y=1)"]
     assert res.sigma2["fnr"] == 0 and res.sigma2["accuracy"] > 0
@@ -891,6 +915,7 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
             metrics=["auc"],
             estimators=["standard", "empirical_bayes"],
             random_state=0,
+            level=0.95,
         )
     defined = res.table[res.table.defined]
     assert res.sigma2["auc"] == 0 and (defined["estimate"] == 0.5).all()
@@ -939,6 +964,7 @@ def test_callable_metric_and_auc_run():
         n_variance_resamples=30,
         n_resamples=30,
         random_state=0,
+        level=0.95,
     )
     assert set(res.table.metric) == {"auc", "mean_score"}
     assert res.estimates("auc").shape[0] == 8
@@ -987,34 +1013,38 @@ def test_callable_metric_and_auc_run():
         return y  # an array, not a number
 
     with pytest.raises(TypeError) as info:
-        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[broken])
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[broken], level=0.95)
     assert "raised by the metric 'broken' on" in "".join(info.value.__notes__)
     # a callable of the wrong arity is told how it is called
     with pytest.raises(TypeError) as info:
-        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[lambda rows: 0.0])
+        disaggregated_evaluation(
+            df, ["race", "sex"], "y", "d", metrics=[lambda rows: 0.0], level=0.95
+        )
     assert "called as f(y_true, y_pred, y_score)" in "".join(info.value.__notes__)
     # two lambdas share a name: an error (one used to replace the other); a dict names them
     pair = [lambda y, d, s: float(np.mean(d)), lambda y, d, s: float(np.mean(y))]
     with pytest.raises(ValueError, match=r"more than one metric \['<lambda>'\].*dict"):
-        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=pair)
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=pair, level=0.95)
     with pytest.raises(ValueError, match=r"more than one metric \['fpr'\]"):
-        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=["fpr", "fpr"])
+        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=["fpr", "fpr"], level=0.95)
     kw = dict(estimators=["standard"], n_variance_resamples=20, random_state=0)
     named = disaggregated_evaluation(
-        df, ["race", "sex"], "y", "d", metrics={"sel": pair[0], "base": pair[1]}, **kw
+        df, ["race", "sex"], "y", "d", metrics={"sel": pair[0], "base": pair[1]}, **kw, level=0.95
     )
     plain = disaggregated_evaluation(
-        df, ["race", "sex"], "y", "d", metrics=["selection_rate", "base_rate"], **kw
+        df, ["race", "sex"], "y", "d", metrics=["selection_rate", "base_rate"], **kw, level=0.95
     )
     for mine, builtin in (("sel", "selection_rate"), ("base", "base_rate")):
         np.testing.assert_allclose(
             named.estimates(mine)["standard"], plain.estimates(builtin)["standard"]
         )
     # one metric need not be a list; an infinite value is an error naming the group
-    one = disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics="fpr", **kw)
+    one = disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics="fpr", **kw, level=0.95)
     assert set(one.table.metric) == {"fpr"}
     with pytest.raises(ValueError, match="returned inf, not a finite number") as info:
-        disaggregated_evaluation(df, ["race", "sex"], "y", "d", metrics=[lambda y, d, s: np.inf])
+        disaggregated_evaluation(
+            df, ["race", "sex"], "y", "d", metrics=[lambda y, d, s: np.inf], level=0.95
+        )
     assert "on" in "".join(info.value.__notes__) and "rows of group" in "".join(
         info.value.__notes__
     )
@@ -1075,6 +1105,7 @@ def test_hierarchical_runs_and_shrinks():
         hb_tune=300,
         hb_chains=2,
         random_state=0,
+        level=0.95,
     )
     hb = res.estimates("selection_rate")
     assert hb["hierarchical"].between(0, 1).all()
@@ -1092,7 +1123,7 @@ def test_hierarchical_leaves_out_a_count_metric_without_denominator_rows():
         warnings.simplefilter("ignore", SamplerWarning)
         with pytest.warns(UserWarning, match=r"'fpr': no group has an estimate"):
             res = disaggregated_evaluation(
-                df, ["race", "sex"], "y", "d", metrics=["fpr", "fnr"], **SMALL_HB
+                df, ["race", "sex"], "y", "d", metrics=["fpr", "fnr"], **SMALL_HB, level=0.95
             )
     hb = res.table[res.table.estimator == "hierarchical"].set_index("metric")
     assert hb.loc["fpr", ["estimate", "lower", "upper"]].isna().all().all()
@@ -1107,9 +1138,9 @@ def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
     kw = dict(metrics=["selection_rate"], **SMALL_HB)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        mean = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw)
+        mean = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw, level=0.95)
         med = disaggregated_evaluation(
-            df, ["race", "sex"], "y", "d", hb_point_estimate="median", **kw
+            df, ["race", "sex"], "y", "d", hb_point_estimate="median", **kw, level=0.95
         )
     for res, how in ((mean, "mean"), (med, "median")):
         th = res.idata["binomial"].posterior["theta"].sel(measure="selection_rate")
@@ -1121,7 +1152,9 @@ def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
         med.estimates("selection_rate")["hierarchical"],
     )
     with pytest.raises(ValueError, match="hb_point_estimate"):
-        disaggregated_evaluation(df, ["race", "sex"], "y", "d", hb_point_estimate="mode", **kw)
+        disaggregated_evaluation(
+            df, ["race", "sex"], "y", "d", hb_point_estimate="mode", **kw, level=0.95
+        )
 
 
 def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_side():
@@ -1502,6 +1535,7 @@ def test_random_small_audits_run_and_keep_every_group(seed):
             n_variance_resamples=20,
             n_resamples=20,
             random_state=seed,
+            level=0.95,
         )
     t = res.table
     n_groups = int(np.prod([df[f"a{i}"].nunique() for i in range(n_attr)]))
@@ -1528,8 +1562,10 @@ def test_hierarchical_value_without_rows_is_drawn_as_a_new_level():
     kw = dict(metrics=["selection_rate", "auc"], **SMALL_HB)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        base = disaggregated_evaluation(df, ["race", "sex"], "y", "d", "score", **kw)
-        res = disaggregated_evaluation(declared, ["race", "sex"], "y", "d", "score", **kw)
+        base = disaggregated_evaluation(df, ["race", "sex"], "y", "d", "score", **kw, level=0.95)
+        res = disaggregated_evaluation(
+            declared, ["race", "sex"], "y", "d", "score", **kw, level=0.95
+        )
     for metric in ("selection_rate", "auc"):
         got = res.table[(res.table.metric == metric)].set_index("group")
         want = base.table[(base.table.metric == metric)].set_index("group")
@@ -1547,8 +1583,8 @@ def test_hierarchical_value_without_rows_is_drawn_as_a_new_level():
     site = df.assign(site=pd.Categorical(["s1"] * len(df), categories=["s1", "s2"]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        one = disaggregated_evaluation(site, ["race", "site"], "y", "d", "score", **kw)
-        alone = disaggregated_evaluation(df, ["race"], "y", "d", "score", **kw)
+        one = disaggregated_evaluation(site, ["race", "site"], "y", "d", "score", **kw, level=0.95)
+        alone = disaggregated_evaluation(df, ["race"], "y", "d", "score", **kw, level=0.95)
     assert "sigma_site" not in one.idata["binomial"].posterior
     for metric in ("selection_rate", "auc"):
         got = one.table[one.table.metric == metric]
@@ -1627,6 +1663,7 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
                     hb_main_effects=how,
                     random_state=seed,
                     **kw,
+                    level=0.95,
                 )
             idata = res.idata["binomial"]
             centred = json.loads(idata.posterior.attrs["centred_main_effects"])
@@ -1727,7 +1764,7 @@ def test_hb_main_effects_is_checked():
     with pytest.raises(
         ValueError, match="`hb_main_effects` must be 'auto', 'non-centred' or 'centred'"
     ):
-        disaggregated_evaluation(df, ["race"], "y", "d", hb_main_effects="centered")
+        disaggregated_evaluation(df, ["race"], "y", "d", hb_main_effects="centered", level=0.95)
 
 
 def test_auto_centring_weights_follow_information_and_spread():

@@ -362,7 +362,8 @@ def test_discrimination_test_by_hand():
     res = discrimination_test(np.r_[a, b], g, level=0.95)
     diff = a.mean() - b.mean()
     z = diff / np.sqrt(a.var(ddof=1) / 10 + b.var(ddof=1) / 12)
-    assert res.statistic == pytest.approx(abs(diff)) and res.z == pytest.approx(z)
+    assert res.discrimination == pytest.approx(abs(diff)) and res.z == pytest.approx(z)
+    assert res.statistic == res.z
 
     def newcombe(zc):  # Newcombe (1998), method 10, from Wilson's score intervals
         def wilson(k, n):

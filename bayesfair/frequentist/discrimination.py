@@ -63,8 +63,11 @@ class DiscriminationTestResult(ResultMixin):  # numpydoc ignore=PR01
     ----------
     gamma : dict
         Mean loss per group.
+    discrimination : float
+        Discrimination level Gamma = |gamma_a - gamma_b| (Chen et al.).
     statistic : float
-        Discrimination level Gamma.
+        The test statistic, ``z`` (scipy's convention: what the test's null
+        distribution, here N(0, 1), is compared with).
     z : float
         ``(gamma_a - gamma_b) / se`` with unpooled variances (Chen et al.'s z).
     pvalue : float
@@ -93,13 +96,18 @@ class DiscriminationTestResult(ResultMixin):  # numpydoc ignore=PR01
     groups: tuple[str, str]
     gamma: dict[str, float]
     n: dict[str, int]
-    statistic: float
+    discrimination: float
     difference: float
     z: float
     pvalue: float
     interval: tuple[float, float]
     level: float
     method: str
+
+    @property
+    def statistic(self) -> float:
+        """The test statistic ``z``."""
+        return self.z
 
     def summary(self) -> pd.DataFrame:
         """A one-row table: mean losses, Gamma, z, p-value and the interval.
@@ -118,7 +126,7 @@ class DiscriminationTestResult(ResultMixin):  # numpydoc ignore=PR01
                     "loss_b": self.gamma[b],
                     "n_a": self.n[a],
                     "n_b": self.n[b],
-                    "Gamma": self.statistic,
+                    "Gamma": self.discrimination,
                     "z": self.z,
                     "pvalue": self.pvalue,
                     **interval_columns(*self.interval, self.level),
@@ -254,7 +262,7 @@ def discrimination_test(
         groups=(str(labels[0]), str(labels[1])),
         gamma={str(labels[0]): float(ma), str(labels[1]): float(mb)},
         n={str(labels[0]): len(a), str(labels[1]): len(b)},
-        statistic=float(abs(diff)),
+        discrimination=float(abs(diff)),
         difference=float(diff),
         z=float(z),
         pvalue=p,
