@@ -8,6 +8,7 @@ random streams, so ``n_jobs=1``, ``n_jobs=2`` or a Dask cluster (through
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -15,7 +16,7 @@ from joblib import Parallel, delayed
 
 from ._validation import check_resamples, check_seed
 
-__all__ = ["chunked_resamples", "shuffled_statistic"]
+__all__ = ["chunked_resamples", "sequential_resamples", "shuffled_statistic"]
 
 #: How many chunks a resampling loop is split into (independent of n_jobs).
 N_CHUNKS = 16
@@ -57,6 +58,89 @@ def chunked_resamples(
             for s, sd in zip(sizes, seeds, strict=True)
         )
     return np.concatenate(parts, axis=0)
+
+
+#: Exceedances after which a sequential permutation test stops (Besag and Clifford's h).
+EXCEEDANCES = 20
+
+
+def sequential_resamples(
+    fn: Callable[[int, np.random.Generator], np.ndarray],
+    n_resamples: int,
+    random_state: int | np.random.SeedSequence | None,
+    observed: float,
+    n_jobs: int | None = 1,
+    h: int = EXCEEDANCES,
+) -> tuple[np.ndarray, float, int]:
+    """Permutations drawn in order until ``h`` of them reach ``observed``, and the p-value.
+
+    Besag and Clifford's (1991) sequential Monte Carlo p-value: draw resampled statistics
+    until ``h`` are at least ``observed`` (then ``p = h / L`` after ``L`` draws) or until
+    ``n_resamples`` are drawn with ``g < h`` such (then ``p = (g + 1) / (n + 1)``, the
+    usual p-value).  Both are valid, ``P(p <= u) <= u``; a clearly non-significant
+    statistic costs about ``h / p`` draws instead of ``n_resamples``, a significant one
+    all of them.  Draws that are NaN (resamples that could not be scored) take no part.
+
+    The draws come in chunks of fixed seeds, run ``n_jobs`` at a time in chunk order, so
+    the result does not depend on ``n_jobs`` or the backend.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(size, rng) -> array`` of ``size`` resampled statistics.
+    n_resamples : int
+        Most draws.
+    random_state : None, int or numpy.random.SeedSequence
+    observed : float
+        The observed statistic (larger is more extreme).
+    n_jobs : int, optional
+        Chunks run at once through joblib.
+    h : int, default 20
+        Exceedances at which to stop.
+
+    Returns
+    -------
+    null : numpy.ndarray
+        The draws made (NaN ones left out).
+    pvalue : float
+        NaN when every draw was NaN.
+    skipped : int
+        NaN draws left out.
+    """
+    check_resamples(n_resamples, "n_resamples")
+    seq = (
+        random_state
+        if isinstance(random_state, np.random.SeedSequence)
+        else check_seed(random_state)
+    )
+    k = int(min(4 * N_CHUNKS, n_resamples))  # finer chunks: the test stops at a chunk's end
+    sizes = np.full(k, n_resamples // k)
+    sizes[: n_resamples % k] += 1
+    seeds = seq.spawn(k)
+    width = 1 if n_jobs in (None, 1) else (os.cpu_count() or 1) if n_jobs < 0 else n_jobs
+    drawn, hits, skipped = [], 0, 0
+    for start in range(0, k, width):
+        todo = list(zip(sizes[start : start + width], seeds[start : start + width], strict=True))
+        if width == 1:
+            parts = [fn(int(n), np.random.default_rng(sd)) for n, sd in todo]
+        else:
+            parts = Parallel(n_jobs=n_jobs)(
+                delayed(fn)(int(n), np.random.default_rng(sd)) for n, sd in todo
+            )
+        for part in parts:
+            part = np.asarray(part, float)
+            skipped += int(np.isnan(part).sum())
+            part = part[~np.isnan(part)]
+            exceed = np.flatnonzero(part >= observed)
+            if hits + len(exceed) >= h:
+                stop = exceed[h - hits - 1] + 1
+                drawn.append(part[:stop])
+                null = np.concatenate(drawn)
+                return null, h / len(null), skipped
+            hits += len(exceed)
+            drawn.append(part)
+    null = np.concatenate(drawn) if drawn else np.empty(0)
+    return null, (hits + 1) / (len(null) + 1) if len(null) else float("nan"), skipped
 
 
 def shuffled_statistic(
