@@ -22,6 +22,15 @@ __all__ = ["chunked_resamples", "sequential_resamples", "shuffled_statistic"]
 N_CHUNKS = 16
 
 
+def _check_n_jobs(n_jobs: object) -> None:
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"`n_jobs` must be None or a non-zero integer (-1: every core), got {n_jobs!r}"
+        )
+
+
 def chunked_resamples(
     fn: Callable[[int, np.random.Generator], np.ndarray],
     n_resamples: int,
@@ -34,12 +43,7 @@ def chunked_resamples(
     ``fn`` returns an array whose first axis has length ``size``.
     """
     check_resamples(n_resamples, "n_resamples")
-    if n_jobs is not None and (
-        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
-    ):
-        raise ValueError(
-            f"`n_jobs` must be None or a non-zero integer (-1: every core), got {n_jobs!r}"
-        )
+    _check_n_jobs(n_jobs)
     # a SeedSequence is used as it is (callers spawn from one before passing it on)
     seq = (
         random_state
@@ -108,6 +112,7 @@ def sequential_resamples(
         NaN draws left out.
     """
     check_resamples(n_resamples, "n_resamples")
+    _check_n_jobs(n_jobs)
     seq = (
         random_state
         if isinstance(random_state, np.random.SeedSequence)

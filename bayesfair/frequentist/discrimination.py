@@ -64,7 +64,7 @@ class DiscriminationTestResult(ResultMixin):  # numpydoc ignore=PR01
     gamma : dict
         Mean loss per group.
     discrimination : float
-        Discrimination level Gamma = |gamma_a - gamma_b| (Chen et al.).
+        Discrimination level Gamma, ``|gamma_a - gamma_b|`` (Chen et al.).
     statistic : float
         The test statistic, ``z`` (scipy's convention: what the test's null
         distribution, here N(0, 1), is compared with).
