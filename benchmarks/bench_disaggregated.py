@@ -25,7 +25,7 @@ import pandas as pd
 from bayesfair.disaggregated import _hb_logp, disaggregated_evaluation
 from bayesfair.disaggregated import groups as groups_mod
 from bayesfair.disaggregated import structured as sr_mod
-from bayesfair.metrics.rates import _grouped_auc
+from bayesfair.metrics.rates import grouped_auc
 
 METRICS = ["selection_rate", "fpr", "fnr", "accuracy", "ppv", "auc"]
 
@@ -89,11 +89,11 @@ def _run(df, estimators, **kw):
 def run(quick: bool = False) -> list[dict]:
     df = _frame()
     nb = 100 if quick else 500
-    _run(df.iloc[:500], ["structured"], n_bootstrap=5)  # compile the coordinate descent
-    t_sr, res = _run(df, ["standard", "structured"], n_bootstrap=nb)
+    _run(df.iloc[:500], ["structured"], n_resamples=5)  # compile the coordinate descent
+    t_sr, res = _run(df, ["standard", "structured"], n_resamples=nb)
     nb_base = 20 if quick else 50
     with _patched(sr_mod, "lasso_cd", _sklearn_lasso_cd):
-        t_base, _ = _run(df, ["standard", "structured"], n_bootstrap=nb_base)
+        t_base, _ = _run(df, ["standard", "structured"], n_resamples=nb_base)
     rows = [
         {
             "benchmark": f"structured regression, 32 groups x 6 metrics, {nb} boot.",
@@ -164,9 +164,9 @@ def run_many_groups(quick: bool = False) -> list[dict]:
     t_nc, nc = fit(hb_main_effects="non-centred")
     dn = nc.diagnostics["binomial"]
     nb, nb_base = (100, 5) if quick else (500, 20)
-    t_sr, _ = fit(estimators=["structured"], n_bootstrap=nb)
+    t_sr, _ = fit(estimators=["structured"], n_resamples=nb)
     with _patched(sr_mod, "lasso_cd", _sklearn_lasso_cd):
-        t_sr_base, _ = fit(estimators=["structured"], n_bootstrap=nb_base)
+        t_sr_base, _ = fit(estimators=["structured"], n_resamples=nb_base)
     return [
         {
             "benchmark": f"structured regression, 243 groups x 3 metrics, {nb} boot.",
@@ -261,7 +261,7 @@ def _sorted_resampled_auc(y, s, n_boot, rng):
     for b0 in range(0, n_boot, step):
         b = min(step, n_boot - b0)
         idx = rng.integers(0, m, size=(b, m))
-        out[b0 : b0 + b] = _grouped_auc(
+        out[b0 : b0 + b] = grouped_auc(
             np.repeat(np.arange(b), m), y[idx].ravel(), s[idx].ravel(), b
         )[0]
     return out

@@ -1412,9 +1412,9 @@ def test_lasso_path_oracle_matches_structured_regression_and_simulate():
         tr = pt[1].loc[gd.group_names(), m].to_numpy()
         ok = np.isfinite(s) & (n > 0)
         keep = ok & (n <= 25)
-        from bayesfair.disaggregated.structured import _standardise
+        from bayesfair.disaggregated.structured import standardise_features
 
-        lmax = lambda_max(_standardise(feats.to_numpy(float))[0][ok], s[ok], n[ok])
+        lmax = lambda_max(standardise_features(feats.to_numpy(float))[0][ok], s[ok], n[ok])
         for ratio, small in one_path[one_path.metric == m][["lambda_ratio", "small"]].to_numpy():
             sr = structured_regression(
                 gd,
@@ -1698,12 +1698,12 @@ def _arviz_worst_is_main_effect(idata) -> bool:
 
 
 def test_centring_is_suggested_only_for_attributes_with_three_well_filled_values():
-    from bayesfair.disaggregated.evaluate import _pinned_down
+    from bayesfair.disaggregated.evaluate import pinned_down
 
     values = pd.Series(["x", "y", "z", "x", "y", "z"])
-    assert _pinned_down(values, np.full(6, 600))  # 1,200 rows per value
-    assert not _pinned_down(values, np.array([600, 600, 600, 600, 600, 300]))  # z: 900
-    assert not _pinned_down(pd.Series(["x", "y"] * 3), np.full(6, 5000))  # two values
+    assert pinned_down(values, np.full(6, 600))  # 1,200 rows per value
+    assert not pinned_down(values, np.array([600, 600, 600, 600, 600, 300]))  # z: 900
+    assert not pinned_down(pd.Series(["x", "y"] * 3), np.full(6, 5000))  # two values
 
 
 def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():

@@ -11,8 +11,8 @@ import pytest
 
 from bayesfair import AuditData, empirical_fairness, fairness_confidence_interval
 from bayesfair.datasets import make_gaussian_threshold
+from bayesfair.frequentist._pvalues import clopper_pearson
 from bayesfair.frequentist.fairness_bounds import epsilon_range, gamma_range
-from bayesfair.frequentist.permutation import _clopper_pearson as clopper_pearson
 from bayesfair.metrics import epsilon_df, gamma_sf
 
 

@@ -1282,12 +1282,12 @@ def test_pytensor_blas_note_is_silenced_only_where_the_package_compiles():
     """PyTensor's "could not link to a BLAS" note (raised once a C-compiled MAP or ADVI
     graph holds a matrix product, as HLR's on five attributes does) is silenced around
     the package's own compilation; other warnings pass, and outside it nothing changes."""
-    from bayesfair.models.base import _quiet_pytensor
+    from bayesfair.models.base import quiet_pytensor
 
     note = "PyTensor could not link to a BLAS installation. Operations ... degraded."
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        with _quiet_pytensor():
+        with quiet_pytensor():
             warnings.warn(note, UserWarning, stacklevel=1)
             warnings.warn("something else", UserWarning, stacklevel=1)
         warnings.warn(note, UserWarning, stacklevel=1)
@@ -1301,16 +1301,16 @@ def test_pytensor_blas_log_record_is_silenced_only_where_the_package_compiles(ca
     even on error), other loggers' warnings pass."""
     import logging
 
-    from bayesfair.models.base import _quiet_pytensor
+    from bayesfair.models.base import quiet_pytensor
 
     blas = logging.getLogger("pytensor.tensor.blas")
     before = blas.level
     with caplog.at_level(logging.WARNING):
-        with _quiet_pytensor():
+        with quiet_pytensor():
             blas.warning("Using NumPy C-API based implementation for BLAS functions.")
             logging.getLogger("pytensor.other").warning("kept")
         blas.warning("outside")
-        with pytest.raises(RuntimeError), _quiet_pytensor():
+        with pytest.raises(RuntimeError), quiet_pytensor():
             raise RuntimeError("compilation failed")
     assert [r.getMessage() for r in caplog.records] == ["kept", "outside"]
     assert blas.level == before

@@ -19,7 +19,7 @@ from bayesfair.scan import (
     subgroup_mask,
     subset_scan,
 )
-from bayesfair.scan.engine import _codes, _logit, _Prepared
+from bayesfair.scan.engine import PreparedScan, row_codes, safe_logit
 
 
 # ------------------------------------------------------------------ exact per-set maximiser
@@ -45,7 +45,7 @@ def test_set_max_matches_scipy(seed):
     e = (rng.random(n) < np.clip(ehat * rng.uniform(0.3, 3), 0, 1)).astype(float)
     for sign in (1, -1):
         ev = e if sign > 0 else 1 - e
-        lg = sign * _logit(ehat)
+        lg = sign * safe_logit(ehat)
         sp0 = np.log1p(np.exp(lg))
         f, th = _kernel.set_max(np.arange(n), _kernel.BERNOULLI, np.ones(n), ev, lg, sp0, 1.0)
         assert f == pytest.approx(_scipy_max(e, ehat, sign), rel=1e-7, abs=1e-8)
@@ -62,7 +62,7 @@ def test_gaussian_set_max_closed_form():
 
 
 # ------------------------------------------------------------------ exhaustive comparison
-def _brute_force(prep: _Prepared, penalty: float) -> float:
+def _brute_force(prep: PreparedScan, penalty: float) -> float:
     """Best penalised score over every subgroup (all non-empty value subsets; contiguous
     ranges only for ordinal attributes)."""
     sp0 = np.log1p(np.exp(prep.lg))
@@ -102,7 +102,7 @@ def _random_problem(rng, max_arity: int = 4, max_attributes: int = 4):
     for j in rng.choice(M, size=min(M, 2), replace=False):
         boost &= df[f"x{j}"].isin(rng.choice(arity[j], size=max(1, arity[j] // 2), replace=False))
     shift = rng.normal(0, 1.0)
-    lg = _logit(ehat) + shift * boost
+    lg = safe_logit(ehat) + shift * boost
     family = rng.choice(["bernoulli", "gaussian"])
     if family == "bernoulli":
         obs = (rng.random(n) < 1 / (1 + np.exp(-lg))).astype(float)
@@ -137,8 +137,8 @@ def _agreement_with_enumeration(rng, n_problems, choose_ordinal=None, **problem_
             if col in res.subgroup:
                 vals = res.subgroup[col]
                 assert vals == list(range(min(vals), max(vals) + 1)), (col, vals)
-        codes, values = _codes(df, list(df.columns))
-        prep = _Prepared(
+        codes, values = row_codes(df, list(df.columns))
+        prep = PreparedScan(
             codes, values, list(df.columns), obs, ehat, family, direction, 1.0, ordinal
         )
         exact = _brute_force(prep, penalty)
@@ -603,7 +603,7 @@ def test_merging_identical_rows_leaves_the_weighted_fit_unchanged():
     """I-hat's models are fitted on the distinct (feature row, class) pairs with their
     weights summed: the same fit as on every row, whether the row codes are computed or
     given, with rows of zero weight and a pattern seen in one class only."""
-    from bayesfair.scan.cbs import _fit_weighted, _row_groups, _WeightedLogit
+    from bayesfair.scan.cbs import _row_groups, _WeightedLogit, fit_weighted
 
     rng = np.random.default_rng(5)
     X = np.eye(5)[rng.integers(0, 5, 4000)][:, :4]  # five patterns, one all-zero
@@ -613,7 +613,7 @@ def test_merging_identical_rows_leaves_the_weighted_fit_unchanged():
     w[:500] = 0.0
     full = _WeightedLogit().fit(X, y, w).predict_proba(X)
     for groups in (None, _row_groups(X)):
-        merged = _fit_weighted(None, X, y, w, True, groups)
+        merged = fit_weighted(None, X, y, w, True, groups)
         np.testing.assert_allclose(merged.predict_proba(X), full, rtol=1e-9, atol=1e-12)
 
 

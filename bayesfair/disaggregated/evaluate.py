@@ -30,7 +30,7 @@ from .._vocabulary import LEVEL, N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_argu
 from ..data import AuditData
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
-from .hierarchical import _pinned_down, fit_hierarchical
+from .hierarchical import fit_hierarchical, pinned_down
 from .shrinkage import EB_INTERVALS, empirical_bayes, james_stein, standard_intervals
 from .structured import (
     check_rblpr_options,
@@ -45,7 +45,7 @@ __all__ = ["ESTIMATORS", "DisaggregatedResult", "disaggregated_evaluation"]
 ESTIMATORS = ("standard", "james_stein", "empirical_bayes", "structured", "hierarchical")
 
 
-def _truncate(values, metric):
+def truncate_to_range(values, metric):
     """A rate or an AUC lies in [0, 1]: estimates, draws and interval ends are truncated to it
     (which keeps every value in [0, 1] an interval covered); a user metric's range is
     unknown, so its values are left as they are."""
@@ -54,7 +54,7 @@ def _truncate(values, metric):
 
 def _truncate_interval(interval, metric):
     lo, hi = interval
-    return _truncate(lo, metric), _truncate(hi, metric)
+    return truncate_to_range(lo, metric), truncate_to_range(hi, metric)
 
 
 @dataclass
@@ -362,7 +362,7 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     auto gave 12-35 divergent transitions in 4 x 1,000 draws, target acceptance 0.99
     still 6-13, non-centred none, until auto's weights counted the groups'
     heterogeneity; see ``_partial_centring``); centred main effects when the worst R-hat is in the
-    main effect of an attribute whose values all have many rows (see ``_pinned_down``),
+    main effect of an attribute whose values all have many rows (see ``pinned_down``),
     and under ``"auto"`` non-centred ones as the other way out (243 groups with a group
     effect of spread 0.5: auto R-hat 1.027 with the worst in such a main effect's scale,
     centred 1.022, non-centred 1.008);
@@ -387,7 +387,7 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     if (
         attribute is not None
         and main_effects != "centred"
-        and _pinned_down(labels[attribute], sizes)
+        and pinned_down(labels[attribute], sizes)
     ):
         said = (
             f"; the largest R-hat is in the main effect of {attribute!r}, whose values "
@@ -736,7 +736,7 @@ def disaggregated_evaluation(
             }
             # the linear model of a rate or an AUC is projected onto [0, 1]
             ivals = {lv: _truncate_interval(iv, m) for lv, iv in sr["intervals"].items()}
-            add(name, "structured", _truncate(sr["estimate"], m), ivals)
+            add(name, "structured", truncate_to_range(sr["estimate"], m), ivals)
 
     if "hierarchical" in estimators:
         is_count = [isinstance(m, str) and m in COUNT_METRICS for m in metrics]
@@ -788,7 +788,7 @@ def disaggregated_evaluation(
             for j, i in enumerate(other):
                 # the Fay-Herriot model is Normal on the metric's own scale: an AUC's
                 # posterior is the projection of its draws onto [0, 1]
-                groups_post[names[i]] = _truncate(th[:, j, :], metrics[i])
+                groups_post[names[i]] = truncate_to_range(th[:, j, :], metrics[i])
         for name in names:
             if name not in groups_post:  # no data for the model: see `count` and `other`
                 nan = np.full(gd.n_groups, np.nan)

@@ -16,7 +16,7 @@ from .._validation import (
     intersection_labels,
     is_numeric_not_bool,
 )
-from ..metrics.rates import RATE_DEFINITIONS, _grouped_auc
+from ..metrics.rates import RATE_DEFINITIONS, grouped_auc
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name", "needed_column"]
 
@@ -61,7 +61,7 @@ def _resampled_auc(y: np.ndarray, s: np.ndarray, n_boot: int, rng) -> np.ndarray
     multiset of the rows, so its AUC needs no sort: with the rows sorted by score once,
     each resample's weights per block of tied scores and class give the Mann-Whitney
     count (positives above negatives, ties counting 1/2) through one cumulative sum,
-    which is the rank-sum AUC of :func:`~bayesfair.metrics.rates._grouped_auc` exactly.
+    which is the rank-sum AUC of :func:`~bayesfair.metrics.rates.grouped_auc` exactly.
     """
     m = len(y)
     order = np.argsort(s, kind="stable")
@@ -306,7 +306,7 @@ class GroupedData:  # numpydoc ignore=PR01
                 return np.where(m > 0, k / np.maximum(m, 1), np.nan)
         sel = np.arange(len(self.group)) if rows is None else np.flatnonzero(rows)
         if metric == "auc":
-            return _grouped_auc(self.group[sel], self.y[sel], self.score[sel], self.n_groups)[0]
+            return grouped_auc(self.group[sel], self.y[sel], self.score[sel], self.n_groups)[0]
         out = np.full(self.n_groups, np.nan)
         order = np.argsort(self.group[sel], kind="stable")
         sel = sel[order]

@@ -56,7 +56,7 @@ def _design(labels: pd.DataFrame):
     return codes, levels, attributes, list(combinations(attributes, 2))
 
 
-def _pinned_down(values: pd.Series, sizes: np.ndarray, rows: int = 1000) -> bool:
+def pinned_down(values: pd.Series, sizes: np.ndarray, rows: int = 1000) -> bool:
     """Whether an attribute is one whose main effects centred coordinates suit: three or
     more values, each with at least ``rows`` rows.  With two values its scale rests on
     one contrast, and on the simulated Adult audit (sex, and race and age bands with
@@ -236,7 +236,7 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
     noise 1 / I) but its lower ``level`` confidence bound (chi-square with L - 1
     degrees of freedom for L values).  Centred coordinates fail (a funnel) where sigma
     is small for the data's precision, and a spread resting on one or two contrasts can
-    be much smaller than its estimate.  Only an attribute that ``_pinned_down`` accepts
+    be much smaller than its estimate.  Only an attribute that ``pinned_down`` accepts
     (three or more values, each with 1,000 rows or more of ``sizes``, the rows per
     group) gets a weight; the others stay non-centred.  Without that rule, the partial
     weights that the simulated Adult audit's attributes got (its sex has two values,
@@ -247,7 +247,7 @@ def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -
     from scipy.stats import chi2
 
     pinned = [
-        c for c in prob.attributes if sizes is not None and _pinned_down(prob.labels[c], sizes)
+        c for c in prob.attributes if sizes is not None and pinned_down(prob.labels[c], sizes)
     ]
     out = {c: np.zeros(prob.M) for c in prob.attributes}
     for i in range(prob.M if pinned else 0):

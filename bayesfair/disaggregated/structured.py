@@ -128,7 +128,7 @@ def group_features(
     return pd.DataFrame(cols, index=gd.group_names())
 
 
-def _standardise(F: np.ndarray):
+def standardise_features(F: np.ndarray):
     """Indicator columns stay as they are (one penalty scale for every group and attribute
     value, as in the paper); other columns are scaled to the standard deviation 0.5 of a
     balanced indicator, so the penalty treats them alike."""
@@ -190,7 +190,7 @@ def lambda_ratios(n_lambdas: int) -> np.ndarray:
     return np.logspace(0, -4, n_lambdas)
 
 
-def _fit(X, y, w, lam):
+def fit_lasso(X, y, w, lam):
     b0, th = lasso_cd(X, y, w, lam, np.zeros(X.shape[1]))
     return b0, th
 
@@ -355,7 +355,7 @@ def structured_regression(
     F_df, dropped = drop_target_copies(
         F_df, s, ok, f"structured regression of {metric_name(metric)!r}"
     )
-    F, _sd = _standardise(F_df.to_numpy(float))
+    F, _sd = standardise_features(F_df.to_numpy(float))
     scaled_fold_features = None
     if fold_features is not None:
 
@@ -372,7 +372,7 @@ def structured_regression(
     cv_loss = None
     if lam is None:
         lam, cv_loss = _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, scaled_fold_features)
-    b0, theta = _fit(F_ok, s[ok], w, lam)
+    b0, theta = fit_lasso(F_ok, s[ok], w, lam)
     est = b0 + F @ theta
     selected = np.abs(theta) > 1e-12
     # rBLPR: residual bootstrap of lasso + partial ridge

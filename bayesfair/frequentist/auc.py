@@ -18,15 +18,9 @@ from .._parallel import chunked_resamples
 from .._validation import SeedLike, check_flag, check_seed
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData, as_audit_data
-from ..metrics.rates import _regroup
-from .permutation import (
-    ALTERNATIVES,
-    PermutationTestResult,
-    _clopper_pearson,
-    _inexact_note,
-    _pvalue,
-    two_groups,
-)
+from ..metrics.rates import regroup
+from ._pvalues import ALTERNATIVES, clopper_pearson, inexact_note, monte_carlo_pvalue
+from .permutation import PermutationTestResult, two_groups
 
 __all__ = ["auc_permutation_test"]
 
@@ -164,7 +158,7 @@ def auc_permutation_test(
     cols = data._check_by(by)
     labels = data.grouping(cols)["intersection"].tolist()
     groups = two_groups(labels, groups)
-    code = _regroup(data, cols)
+    code = regroup(data, cols)
     ia, ib = labels.index(groups[0]), labels.index(groups[1])
     keep = (code == ia) | (code == ib)
     srt = _Sorted(data.row_score[keep], data.row_outcome[keep])
@@ -198,7 +192,7 @@ def auc_permutation_test(
         return auc_null(y_sorted, block_end, n_a_rows, n_a_pos, within, size, studentize, seed)
 
     null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
-    p, k = _pvalue(null, z if studentize else diff, alternative)
+    p, k = monte_carlo_pvalue(null, z if studentize else diff, alternative)
     n_a, n_b = int(is_a.sum()), int((~is_a).sum())
     estimates = pd.DataFrame(
         {
@@ -214,14 +208,14 @@ def auc_permutation_test(
         difference=diff,
         studentized_statistic=z,
         pvalue=p,
-        pvalue_ci=_clopper_pearson(k, len(null)),
+        pvalue_ci=clopper_pearson(k, len(null)),
         null_distribution=null,
         estimates=estimates,
         studentize=studentize,
         permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
-        notes=_inexact_note(
+        notes=inexact_note(
             "auc",
             permute,
             "within_outcome",

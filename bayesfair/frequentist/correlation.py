@@ -9,7 +9,8 @@ import pandas as pd
 from .._parallel import chunked_resamples, shuffled_statistic
 from .._validation import SeedLike, check_flag, check_same_index, check_seed
 from .._vocabulary import N_RESAMPLES
-from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
+from ._pvalues import ALTERNATIVES, clopper_pearson, monte_carlo_pvalue
+from .permutation import PermutationTestResult
 
 __all__ = ["correlation_permutation_test"]
 
@@ -95,14 +96,14 @@ def correlation_permutation_test(
     draw = shuffled_statistic(e, lambda perm: _stat(x, perm, studentize), batch)
     null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
     obs = obs_z if studentize else float(np.sqrt(len(x)) * obs_r)
-    p, k = _pvalue(null, obs, alternative)
+    p, k = monte_carlo_pvalue(null, obs, alternative)
     return PermutationTestResult(
         metric="correlation",
         groups=("x", "error"),
         difference=obs_r,
         studentized_statistic=obs_z,
         pvalue=p,
-        pvalue_ci=_clopper_pearson(k, len(null)),
+        pvalue_ci=clopper_pearson(k, len(null)),
         null_distribution=null,
         estimates=pd.DataFrame(
             {

@@ -19,7 +19,7 @@ from .._validation import check_open_probability
 from .._vocabulary import LEVEL, renamed_arguments
 from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
-from .permutation import _clopper_pearson
+from ._pvalues import clopper_pearson
 
 __all__ = ["FairnessConfidenceInterval", "fairness_confidence_interval"]
 
@@ -284,22 +284,22 @@ def intervals_from_counts(
     # The lower end of epsilon needs every rate in its interval at once (Sidak: the
     # counts are independent given the sizes); the upper end only the two rates of the
     # pair that attains the population's epsilon, one side each: a/2 per side.
-    box = _clopper_pearson(pos[seen], n[seen], (1 - a) ** (1 / k))
-    pair = _clopper_pearson(pos[seen], n[seen], 1 - a)
+    box = clopper_pearson(pos[seen], n[seen], (1 - a) ** (1 / k))
+    pair = clopper_pearson(pos[seen], n[seen], 1 - a)
     eps_interval = (epsilon_range(*box)[0], epsilon_range(*pair)[1])
     # gamma's lower end: every share (one-sided, Bonferroni), every rate (Sidak) and the
     # overall rate, a/3 each; its upper end: the attaining group's share and rate and the
     # overall rate, one side each, a/3 each. A group without rows has rate in [0, 1].
-    overall = _clopper_pearson(pos.sum(), total, 1 - a / 3)
+    overall = clopper_pearson(pos.sum(), total, 1 - a / 3)
     low = gamma_range(
-        _clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
-        _clopper_pearson(pos[seen], n[seen], (1 - a / 3) ** (1 / k)),
+        clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
+        clopper_pearson(pos[seen], n[seen], (1 - a / 3) ** (1 / k)),
         (float(overall[0]), float(overall[1])),
     )[0]
-    overall = _clopper_pearson(pos.sum(), total, 1 - 2 * a / 3)
-    rate = _clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
+    overall = clopper_pearson(pos.sum(), total, 1 - 2 * a / 3)
+    rate = clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
     high = gamma_range(
-        _clopper_pearson(n, total, 1 - 2 * a / 3),
+        clopper_pearson(n, total, 1 - 2 * a / 3),
         (np.where(seen, rate[0], 0.0), np.where(seen, rate[1], 1.0)),
         (float(overall[0]), float(overall[1])),
     )[1]

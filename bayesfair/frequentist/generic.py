@@ -20,7 +20,8 @@ from .._validation import (
     check_seed,
 )
 from .._vocabulary import N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_arguments
-from .permutation import ALTERNATIVES, PermutationTestResult, _clopper_pearson, _pvalue
+from ._pvalues import ALTERNATIVES, clopper_pearson, monte_carlo_pvalue
+from .permutation import PermutationTestResult
 
 __all__ = ["metric_permutation_test"]
 
@@ -174,7 +175,7 @@ def metric_permutation_test(
     else:
         raise ValueError(f"`metric` must be 'mean' or a callable, got {metric!r}")
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
-    p, k = _pvalue(null, z if studentize else diff, alternative)
+    p, k = monte_carlo_pvalue(null, z if studentize else diff, alternative)
     n_a, n_b = int(is_a.sum()), int((~is_a).sum())
     return PermutationTestResult(
         metric=name,
@@ -182,7 +183,7 @@ def metric_permutation_test(
         difference=diff,
         studentized_statistic=z,
         pvalue=p,
-        pvalue_ci=_clopper_pearson(k, len(null)),
+        pvalue_ci=clopper_pearson(k, len(null)),
         null_distribution=null,
         estimates=pd.DataFrame(
             {

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from scipy.stats import beta as _beta
 from scipy.stats import norm
 
 from .._parallel import N_CHUNKS, chunked_resamples
@@ -36,6 +35,16 @@ from .._validation import (
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import RATE_DEFINITIONS
+from ._pvalues import (
+    ALTERNATIVES,
+    CELLS,
+    CLASS_CELLS,
+    clopper_pearson,
+    exact_permutation,
+    inexact_note,
+    monte_carlo_pvalue,
+    monte_carlo_pvalues,
+)
 
 __all__ = [
     "IntersectionalPermutationResult",
@@ -47,12 +56,9 @@ __all__ = [
     "required_sample_size",
 ]
 
-CELLS = ("tp", "fp", "fn", "tn")
-ALTERNATIVES = ("two-sided", "greater", "less")
 PERMUTATIONS = ("auto", "free", "within_outcome", "within_decision")
 #: The cells (indices into CELLS) of the two classes a within-class permutation keeps:
 #: y = 1 (tp, fn) and y = 0 (fp, tn), or decision = 1 (tp, fp) and decision = 0 (fn, tn).
-CLASS_CELLS = {"within_outcome": ((0, 2), (1, 3)), "within_decision": ((0, 1), (2, 3))}
 #: ``pairwise="auto"`` runs the pairwise tests up to this many pairs (46 groups).
 MAX_AUTO_PAIRS = 1035
 #: Pairs x resamples drawn at once by the pairwise tests (bounds their memory).
@@ -88,36 +94,6 @@ def _stat(a: np.ndarray, b: np.ndarray, metric: str, studentize: bool) -> np.nda
     tb = (np.nan_to_num(rb * db) + 1) / (db + 2)
     se = np.sqrt(ta * (1 - ta) / (da + 2) + tb * (1 - tb) / (db + 2))
     return diff / se
-
-
-def _pvalue(null: np.ndarray, observed: float, alternative: str) -> tuple[float, int]:
-    p, k = _pvalues(null, np.asarray(observed, dtype=float), alternative)
-    return float(p), int(k)
-
-
-def _pvalues(null: np.ndarray, observed: np.ndarray, alternative: str):
-    """Monte Carlo p-values ``(1 + hits) / (1 + n_resamples)`` and hit counts of observed
-    statistics (shape ``S``) against null draws (shape ``(n_resamples, *S)``)."""
-    tol = 1e-12 * np.maximum(1.0, np.abs(observed))
-    if alternative == "two-sided":
-        hits = np.abs(null) >= np.abs(observed) - tol
-    elif alternative == "greater":
-        hits = null >= observed - tol
-    else:
-        hits = null <= observed + tol
-    k = np.sum(hits & ~np.isnan(null), axis=0)
-    return (k + 1) / (null.shape[0] + 1), k
-
-
-def _clopper_pearson(k, n, level: float = 0.99) -> tuple:
-    """Two-sided Clopper-Pearson bounds of ``k`` successes in ``n > 0`` trials, exactly 0
-    and 1 where ``k`` is 0 or ``n``: floats for numbers, arrays for arrays."""
-    k, n = np.asarray(k, float), np.asarray(n, float)
-    a = (1 - level) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k == 0, 0.0, _beta.ppf(a, k, n - k + 1))
-        hi = np.where(k == n, 1.0, _beta.ppf(1 - a, k + 1, n - k))
-    return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 
 @dataclass
@@ -184,7 +160,7 @@ class PermutationTestResult(ResultMixin):  # numpydoc ignore=PR01
         """
         a, b = self.groups
         ra, rb = self.estimates["value"].tolist()
-        exact = self.metric in RATE_DEFINITIONS and self.permute == _exact_permutation(self.metric)
+        exact = self.metric in RATE_DEFINITIONS and self.permute == exact_permutation(self.metric)
         if self.studentize:
             kind = "studentized"
         else:
@@ -272,24 +248,6 @@ def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
     return (named[0], named[1])
 
 
-def _exact_permutation(metric: str) -> str:
-    """The permutation that gives an exact test of ``metric(A) == metric(B)``.
-
-    A rate is the mean of an indicator over the rows of its denominator's class: under
-    the null hypothesis the indicators of that class are independent draws with one
-    success probability in every group, so permuting group labels within the class
-    (and only there) leaves their distribution unchanged, whatever else differs.
-    FNR, FPR, TPR and TNR are rates over y = 1 or y = 0 (``within_outcome``); PPV,
-    FDR, NPV and FOR over decision = 1 or 0 (``within_decision``); selection rate,
-    base rate and accuracy over all rows (``free``).
-    """
-    den = set(RATE_DEFINITIONS[metric][1])
-    for scheme, classes in CLASS_CELLS.items():
-        if any(den == {CELLS[i] for i in cls} for cls in classes):
-            return scheme
-    return "free"
-
-
 def _check_common(metric, alternative, permute) -> str:
     """Validate the arguments; return the permutation to run (``auto`` resolved)."""
     if not isinstance(metric, str):
@@ -303,21 +261,7 @@ def _check_common(metric, alternative, permute) -> str:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     if permute not in PERMUTATIONS:
         raise ValueError(f"`permute` must be one of {PERMUTATIONS}, got {permute!r}")
-    return _exact_permutation(metric) if permute == "auto" else permute
-
-
-def _inexact_note(metric: str, permute: str, exact: str | None = None, when: str = "") -> list:
-    """A caveat when ``permute`` is not ``exact``, the permutation that is exact for
-    ``metric`` (by default :func:`_exact_permutation`'s; ``when`` qualifies it)."""
-    exact = exact or _exact_permutation(metric)
-    if permute == exact:
-        return []
-    return [
-        f"{permute} permutation is exact for {metric} only under the strong null (the "
-        f"groups' rows are exchangeable); for equality of {metric} alone it is asymptotically "
-        f"valid when studentized, and small groups can exceed the nominal level; "
-        f"permute='{exact}' (the default, 'auto') is exact{when}"
-    ]
+    return exact_permutation(metric) if permute == "auto" else permute
 
 
 def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, rng) -> np.ndarray:
@@ -565,7 +509,7 @@ def permutation_test_counts(
 
     null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
     obs = observed_z if studentize else observed_diff
-    p, k = _pvalue(null, obs, alternative)
+    p, k = monte_carlo_pvalue(null, obs, alternative)
     ra, da = _rate(a, metric)
     rb, db = _rate(b, metric)
     estimates = pd.DataFrame(
@@ -582,14 +526,14 @@ def permutation_test_counts(
         difference=observed_diff,
         studentized_statistic=observed_z,
         pvalue=p,
-        pvalue_ci=_clopper_pearson(k, len(null)),
+        pvalue_ci=clopper_pearson(k, len(null)),
         null_distribution=null,
         estimates=estimates,
         studentize=studentize,
         permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
-        notes=_inexact_note(metric, permute),
+        notes=inexact_note(metric, permute),
     )
 
 
@@ -700,7 +644,9 @@ def _pairwise_tests(
             return _two_group_null(sa, sb, metric, True, permute, size, rng)
 
         null = chunked_resamples(draw, n_resamples, seed, n_jobs)
-        p[start : start + block] = _pvalues(null, _stat(sa, sb, metric, True), "two-sided")[0]
+        p[start : start + block] = monte_carlo_pvalues(
+            null, _stat(sa, sb, metric, True), "two-sided"
+        )[0]
     return pd.DataFrame(
         {
             "difference": _stat(a, b, metric, False),
@@ -810,8 +756,8 @@ def intersectional_permutation_test(
     random_state = check_seed(random_state)
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
     stat = float(np.nanmax(np.abs(z_obs)))
-    p_global, _ = _pvalue(null, stat, "greater")
-    adj = _pvalues(null[:, None], np.abs(z_obs), "greater")[0]  # single-step max-T
+    p_global, _ = monte_carlo_pvalue(null, stat, "greater")
+    adj = monte_carlo_pvalues(null[:, None], np.abs(z_obs), "greater")[0]  # single-step max-T
     rate, d = _rate(cells, metric)
     table = pd.DataFrame({"group": labels, "value": rate, "denominator": d, "n": cells.sum(axis=1)})
     table["z_vs_rest"] = np.nan
@@ -819,7 +765,7 @@ def intersectional_permutation_test(
     table.loc[keep, "z_vs_rest"] = z_obs
     table.loc[keep, "pvalue_maxT"] = adj
     n_pairs = len(klabels) * (len(klabels) - 1) // 2
-    notes = _inexact_note(metric, permute)
+    notes = inexact_note(metric, permute)
     if not keep.all():
         left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
         empty = int((table.loc[~keep, "n"] == 0).sum())

@@ -149,9 +149,9 @@ def group_auc(
     if data.row_score is None:
         raise ValueError("group AUC needs a score: give `score=` to AuditData")
     cols = data._check_by(by)
-    group = _regroup(data, cols)
+    group = regroup(data, cols)
     n_groups = int(np.prod([len(data.categories[c]) for c in cols]))
-    auc, n_pos, n_neg = _grouped_auc(group, data.row_outcome, data.row_score, n_groups)
+    auc, n_pos, n_neg = grouped_auc(group, data.row_outcome, data.row_score, n_groups)
     out = data.grouping(cols)
     out["auc"] = auc
     out["n"] = n_pos + n_neg
@@ -160,7 +160,7 @@ def group_auc(
     return out
 
 
-def _regroup(data: AuditData, cols: Sequence[str]) -> np.ndarray:
+def regroup(data: AuditData, cols: Sequence[str]) -> np.ndarray:
     """Row-level group index for a subset of the protected columns."""
     if list(cols) == list(data.protected):
         return data.row_group
@@ -169,7 +169,7 @@ def _regroup(data: AuditData, cols: Sequence[str]) -> np.ndarray:
     return np.ravel_multi_index(tuple(codes[i] for i in pos), tuple(data.shape_[i] for i in pos))
 
 
-def _grouped_auc(
+def grouped_auc(
     group: np.ndarray, y: np.ndarray, score: np.ndarray, n_groups: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(group)

@@ -162,7 +162,7 @@ class ModelAverage(FairnessModel):
                     f"fitted on (role {d.role!r}): model averaging does not refit its "
                     "models; fit each model on the new data, or call fit() without data"
                 )
-        names = names or _unique_names(models)
+        names = names or unique_names(models)
         self.comparison_ = None
         if self.averaging == "bma":
             # Foulds et al. Section 4: P(M_k | D) proportional to prod_(y,s) P(y | s, M_k) with
@@ -229,7 +229,7 @@ def _predictive_loglik(m: FairnessModel) -> float:
     return float(np.sum(d.k * np.log(p) + (d.n - d.k) * np.log1p(-p)))
 
 
-def _unique_names(models: Sequence[FairnessModel]) -> list[str]:
+def unique_names(models: Sequence[FairnessModel]) -> list[str]:
     names, seen = [], {}
     for m in models:
         base = f"{m.name}-{m.method}"

@@ -198,7 +198,7 @@ def sample_nuts(
 
 
 @contextmanager
-def _quiet_pytensor():
+def quiet_pytensor():
     """PyMC's FutureWarnings and PyTensor's notes that its C backend links no BLAS, which
     the package's C-compiled functions (MAP and ADVI objectives) do not need: they
     multiply matrices of one row per intersection, and NUTS compiles through numba.  The
@@ -525,7 +525,7 @@ class FairnessModel:
         model = self.build_model(design)
         seed = self._seed()
         self._model = model
-        with _quiet_pytensor():
+        with quiet_pytensor():
             if self.method == "map":
                 idata = _arviz.from_draws(
                     {"p": self.p_point_[None, None, :]},
@@ -616,7 +616,7 @@ class FairnessModel:
         if key not in _MAP_CACHE:
             if "_model" not in self.__dict__:  # unpickled: rebuild the model of the fit
                 self._model = self.build_model(self.design_)
-            with _quiet_pytensor():
+            with quiet_pytensor():
                 _MAP_CACHE[key] = _MapObjective(self._model)
         return _MAP_CACHE[key]
 
@@ -625,7 +625,7 @@ class FairnessModel:
         model transforms, as the samplers see them)."""
         if "_map" not in self.__dict__:
             obj = self._map_objective()
-            with _quiet_pytensor():
+            with quiet_pytensor():
                 self._map = obj.solve(
                     self.design_.n,
                     self.design_.k,
@@ -638,7 +638,7 @@ class FairnessModel:
     def _point_estimate(self) -> np.ndarray:
         """P(y=1|s) at the point estimate: here the MAP."""
         point = self._map_point()
-        with _quiet_pytensor():
+        with quiet_pytensor():
             return self._map_objective().p(point)
 
     @property

@@ -10,7 +10,7 @@ from .._validation import check_real
 from ._design import Design
 from ._fastlogp import MarginalLayout, logistic_nutpie_model
 from ._laplace import EmpiricalBayesPoint, hlr_empirical_bayes
-from .base import FairnessModel, _quiet_pytensor
+from .base import FairnessModel, quiet_pytensor
 
 __all__ = ["HierarchicalLogisticRegression", "LogisticRegression", "NeuralNetwork"]
 
@@ -336,7 +336,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
         """
         self._check_fitted()
         if self.point_estimate == "joint_map":
-            with _quiet_pytensor():
+            with quiet_pytensor():
                 point = self._map_objective().constrained(self._map_point())
             return float(point["sigma2"])
         return float(self._laplace_point().sigma2)

@@ -640,8 +640,13 @@ def lasso_path_oracle(
         ``group_draws``.  The path: metric, lambda_ratio, small, cut.
     """
     from ..disaggregated._lasso import lambda_max
-    from ..disaggregated.evaluate import _truncate
-    from ..disaggregated.structured import _fit, _standardise, group_features, lambda_ratios
+    from ..disaggregated.evaluate import truncate_to_range
+    from ..disaggregated.structured import (
+        fit_lasso,
+        group_features,
+        lambda_ratios,
+        standardise_features,
+    )
 
     roles = (outcome, decision, score)
     pop, truth, sensitive = _resolve_population(
@@ -663,7 +668,7 @@ def lasso_path_oracle(
         feats = group_features(
             gd, interactions=interactions, explanatory=explanatory, outcome_rates=outcome_rates
         )
-        F, _ = _standardise(feats.to_numpy(float))
+        F, _ = standardise_features(feats.to_numpy(float))
         names = gd.group_names()
         for m in metrics:
             s = gd.estimate(m)
@@ -676,8 +681,8 @@ def lasso_path_oracle(
             e = np.empty(n_lambdas)
             for i, r in enumerate(ratios):
                 # structured regression's own fit at that penalty
-                b0, theta = _fit(F[ok], s[ok], n[ok], lmax * r)
-                est = _truncate(b0 + F @ theta, m)
+                b0, theta = fit_lasso(F[ok], s[ok], n[ok], lmax * r)
+                est = truncate_to_range(b0 + F @ theta, m)
                 e[i] = np.abs(est[keep] - t[keep]).sum()
             err[m] += e
             best[m] += e.min()

@@ -16,7 +16,7 @@ from ..models import (
     model_average,
     posterior_fairness,
 )
-from ..models.averaging import _unique_names
+from ..models.averaging import unique_names
 from . import plots as _plots
 from .html import Figure, Report, Table, Text, whole_numbers
 from .plots import plot_posterior_boxes, plot_posterior_rates
@@ -34,7 +34,7 @@ def _named(models, argument: str, names: list[str] | None = None) -> dict:
             raise TypeError(f"`{argument}` must hold fitted bayesfair models only, got {bad}")
         if names is not None and len(models) != len(names):
             raise ValueError(f"`{argument}` has {len(models)} models, `models` {len(names)}")
-        out = dict(zip(names or _unique_names(models), models, strict=True))
+        out = dict(zip(names or unique_names(models), models, strict=True))
     else:
         raise TypeError(
             f"`{argument}` must be a dict name -> fitted model or a list of fitted models, "

@@ -12,7 +12,7 @@ from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
-from ..scan.cbs import _Inestimable
+from ..scan.cbs import Inestimable
 from .html import Figure, Report, Table, Text
 
 __all__ = ["add_scan_section", "scan_audit_data"]
@@ -99,7 +99,7 @@ def scan_audit_data(
                         random_state=random_state,
                     )
                 )
-            except _Inestimable as err:  # the scan's own reason, with the columns' names
+            except Inestimable as err:  # the scan's own reason, with the columns' names
                 skipped.append(f"{attr} = {value} ({err})")
     if skipped:
         warnings.warn(

@@ -34,15 +34,15 @@ from .._validation import SeedLike, check_count, check_random_state, check_real
 from .._vocabulary import renamed_arguments
 from .cbs import (
     CBSResult,
-    _fit_weighted,
-    _logit,
-    _Pipeline,
-    _proba,
-    _protected_mask,
+    ScanPipeline,
+    fit_weighted,
     frame_and_roles,
+    protected_mask,
+    safe_logit,
     scan_attributes,
+    weighted_proba,
 )
-from .engine import ScanResult, _check_common, subgroup_mask
+from .engine import ScanResult, check_scan_options, subgroup_mask
 
 __all__ = ["PosteriorScanResult", "posterior_bias_scan"]
 
@@ -278,17 +278,17 @@ def posterior_bias_scan(
     'sex = Male; charge = Felony'
     """
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
-    _check_common(penalty, n_restarts, sigma)
+    check_scan_options(penalty, n_restarts, sigma)
     for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
         check_count(val, name)
     check_count(tune, "tune")  # NUTS adapts while tuning (nutpie panics without)
     check_real(prior_scale, "prior_scale", "positive")
-    A, label, attr = _protected_mask(data, protected_class)
+    A, label, attr = protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
         data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
     )
-    pipe = _Pipeline(
+    pipe = ScanPipeline(
         data,
         roles,
         scan_type,
@@ -306,12 +306,12 @@ def posterior_bias_scan(
 
     # propensity weights (a point estimate, as in the paper)
     gx, gf = pipe.groups
-    pm_ = _fit_weighted(None, pipe.X_ihat, A.astype(float), np.ones(len(A)), True, gx)
-    pa = np.clip(_proba(pm_, pipe.X_ihat), 1e-6, 1 - 1e-6)
+    pm_ = fit_weighted(None, pipe.X_ihat, A.astype(float), np.ones(len(A)), True, gx)
+    pa = np.clip(weighted_proba(pm_, pipe.X_ihat), 1e-6, 1 - 1e-6)
     feats = pipe.X_ihat
     names = [f"{c}={v}" for c in ihat_attributes for v in pipe_values(data, c)]
     if pipe.condition is not None:
-        c = _logit(pipe.condition) if pipe.cond_is_prob else pipe.condition
+        c = safe_logit(pipe.condition) if pipe.cond_is_prob else pipe.condition
         feats = np.column_stack([feats, c])
         names.append("C")
     ref = ~A & pipe.keep
@@ -369,9 +369,9 @@ def posterior_bias_scan(
 
 def pipe_values(data: pd.DataFrame, col: str) -> list:
     """The values of ``col`` in the order of the one-hot columns of the I-hat model."""
-    from .engine import _codes
+    from .engine import row_codes
 
-    return _codes(data, [col])[1][col]
+    return row_codes(data, [col])[1][col]
 
 
 # keep the names importable for type checkers

@@ -46,12 +46,12 @@ from .._validation import (
 from .._vocabulary import N_RESAMPLES, renamed_arguments
 from ..data import AuditData
 from .engine import (
+    PreparedScan,
     ScanResult,
-    _codes,
-    _logit,
-    _Prepared,
     check_attribute_values,
     resolve_ordinal,
+    row_codes,
+    safe_logit,
     subgroup_mask,
     warn_impossible_events,
 )
@@ -59,7 +59,7 @@ from .engine import (
 __all__ = ["SCAN_TYPES", "CBSResult", "conditional_bias_scan", "expected_events"]
 
 
-class _Inestimable(ValueError):
+class Inestimable(ValueError):
     """The data leave the scan nothing to estimate (no rows of a class it keeps, or one
     class of I-hat's target); a permuted data set for which this happens takes no part
     in the null, and a report skips a protected class for which it happens."""
@@ -78,7 +78,7 @@ SCAN_TYPES: dict[str, tuple[str, str, str]] = {
 def _onehot(frame: pd.DataFrame, cols: Sequence[str]) -> np.ndarray:
     if not cols:
         return np.zeros((len(frame), 0))
-    codes, values = _codes(frame, cols)
+    codes, values = row_codes(frame, cols)
     blocks = [np.eye(len(values[c]))[codes[:, j]] for j, c in enumerate(cols)]
     return np.hstack(blocks)
 
@@ -91,7 +91,7 @@ def _row_groups(X: np.ndarray) -> np.ndarray:
     return key.groupby(list(key.columns), sort=False).ngroup().to_numpy().astype(np.int64)
 
 
-def _fit_weighted(model, X: np.ndarray, y: np.ndarray, w: np.ndarray, aggregate: bool, groups=None):
+def fit_weighted(model, X: np.ndarray, y: np.ndarray, w: np.ndarray, aggregate: bool, groups=None):
     """Fit ``model`` with sample weights; identical rows are merged (their weights summed)
     first when the model's loss is a weighted sum over rows (logistic regression), which
     leaves the fit unchanged and makes it independent of the number of rows."""
@@ -107,7 +107,7 @@ def _fit_weighted(model, X: np.ndarray, y: np.ndarray, w: np.ndarray, aggregate:
         keep = np.flatnonzero(wsum > 0)
         X, y, w = X[row[keep]], y[row[keep]], wsum[keep]
     if len(np.unique(y)) < 2:
-        raise _Inestimable(
+        raise Inestimable(
             "the I-hat model sees only one class of its target among the non-protected rows; "
             "the scan cannot estimate expectations (choose another scan type or condition value)"
         )
@@ -163,7 +163,7 @@ class _WeightedLogit:
         return np.column_stack([1 - p, p])
 
 
-def _proba(model, X):
+def weighted_proba(model, X):
     return model.predict_proba(X)[:, list(model.classes_).index(1)]
 
 
@@ -245,15 +245,15 @@ def expected_events(
     if protected.all() or not protected.any():
         raise ValueError("the protected class must contain some but not all rows")
     gx, gf = _groups if _groups is not None else (None, None)
-    pm = _fit_weighted(prop, X_ihat, protected.astype(float), np.ones(len(protected)), agg_p, gx)
-    pa = np.clip(_proba(pm, X_ihat), 1e-6, 1 - 1e-6)
+    pm = fit_weighted(prop, X_ihat, protected.astype(float), np.ones(len(protected)), agg_p, gx)
+    pa = np.clip(weighted_proba(pm, X_ihat), 1e-6, 1 - 1e-6)
     feats = X_ihat
     if condition is not None:
-        c = _logit(condition)[:, None] if condition_is_probability else condition[:, None]
+        c = safe_logit(condition)[:, None] if condition_is_probability else condition[:, None]
         feats = np.hstack([X_ihat, c])
     ref = ~protected & keep
     if not ref.any():
-        raise _Inestimable("no non-protected rows are left to estimate I-hat")
+        raise Inestimable("no non-protected rows are left to estimate I-hat")
     w = pa[ref] / (1 - pa[ref])
     if event_is_probability:  # two records per row (Appendix A.1, step 4)
         ev = np.clip(event[ref], 0.0, 1.0)
@@ -264,8 +264,8 @@ def expected_events(
     else:
         Xr, yr, wr = feats[ref], event[ref], w
         gr = None if gf is None else gf[ref]
-    im = _fit_weighted(imod, Xr, yr, wr, agg_i, gr)
-    return _proba(im, feats[protected & keep])
+    im = fit_weighted(imod, Xr, yr, wr, agg_i, gr)
+    return weighted_proba(im, feats[protected & keep])
 
 
 @dataclass
@@ -415,7 +415,7 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
         return ax
 
 
-def _protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, str | None]:
+def protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, str | None]:
     if isinstance(protected, str):
         if protected not in frame.columns:
             raise ValueError(f"`protected_class` column {protected!r} is not in the data")
@@ -509,7 +509,7 @@ def scan_attributes(
     return attributes, ihat_attributes
 
 
-class _Pipeline:
+class ScanPipeline:
     """Everything that does not change when the protected labels are permuted."""
 
     def __init__(
@@ -568,10 +568,10 @@ class _Pipeline:
         if self.condition is None:
             gf = gx
         else:
-            c = _logit(self.condition) if self.cond_is_prob else self.condition
+            c = safe_logit(self.condition) if self.cond_is_prob else self.condition
             gf = _row_groups(np.column_stack([gx, c]))
         self.groups = (gx, gf)
-        self.codes, self.values = _codes(frame, attributes)
+        self.codes, self.values = row_codes(frame, attributes)
         self.attributes = list(attributes)
         self.ordinal = resolve_ordinal(frame, self.attributes, ordinal)
         self.direction = direction
@@ -583,16 +583,16 @@ class _Pipeline:
         """Refuse, naming the columns, data that leave the scan nothing to estimate: a
         value-conditional scan that keeps no row in the protected class or outside it,
         or a binary event with one value among the kept rows outside the class, from
-        which I-hat cannot be learned (:class:`_Inestimable`, a ValueError)."""
+        which I-hat cannot be learned (:class:`Inestimable`, a ValueError)."""
         if self.kept is not None:
             for where, rows in (("in", protected), ("outside", ~protected)):
                 if not (rows & self.keep).any():
-                    raise _Inestimable(f"no row {where} the protected class has {self.kept}")
+                    raise Inestimable(f"no row {where} the protected class has {self.kept}")
         if not self.event_is_prob:
             seen = np.unique(self.event[~protected & self.keep])
             if len(seen) == 1:
                 kept = f" with {self.kept}" if self.kept else ""
-                raise _Inestimable(
+                raise Inestimable(
                     f"every row outside the protected class{kept} has {self.event_name} == "
                     f"{seen[0]:g}, so the expected {self.event_name} (I-hat) cannot be learned"
                 )
@@ -611,9 +611,9 @@ class _Pipeline:
             _groups=self.groups,
         )
 
-    def prepared(self, protected: np.ndarray, ihat: np.ndarray) -> _Prepared:
+    def prepared(self, protected: np.ndarray, ihat: np.ndarray) -> PreparedScan:
         rows = protected & self.keep
-        return _Prepared(
+        return PreparedScan(
             self.codes[rows],
             self.values,
             self.attributes,
@@ -725,17 +725,17 @@ def conditional_bias_scan(
     True
     """
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
-    A, label, attr = _protected_mask(data, protected_class)
+    A, label, attr = protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
         data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
     )
-    from .engine import _check_common
+    from .engine import check_scan_options
 
-    _check_common(penalty, n_restarts, sigma)
+    check_scan_options(penalty, n_restarts, sigma)
     check_resamples(n_resamples, "n_resamples", minimum=0)
     sequential = check_flag(sequential, "sequential")
-    pipe = _Pipeline(
+    pipe = ScanPipeline(
         data,
         roles,
         scan_type,
@@ -767,13 +767,13 @@ def conditional_bias_scan(
 
         def chunk(size: int, rng: np.random.Generator) -> np.ndarray:
             out = np.empty(size)
-            p = _Pipeline.__new__(_Pipeline)
+            p = ScanPipeline.__new__(ScanPipeline)
             p.__dict__.update(pipe.__dict__)
             p.sigma = sigma_used
             for b in range(size):
                 try:
                     out[b] = p.max_score(rng.permutation(A), n_restarts, penalty, rng)
-                except _Inestimable:
+                except Inestimable:
                     out[b] = np.nan
             return out
 

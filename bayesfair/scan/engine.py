@@ -52,7 +52,7 @@ DIRECTIONS = ("positive", "negative")
 _EPS = 1e-9
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
+def safe_logit(p: np.ndarray) -> np.ndarray:
     p = np.clip(p, _EPS, 1 - _EPS)
     return np.log(p) - np.log1p(-p)
 
@@ -281,7 +281,7 @@ class ScanResult(ResultMixin):  # numpydoc ignore=PR01
         return ax
 
 
-def _codes(frame: pd.DataFrame, attributes: Sequence[str]):
+def row_codes(frame: pd.DataFrame, attributes: Sequence[str]):
     codes = np.empty((len(frame), len(attributes)), np.int64)
     values: dict[str, list] = {}
     for j, col in enumerate(attributes):
@@ -384,7 +384,7 @@ def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> t
     return chosen
 
 
-class _Prepared:
+class PreparedScan:
     """Atoms and settings shared by the scans of one data set."""
 
     def __init__(
@@ -420,7 +420,7 @@ class _Prepared:
         if score == "bernoulli":
             if not np.isin(observed, (0.0, 1.0)).all():
                 raise ValueError("`observed` must be 0/1 events for the Bernoulli score")
-            lg = sign * _logit(expected)
+            lg = sign * safe_logit(expected)
             ev = observed if sign > 0 else 1.0 - observed
             df = pd.DataFrame({"cell": cell, "lg": lg, "ev": ev})
             g = df.groupby(["cell", "lg"], sort=False)["ev"].agg(["size", "sum"]).reset_index()
@@ -437,8 +437,8 @@ class _Prepared:
                 )
             warn_clipped_logits(observed, "`observed`")
             warn_clipped_logits(expected, "`expected`")
-            delta = _logit(observed) - _logit(expected)
-            if sigma == "estimate":  # any other string is refused by _check_common
+            delta = safe_logit(observed) - safe_logit(expected)
+            if sigma == "estimate":  # any other string is refused by check_scan_options
                 sigma = float(np.std(delta, ddof=1)) if len(delta) > 1 else 1.0
                 if not sigma > 0:
                     raise ValueError(
@@ -528,7 +528,7 @@ class _Prepared:
         )
 
 
-def _check_common(penalty, n_restarts, sigma=1.0):
+def check_scan_options(penalty, n_restarts, sigma=1.0):
     check_count(n_restarts, "n_restarts")
     check_real(penalty, "penalty", "non-negative")
     # sigma scales the Gaussian score only, but a meaningless one is refused for every score
@@ -626,15 +626,15 @@ def subset_scan(
         raise ValueError("`attributes` must name at least one column")
     if len(data) == 0:
         raise ValueError("`data` has no rows; a scan needs data")
-    _check_common(penalty, n_restarts, sigma)
+    check_scan_options(penalty, n_restarts, sigma)
     check_attribute_values(data, attributes, "scan attribute")
-    codes, values = _codes(data, attributes)
+    codes, values = row_codes(data, attributes)
     obs = _as_array(data, observed, "observed")
     exp = _as_array(data, expected, "expected")
     if score == "bernoulli":
         warn_impossible_events(obs, exp, "`expected`")
     ordinal = resolve_ordinal(data, attributes, ordinal)
-    prep = _Prepared(codes, values, attributes, obs, exp, score, direction, sigma, ordinal)
+    prep = PreparedScan(codes, values, attributes, obs, exp, score, direction, sigma, ordinal)
     rng = check_random_state(random_state)
     mask, sc, th, rs = prep.run(n_restarts, penalty, rng)
     return prep.result(mask, sc, th, rs, penalty)
