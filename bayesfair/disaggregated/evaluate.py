@@ -518,10 +518,8 @@ def disaggregated_evaluation(
         measured contrasts (on the simulated Adult audit).  ``"auto"`` (default) samples
         the main effects of an attribute with three or more values, each with 1,000 rows
         or more, partially centred, with a weight per metric from how much the data say
-        about the effects and how far apart they are, and the others non-centred: on
-        243 groups of 50,000 rows it mixed as centred did (R-hat 1.01 where non-centred
-        left 1.10-1.13) with fewer divergences; on the Adult audit, where no attribute
-        qualifies, it is non-centred.  See
+        about the effects and how far apart they are, and the others non-centred (the
+        measurements behind this rule: ``models/cards/hierarchical_bayes.md``).  See
         :func:`~bayesfair.disaggregated.hierarchical.fit_hierarchical`.
     hb_point_estimate : {"mean", "median"}
         Posterior summary reported as the hierarchical estimate (as ArviZ's

@@ -345,59 +345,26 @@ def fit_hierarchical(
 ):
     """Fit the model for several metrics at once.
 
-    Binomial: ``k`` and ``m`` of shape (metrics, groups).  Fay-Herriot: ``s`` and
-    ``se`` of shape (metrics, groups), NaN where undefined (left out of the
-    likelihood).  Returns (idata, draws of the group values with shape
-    (samples, metrics, groups)).  With nutpie installed the sampler runs on the
-    closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
-    per model); otherwise on the PyMC model with PyMC's sampler.
+        Binomial: ``k`` and ``m`` of shape (metrics, groups).  Fay-Herriot: ``s`` and
+        ``se`` of shape (metrics, groups), NaN where undefined (left out of the
+        likelihood).  Returns (idata, draws of the group values with shape
+        (samples, metrics, groups)).  With nutpie installed the sampler runs on the
+        closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
+        per model); otherwise on the PyMC model with PyMC's sampler.
 
-    ``main_effects`` gives the coordinates in which the attributes' main effects are
-    sampled; the model is the same in all of them.  ``"non-centred"``: sigma z, z ~
-    ZeroSumNormal(1), which suits effects the data say little about.  ``"centred"``:
-    effects ~ ZeroSumNormal(sigma).  Where every value of an attribute has many rows,
-    its effects are pinned and non-centred coordinates fix only sigma z, a curved
-    ridge along which sigma mixes slowly; where a scale rests on few or poorly measured
-    contrasts, its posterior reaches down to where centred coordinates form a funnel.
-    ``"auto"`` partially centres the block of each attribute whose values all have
-    many rows (``sizes``: rows per group) per measure, with the weight of
-    Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), and leaves the
-    others non-centred.  Measured at 4 x 1,000 draws (R-hat max / bulk ESS min / divergences):
-
-    * 243 groups (5 three-valued attributes, 50,000 rows, 3 count metrics, additive
-      log-odds; the benchmark's data, seeds 0-3): non-centred 1.10-1.13 / 27-43 / 0-4,
-      centred 1.01 / 485-812 / 2-47, auto 1.007-1.010 / 650-875 / 0-6.
-    * the same design with other main effects and a group effect of spread 0.5 (seeds 0-1):
-      non-centred 1.005-1.008 / 909-1,214 / 0-1 in 86-94 s, auto 1.027-1.028 / 208-225
-      / 0-1 in 35-36 s (weights 0.09-0.64); before the information counted the groups'
-      heterogeneity (weights 0.47-0.94), 1.017-1.029 / 232-288 / 1-3.
-    * the demo's data (24 groups of 10-5,558 rows, fitted group effects of spread about 0.6; seeds
-      2024, 0, 1): auto 1.004-1.007 / 1,244-1,334 / 0 (weights under 0.05); before the
-      information counted the groups' heterogeneity (weights 0.47-0.88), 13-35
-      divergent transitions per fit.
-    * the simulated Adult audit's population (32 groups, 36,710 rows; seeds 0-1): auto
-      1.005-1.014 / 576-879 / 0 (age band weighted 0.49-0.74); before the information
-      counted the groups' heterogeneity (0.81-0.98), 1.009-1.011 / 494-794 / 2-3;
-      non-centred 1.005-1.006 / 938-991 / 0.  Here and on the 243 groups with a group
-      effect, where the groups differ beyond their main effects, non-centred mixes as
-      well as auto or better; auto's partial centring pays where they do not (the
-      benchmark's data).
-    * the simulated Adult audit (32 groups, 5,000 rows, two- and four-valued
-      attributes, some values with few rows; 4 evaluation draws; binomial and
-      Fay-Herriot models): non-centred 1.01-1.02 / 320-404 / 0 and 0, centred
-      1.01-1.04 / 99-608 / 71-232 and 11-36.  No attribute has three or more values
-      of 1,000 rows each, so auto is non-centred there (the same draws).  Partial
-      weights for all attributes had given 1.01-1.02 / 344-501 / 0 and 0 on these 4
-      draws but 11 divergent transitions in 6 of the 40 fits of notebook 04's 20 draws,
-      where non-centred had none.
-    * 729 groups (6 three-valued attributes, 100,000 rows, additive log-odds, seeds
-      0-2): auto 1.04-1.07 / 55-105 / 10-53; before the information counted the groups'
-      heterogeneity 1.05-1.09 / 64-136 / 4-28 (non-centred, seed 0: 1.05 / 85 / 16).
-      Weights that differed only past the third decimal gave 1.04-1.12 / 30-98 / 21-37:
-      here the diagnostics move that much from run to run.  The slowest variables are
-      the scales of interactions that the data do not have; the group values' R-hat is
-      at most 1.007 in all.  COMPAS' race x sex x age and the 32-group
-      benchmark have an attribute value under 1,000 rows: auto is non-centred there.
+        ``main_effects`` gives the coordinates in which the attributes' main effects are
+        sampled; the model is the same in all of them.  ``"non-centred"``: sigma z, z ~
+        ZeroSumNormal(1), which suits effects the data say little about.  ``"centred"``:
+        effects ~ ZeroSumNormal(sigma).  Where every value of an attribute has many rows,
+        its effects are pinned and non-centred coordinates fix only sigma z, a curved
+        ridge along which sigma mixes slowly; where a scale rests on few or poorly measured
+        contrasts, its posterior reaches down to where centred coordinates form a funnel.
+        ``"auto"`` partially centres the block of each attribute whose values all have
+        many rows (``sizes``: rows per group) per measure, with the weight of
+        Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), and leaves the
+        others non-centred.  Which coordinates mix better depends on how much the data say
+    about each scale; the measured R-hat, ESS and divergences on six designs, which chose
+    this rule, are in ``models/cards/hierarchical_bayes.md``.
     """
     nuts = dict(
         draws=draws, tune=tune, chains=chains, target_accept=target_accept, random_seed=random_seed

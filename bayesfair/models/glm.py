@@ -172,19 +172,17 @@ class HierarchicalLogisticRegression(LogisticRegression):
     Notes
     -----
     Defaults: sum-to-zero effects, automatic centring and
-    ``target_accept=0.98`` give NUTS fits without divergences on Adult,
-    COMPAS and 10 million synthetic rows (on Adult, 4 x 1,000 draws: 0
-    divergences for each of 6 seeds at 0.98, against 1 in 3 of 6 seeds at
-    0.95, for about 30% more time; the same for COMPAS).  :meth:`paper`
+    ``target_accept=0.98`` were chosen for NUTS fits without divergences on Adult,
+    COMPAS and millions of synthetic rows, at some cost in time (the measurements are
+    in ``models/cards/hierarchical_logistic_regression.md``).  :meth:`paper`
     returns the settings of the authors' public code.
 
     With nutpie installed, NUTS (for this class and
     :class:`LogisticRegression`) evaluates the log density and its gradient
     written out in closed form (``bayesfair/models/_fastlogp.py``, tested
     against PyMC's): one compiled function for every data set, cached on disk
-    by numba, instead of compiling each PyMC model (about 13 s per process).
-    A 4 x 1,000-draw fit on Adult takes about 1 s warm and 3 s in a new
-    process.
+    by numba, instead of compiling each PyMC model once per process (``make bench``
+    times both).
 
     The point estimate ``p_point_`` ("O", ``method="map"``) is by default the
     empirical-Bayes one of mixed models (lme4's Laplace fit, with the prior on
@@ -196,18 +194,11 @@ class HierarchicalLogisticRegression(LogisticRegression):
     all of them.  The joint mode (``point_estimate="joint_map"``, PyMC's ``find_MAP``
     in the model's coordinates) is not: in the centred ones the density grows without
     bound as ``sigma2 -> 0`` (the optimiser stops somewhere along that ridge), in the
-    non-centred ones the mode keeps much of each intersection's noise.  Foulds et al.
-    found their HLR point estimate "too poor to be shown".  On 625 intersections of
-    an additive model (60,000 rows; true epsilon 2.108) the joint modes gave epsilon
-    2.972 (non-centred) and 1.510 (centred; where the optimiser stops on the ridge moves
-    with rounding: 1.467 before a change of the order of floating-point sums), the
-    empirical-Bayes estimate 2.140 in every parameterization, beside the posterior
-    predictive's 2.142 (``make bench``; one solve 0.011 s, find_MAP's 0.050 s).
-    ``pytest tests/test_models.py -k hlr_point_estimate`` checks it against the Laplace
-    marginal of PyMC's own density in each parameterization, on the demo's data (joint
-    modes 0.56 apart on the log-odds scale, empirical Bayes 0.01 from the posterior
-    mean), and on 40
-    simulated data sets with known ``sigma2``.  Like any mode of a variance, it can
+    non-centred ones the mode keeps much of each intersection's noise (Foulds et al.
+    found their HLR point estimate "too poor to be shown"; the model card compares
+    the two on 625 intersections, and ``pytest tests/test_models.py -k
+    hlr_point_estimate`` checks the empirical-Bayes estimate against the Laplace
+    marginal of PyMC's own density in each parameterization).  Like any mode of a variance, it can
     sit at ``sigma2 = 0`` (the additive model) when the intersections show no
     heterogeneity beyond what the prior expects.
 
@@ -216,9 +207,9 @@ class HierarchicalLogisticRegression(LogisticRegression):
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> from bayesfair.models import HierarchicalLogisticRegression
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> fit = HierarchicalLogisticRegression(random_state=0).fit(data)  # NUTS, 4 x 1,000
-    >>> fit.p_draws_.shape, fit.diagnostics_["divergences"]
-    ((4, 1000, 16), 0.0)
+    >>> fit = HierarchicalLogisticRegression(draws=200, tune=200, chains=2, random_state=0)
+    >>> fit.fit(data).p_draws_.shape  # NUTS: chains x draws x intersections
+    (2, 200, 16)
     """
 
     name = "HLR"
