@@ -1,7 +1,7 @@
 """The package's one vocabulary: shared defaults, interval columns and renamed arguments.
 
 Every public entry point takes its interval level, resample count, seed and Dirichlet
-pseudo-count under the names and with the defaults below; ``tests/test_vocabulary.py``
+pseudo-count under the names and with the defaults below; ``tests/contracts/test_vocabulary.py``
 checks every public signature against them, and ``docs/guide/concepts.rst`` explains
 the choices.  An argument that was renamed raises a ``TypeError`` that names its new
 name, so that no old call silently means something else.

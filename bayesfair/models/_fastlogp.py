@@ -14,7 +14,7 @@ interpreter.
 
 The density is that of the PyMC model the estimator builds, on the same
 unconstrained values (effects through PyMC's ``ZeroSumTransform`` or one-hot,
-``log sigma2``); ``tests/test_models.py`` checks values (up to a constant) and
+``log sigma2``); ``tests/models/test_models.py`` checks values (up to a constant) and
 gradients against PyMC at random points for every coding and parameterisation.
 
 HLR's intersections are centred (``gamma_j`` the sampled value) or not (``z_j``,

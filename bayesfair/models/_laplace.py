@@ -20,7 +20,7 @@ fixed effects) and linear work in the intersections.
 
 The Laplace approximation is least accurate on small counts.  On 6 intersections of 5-40
 rows its log marginal over ``sigma2`` in [0, 4] stays within 0.1 nats of the exact one
-computed by importance sampling, up to a constant (``pytest -s tests/test_models.py -k
+computed by importance sampling, up to a constant (``pytest -s tests/models/test_models.py -k
 tracks_the_exact``).
 """
 

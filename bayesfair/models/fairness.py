@@ -270,7 +270,7 @@ def posterior_fairness(
         per setting, truth with the generating P(s)), 90% intervals covered gamma in
         0.79-0.91 of replicates with the empirical P(s) and 0.88-0.93 with the
         posterior one on race 4 x sex 2 at 500 and 2,000 rows, three truths each
-        (``pytest -s tests/test_models.py -k p_s_covers`` runs three of the six).
+        (``pytest -s tests/models/test_models.py -k p_s_covers`` runs three of the six).
     by : str or list of str, optional
         Compare the groups of a subset of the protected attributes (race alone, say)
         instead of the intersections, from the same intersectional model: every draw

@@ -196,7 +196,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
     bound as ``sigma2 -> 0`` (the optimiser stops somewhere along that ridge), in the
     non-centred ones the mode keeps much of each intersection's noise (Foulds et al.
     found their HLR point estimate "too poor to be shown"; the model card compares
-    the two on 625 intersections, and ``pytest tests/test_models.py -k
+    the two on 625 intersections, and ``pytest tests/models/test_models.py -k
     hlr_point_estimate`` checks the empirical-Bayes estimate against the Laplace
     marginal of PyMC's own density in each parameterization).  Like any mode of a variance, it can
     sit at ``sigma2 = 0`` (the additive model) when the intersections show no

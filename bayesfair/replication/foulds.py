@@ -101,7 +101,7 @@ ModelFactory = Callable[[int], FairnessModel]
 #: paper merges into Other: code 3 here); its naive Bayes comments give Adult's, "0,1,2,3 values
 #: represent Black, White, Asian-Pac-Islander and Other races", Female 0 and Male 1, USA 0 and
 #: other nationalities 1.  Of the 24 orders of Adult's races, only this one gives the paper's
-#: LR-PE and NB-PE in Table 2 (``pytest tests/test_replication.py -k authors_point``).
+#: LR-PE and NB-PE in Table 2 (``pytest tests/replication/test_replication.py -k authors_point``).
 AUTHORS_CODES: dict[str, dict[str, tuple[str, ...]]] = {
     "adult": {
         "race": ("Black", "White", "Asian-Pac-Islander", "Other"),

@@ -21,7 +21,7 @@ from bayesfair.cli import main
 from bayesfair.report import Report, Table, Text, scan_audit_data
 from bayesfair.spec import load_spec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_writes_a_self_contained_report(tmp_path, capsys):

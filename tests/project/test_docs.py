@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 GUIDE_PAGES = sorted((DOCS / "guide").glob("*.rst"))
 CODE_PAGES = [p for p in GUIDE_PAGES if ".. code-block:: python" in p.read_text()]
@@ -33,7 +33,7 @@ PUBLIC_MODULES = [
     "bayesfair.replication.herlihy",
 ]
 # public functions whose example would need the reference data files (they are run by the
-# notebooks, the specs and tests/test_replication.py instead)
+# notebooks, the specs and tests/replication/test_replication.py instead)
 NEEDS_REFERENCE_DATA = {
     "population",
     "simulate",

@@ -159,7 +159,7 @@ def test_the_report_passes_the_browser_check(frame, tmp_path):
     out = tmp_path / "r.html"
     data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
     bf.audit(data, n_resamples=99).report().save(out)
-    script = Path(__file__).resolve().parents[1] / "scripts" / "check_report_in_browser.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "check_report_in_browser.py"
     proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("ok ") == 5
