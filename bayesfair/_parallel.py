@@ -31,6 +31,24 @@ def _check_n_jobs(n_jobs: object) -> None:
         )
 
 
+def _chunks(
+    n_resamples: int, random_state, n_jobs: object, n_chunks: int
+) -> tuple[np.ndarray, list[np.random.SeedSequence]]:
+    """Sizes adding up to ``n_resamples`` in at most ``n_chunks`` chunks and one seed each
+    (a SeedSequence is used as it is: callers spawn from one before passing it on)."""
+    check_resamples(n_resamples, "n_resamples")
+    _check_n_jobs(n_jobs)
+    seq = (
+        random_state
+        if isinstance(random_state, np.random.SeedSequence)
+        else check_seed(random_state)
+    )
+    k = int(min(n_chunks, n_resamples))
+    sizes = np.full(k, n_resamples // k)
+    sizes[: n_resamples % k] += 1
+    return sizes, seq.spawn(k)
+
+
 def chunked_resamples(
     fn: Callable[[int, np.random.Generator], np.ndarray],
     n_resamples: int,
@@ -42,18 +60,7 @@ def chunked_resamples(
 
     ``fn`` returns an array whose first axis has length ``size``.
     """
-    check_resamples(n_resamples, "n_resamples")
-    _check_n_jobs(n_jobs)
-    # a SeedSequence is used as it is (callers spawn from one before passing it on)
-    seq = (
-        random_state
-        if isinstance(random_state, np.random.SeedSequence)
-        else check_seed(random_state)
-    )
-    k = int(min(n_chunks, n_resamples))
-    sizes = np.full(k, n_resamples // k)
-    sizes[: n_resamples % k] += 1
-    seeds = seq.spawn(k)
+    sizes, seeds = _chunks(n_resamples, random_state, n_jobs, n_chunks)
     if n_jobs in (None, 1):
         parts = [fn(int(s), np.random.default_rng(sd)) for s, sd in zip(sizes, seeds, strict=True)]
     else:
@@ -111,17 +118,9 @@ def sequential_resamples(
     skipped : int
         NaN draws left out.
     """
-    check_resamples(n_resamples, "n_resamples")
-    _check_n_jobs(n_jobs)
-    seq = (
-        random_state
-        if isinstance(random_state, np.random.SeedSequence)
-        else check_seed(random_state)
-    )
-    k = int(min(4 * N_CHUNKS, n_resamples))  # finer chunks: the test stops at a chunk's end
-    sizes = np.full(k, n_resamples // k)
-    sizes[: n_resamples % k] += 1
-    seeds = seq.spawn(k)
+    # finer chunks than chunked_resamples': the test stops at a chunk's end
+    sizes, seeds = _chunks(n_resamples, random_state, n_jobs, 4 * N_CHUNKS)
+    k = len(sizes)
     width = 1 if n_jobs in (None, 1) else (os.cpu_count() or 1) if n_jobs < 0 else n_jobs
     drawn, hits, skipped = [], 0, 0
     for start in range(0, k, width):
