@@ -17,11 +17,10 @@ from .permutation import (
     IntersectionalPermutationResult,
     PermutationTestResult,
     intersectional_permutation_test,
-    minimum_detectable_difference,
     permutation_test,
     permutation_test_counts,
-    required_sample_size,
 )
+from .power import minimum_detectable_difference, required_sample_size
 
 __all__ = [
     "DiscriminationComparison",
