@@ -12,7 +12,7 @@ from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
 from ..scan import CBSResult, conditional_bias_scan
-from ..scan.cbs import Inestimable
+from ..scan.ihat import Inestimable
 from .html import Figure, Report, Table, Text
 
 __all__ = ["add_scan_section", "scan_audit_data"]

@@ -1,8 +1,9 @@
 """Subset scanning: the fast subset scan engine and the Conditional Bias Scan."""
 
 from .bayes import PosteriorScanResult, posterior_bias_scan
-from .cbs import SCAN_TYPES, CBSResult, conditional_bias_scan, expected_events
+from .cbs import SCAN_TYPES, CBSResult, conditional_bias_scan
 from .engine import ScanResult, describe_subgroup, subgroup_mask, subset_scan
+from .ihat import expected_events
 
 __all__ = [
     "SCAN_TYPES",

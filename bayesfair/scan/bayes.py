@@ -32,17 +32,9 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import SeedLike, check_count, check_random_state, check_real
 from .._vocabulary import renamed_arguments
-from .cbs import (
-    CBSResult,
-    ScanPipeline,
-    fit_weighted,
-    frame_and_roles,
-    protected_mask,
-    safe_logit,
-    scan_attributes,
-    weighted_proba,
-)
-from .engine import ScanResult, check_scan_options, subgroup_mask
+from .cbs import CBSResult, ScanPipeline, frame_and_roles, protected_mask, scan_attributes
+from .engine import ScanResult, check_scan_options, safe_logit, subgroup_mask
+from .ihat import fit_weighted, weighted_proba
 
 __all__ = ["PosteriorScanResult", "posterior_bias_scan"]
 

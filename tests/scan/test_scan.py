@@ -588,7 +588,7 @@ def test_cbs_permutation_test_level_under_the_null():
 def test_fast_weighted_logit_equals_scikit_learn():
     from sklearn.linear_model import LogisticRegression
 
-    from bayesfair.scan.cbs import _WeightedLogit
+    from bayesfair.scan.ihat import _WeightedLogit
 
     rng = np.random.default_rng(0)
     X = np.column_stack([np.eye(4)[rng.integers(0, 4, 300)], rng.normal(size=300)])
@@ -603,7 +603,7 @@ def test_merging_identical_rows_leaves_the_weighted_fit_unchanged():
     """I-hat's models are fitted on the distinct (feature row, class) pairs with their
     weights summed: the same fit as on every row, whether the row codes are computed or
     given, with rows of zero weight and a pattern seen in one class only."""
-    from bayesfair.scan.cbs import _row_groups, _WeightedLogit, fit_weighted
+    from bayesfair.scan.ihat import _WeightedLogit, fit_weighted, row_groups
 
     rng = np.random.default_rng(5)
     X = np.eye(5)[rng.integers(0, 5, 4000)][:, :4]  # five patterns, one all-zero
@@ -612,7 +612,7 @@ def test_merging_identical_rows_leaves_the_weighted_fit_unchanged():
     w = rng.uniform(0.1, 3, 4000)
     w[:500] = 0.0
     full = _WeightedLogit().fit(X, y, w).predict_proba(X)
-    for groups in (None, _row_groups(X)):
+    for groups in (None, row_groups(X)):
         merged = fit_weighted(None, X, y, w, True, groups)
         np.testing.assert_allclose(merged.predict_proba(X), full, rtol=1e-9, atol=1e-12)
 
