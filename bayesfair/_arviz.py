@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ._vocabulary import LEVEL
+
 __all__ = [
     "add_binomial_groups",
     "compare",
@@ -19,8 +21,6 @@ __all__ = [
     "hdi",
     "posterior_array",
 ]
-
-from ._vocabulary import LEVEL
 
 
 def _az():

@@ -26,7 +26,6 @@ def encode_values(col: pd.Series, what: str, categories: Sequence | None = None)
     appearance.  ``what`` names the column in messages (``"protected column 'race'"``).
     The package's one encoder of groups: the audit, the scans' intersections and the
     per-group estimates all order groups alike."""
-    categories = categories
     if categories is not None:
         categories = list(categories)
         if len(set(categories)) != len(categories):

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TypeVar
 
 __all__ = [
-    "INTERVAL_COLUMNS",
     "LEVEL",
     "N_RESAMPLES",
     "N_VARIANCE_RESAMPLES",
@@ -32,8 +31,6 @@ N_RESAMPLES = 999
 N_VARIANCE_RESAMPLES = 200
 #: Default Dirichlet pseudo-count added to each outcome of each intersection.
 PSEUDO_COUNT = 0.5
-#: Names of an interval's ends in every table (with a ``level`` column beside them).
-INTERVAL_COLUMNS = ("lower", "upper")
 
 F = TypeVar("F", bound=Callable)
 
@@ -82,7 +79,6 @@ def renamed_arguments(**renames: str) -> Callable[[F], F]:
                     )
             return func(*args, **kwargs)
 
-        wrapper.renamed_arguments = dict(renames)  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate

@@ -26,7 +26,13 @@ from .._validation import (
     check_random_state,
     check_resamples,
 )
-from .._vocabulary import LEVEL, N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_arguments
+from .._vocabulary import (
+    LEVEL,
+    N_RESAMPLES,
+    N_VARIANCE_RESAMPLES,
+    interval_columns,
+    renamed_arguments,
+)
 from ..data import AuditData
 from ..models.base import SamplerWarning
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
@@ -626,9 +632,7 @@ def disaggregated_evaluation(
                     "metric": metric,
                     "estimator": est,
                     "estimate": values[a],
-                    "lower": lo[a],
-                    "upper": hi[a],
-                    "level": levels[0],
+                    **interval_columns(lo[a], hi[a], levels[0]),
                     "defined": bool(defined[a]),
                 }
             )
@@ -639,9 +643,7 @@ def disaggregated_evaluation(
                         "n": int(n[a]),
                         "metric": metric,
                         "estimator": est,
-                        "level": lv,
-                        "lower": l2[a],
-                        "upper": h2[a],
+                        **interval_columns(l2[a], h2[a], lv),
                     }
                 )
 

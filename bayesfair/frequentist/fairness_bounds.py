@@ -16,7 +16,7 @@ from .._plotting import dot_plot, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_open_probability
-from .._vocabulary import LEVEL, renamed_arguments
+from .._vocabulary import LEVEL, interval_columns, renamed_arguments
 from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
 from ._pvalues import clopper_pearson
@@ -129,9 +129,11 @@ class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
             {
                 "metric": ["epsilon-DF", "gamma-SF"],
                 "estimate": [self.epsilon, self.gamma],
-                "lower": [self.epsilon_interval[0], self.gamma_interval[0]],
-                "upper": [self.epsilon_interval[1], self.gamma_interval[1]],
-                "level": [self.level] * 2,
+                **interval_columns(
+                    [self.epsilon_interval[0], self.gamma_interval[0]],
+                    [self.epsilon_interval[1], self.gamma_interval[1]],
+                    self.level,
+                ),
                 "role": [self.role] * 2,
                 "method": [
                     f"Clopper-Pearson rates of {k} groups, projected (Sidak for the lower end)",
@@ -310,9 +312,8 @@ def intervals_from_counts(
             "n": n[seen],
             "positives": pos[seen],
             "p": p,
-            "lower": box[0],
-            "upper": box[1],
-            "level": 1 - (1 - level) / 2,  # simultaneous over the intersections
+            # simultaneous over the intersections
+            **interval_columns(box[0], box[1], 1 - (1 - level) / 2),
         }
     )
     with np.errstate(divide="ignore"):

@@ -27,7 +27,7 @@ from .._validation import (
     check_same_index,
     warn_unused_categories,
 )
-from .._vocabulary import LEVEL
+from .._vocabulary import LEVEL, interval_columns
 
 __all__ = [
     "DiscriminationComparison",
@@ -551,9 +551,7 @@ def group_learning_curves(
                 "delta": d,
                 "alpha": al,
                 "beta": be,
-                "lower": lo,
-                "upper": hi,
-                "level": level,
+                **interval_columns(lo, hi, level),
                 "loss_at_largest_n": arr[:, -1, j].mean(),
             }
         )

@@ -5,7 +5,6 @@ propensity-weighted model fitted on the non-protected rows."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -123,15 +122,6 @@ class _WeightedLogit:
 
 def weighted_proba(model, X):
     return model.predict_proba(X)[:, list(model.classes_).index(1)]
-
-
-@dataclass
-class _Spec:
-    event: np.ndarray
-    condition: np.ndarray | None
-    event_kind: str  # "binary" or "probability"
-    condition_kind: str | None
-    score: str
 
 
 def expected_events(
