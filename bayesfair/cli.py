@@ -311,9 +311,17 @@ def _probability(text: str) -> float:
 _non_negative_int = _int_at_least(0, "a non-negative integer")
 
 
-def _add_sampler_arguments(p: argparse.ArgumentParser, seed: int | None) -> None:
-    """Options of the Bayesian fits (the names the SamplerWarning's advice uses are
-    those of the Python API: hb_draws is --draws, hb_main_effects --hb-main-effects)."""
+def _add_audit_options(p: argparse.ArgumentParser, seed: int | None) -> None:
+    """The options of :func:`bayesfair.audit` that ``demo`` and ``audit`` share: the
+    vocabulary's (seed, level, resamples, pseudo-count) and the Bayesian fits' (the names
+    the SamplerWarning's advice uses are those of the Python API: hb_draws is --draws,
+    hb_main_effects --hb-main-effects)."""
+    p.add_argument(
+        "--pseudo-count",
+        type=float,
+        default=PSEUDO_COUNT,
+        help=f"Dirichlet pseudo-count of the smoothed EDF (default {PSEUDO_COUNT:g})",
+    )
     p.add_argument(
         "--seed",
         type=_non_negative_int,
@@ -379,14 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--n-rows", type=_positive_int, default=20_000, help="rows of the demo's data (20,000)"
     )
-    d.add_argument(
-        "--pseudo-count",
-        type=float,
-        default=PSEUDO_COUNT,
-        help=f"Dirichlet pseudo-count of the smoothed EDF (default {PSEUDO_COUNT:g})",
-    )
     d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
-    _add_sampler_arguments(d, seed=2024)
+    _add_audit_options(d, seed=2024)
     a = sub.add_parser(
         "audit", parents=[common], help="audit a CSV file or run a spec from models/specs/"
     )
@@ -402,12 +404,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="further columns the bias scans search over (categorical; bin numeric ones first)",
     )
     a.add_argument("--pos-label", help="outcome value that means 1 (for non-0/1 codings)")
-    a.add_argument(
-        "--pseudo-count",
-        type=float,
-        default=PSEUDO_COUNT,
-        help=f"Dirichlet pseudo-count of the smoothed EDF (default {PSEUDO_COUNT:g})",
-    )
     a.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
     a.add_argument(
         "--counts",
@@ -421,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="add the Bayesian section (EDF, HLR fits) and hierarchical Bayes per group",
     )
-    _add_sampler_arguments(a, seed=None)
+    _add_audit_options(a, seed=None)
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")
     a.add_argument("--tables", help=_TABLES_HELP)
     a.add_argument("--force", action="store_true", help=_FORCE_HELP)
