@@ -178,7 +178,13 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         rep = self.empirical.report(report)
         add_answers_section(rep, self)
         if self.bayesian is not None:
-            add_bayesian_section(rep, self.bayesian["labels"], self.bayesian["decisions"])
+            add_bayesian_section(
+                rep,
+                self.bayesian["labels"],
+                self.bayesian["decisions"],
+                level=self.empirical.level,
+                random_state=self.random_state,
+            )
         if self.tests is not None:
             add_frequentist_section(rep, tests=self.tests, n_resamples=self.n_resamples)
         if self.scans is not None:

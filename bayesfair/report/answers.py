@@ -116,7 +116,7 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
     amp = emp.amplification
     if amp is not None:
         for r in amp[amp["method"] == "EDF"].itertuples(index=False):
-            lo, hi = r[5], r[6]  # the interval columns, whatever the level's name
+            lo, hi = r.lower, r.upper
             if math.isfinite(r.amplification):
                 answer = f"{r.metric} of decisions minus labels = {_fmt(r.amplification)}" + (
                     " (an amplification)" if r.amplification > 0 else ""
@@ -152,7 +152,8 @@ def _posterior(result: Any, level: float) -> dict:
     for role, models in fits.items():
         if not models or "HLR" not in models:
             continue
-        s = posterior_fairness(models["HLR"], level=level, random_state=0).summary()
+        s = posterior_fairness(models["HLR"], level=level, random_state=result.random_state)
+        s = s.summary()
         s = s.set_index("metric")
         for metric, key in (("epsilon-DF", "epsilon"), ("gamma-SF", "gamma")):
             row = s.loc[key]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from .._validation import check_instance
+from .._validation import SeedLike, check_instance
 from .._vocabulary import LEVEL
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..models import (
@@ -52,6 +52,8 @@ def add_bayesian_section(
     mechanism: Mapping[str, FairnessModel] | Sequence[FairnessModel] | None = None,
     *,
     detail: str | None = None,
+    level: float = LEVEL,
+    random_state: SeedLike = None,
 ) -> Report:
     """Add posterior epsilon-DF / gamma-SF of every fitted model to ``report``.
 
@@ -68,6 +70,11 @@ def add_bayesian_section(
     detail : str, optional
         The model whose per-intersection posterior is shown (default: HLR if
         present, else the first).
+    level : float, default 0.9
+        Level of the section's intervals (HDIs and the frequentist interval beside them).
+    random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
+        Seeds the posterior draws of the intersections' shares (gamma's Bayesian
+        bootstrap), so that a seeded audit writes the same section again.
 
     Returns
     -------
@@ -98,7 +105,12 @@ def add_bayesian_section(
     if detail is not None and detail not in models:
         raise ValueError(f"`detail` must be one of the models {list(models)}, got {detail!r}")
     results = {
-        name: posterior_fairness(m, None if mechanism is None else mechanism[name])
+        name: posterior_fairness(
+            m,
+            None if mechanism is None else mechanism[name],
+            level=level,
+            random_state=random_state,
+        )
         for name, m in models.items()
     }
     sec = report.section("Bayesian intersectional fairness")
@@ -107,9 +119,9 @@ def add_bayesian_section(
             "Each model of P(y|s) gives three estimates (Foulds et al.): O, the metric of the "
             "point estimate; X, the metric of the posterior predictive; and the posterior "
             "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). "
-            "Intervals are 90% HDIs. gamma's posterior also draws P(s), the intersections' "
-            "shares, from its posterior (the Bayesian bootstrap): it is gamma of the "
-            "population the rows were sampled from; O and X use the sample's shares. "
+            f"Intervals are {level:.0%} HDIs. gamma's posterior also draws P(s), the "
+            "intersections' shares, from its posterior (the Bayesian bootstrap): it is gamma "
+            "of the population the rows were sampled from; O and X use the sample's shares. "
             "Near a fair population these intervals mislead: each model gives every "
             "intersection a rate of its own, so each draw of epsilon and gamma is positive "
             "and an HDI never contains a fair population's 0. The confidence intervals of "
@@ -161,7 +173,7 @@ def add_bayesian_section(
                 design.n,
                 design.k,
                 design.labels,
-                level=LEVEL,
+                level=level,
                 role=design.role,
                 by=tuple(design.attributes),
             )
@@ -170,7 +182,7 @@ def add_bayesian_section(
             plot_posterior_boxes(results, confidence),
             caption="Posterior of the fairness metrics per model"
             + (
-                f", and the frequentist {LEVEL:.0%} confidence interval of the same table "
+                f", and the frequentist {level:.0%} confidence interval of the same table "
                 "(green; an arrow: its upper end lies above the plot, or is infinite)."
                 if confidence is not None
                 else "."
@@ -207,7 +219,13 @@ def add_bayesian_section(
         rows = []
         for by in [[a] for a in attrs] + [attrs]:
             # the intersections' row is the section's own result, not computed again
-            fair = results[name] if by == attrs else posterior_fairness(models[name], mech, by=by)
+            fair = (
+                results[name]
+                if by == attrs
+                else posterior_fairness(
+                    models[name], mech, by=by, level=level, random_state=random_state
+                )
+            )
             s = fair.summary()
             s = s[s["metric"].isin(["epsilon", "epsilon_mechanism"])]
             s.insert(0, "groups", " x ".join(by))
@@ -252,7 +270,7 @@ def add_bayesian_section(
         sec.add(Table(weights.reset_index(names="model"), float_format="{:.4f}"))
     sec.add(
         Figure(
-            plot_posterior_rates(models[name], max_groups=_plots.MAX_CHART_ROWS),
+            plot_posterior_rates(models[name], level=level, max_groups=_plots.MAX_CHART_ROWS),
             caption=f"{name}: posterior of P(y=1|s) per intersection beside the empirical rate; "
             "small groups borrow strength, and their intervals show what the data cannot say."
             + _plots.chart_rows_note(models[name].design_.n_groups, "the model's summary()"),

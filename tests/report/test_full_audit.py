@@ -183,3 +183,20 @@ def test_the_command_line_has_the_calls_options(frame, tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*argv, "--n-resamples", "0"])
+
+
+@pytest.mark.slow
+def test_a_seeded_bayesian_audit_repeats_and_reports_at_its_level(frame):
+    """The seed and the level reach the Bayesian section and the answers too: the same
+    seed gives the same answers (gamma's Bayesian bootstrap included), and a level of
+    0.8 is the level of the section's HDIs."""
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
+    kw = dict(bayes=True, draws=100, n_resamples=19, level=0.8, random_state=7)
+    with pytest.warns(UserWarning):  # short chains: the sampler says so
+        first, again = bf.audit(data, **kw), bf.audit(data, **kw)
+    pd.testing.assert_frame_equal(bf.report.audit_answers(first), bf.report.audit_answers(again))
+    html = first.report().to_html()
+    tables = re.compile(r"<table.*?</table>", re.S)
+    assert tables.findall(html) == tables.findall(again.report().to_html())
+    assert "Intervals are 80% HDIs" in html and "Intervals are 90% HDIs" not in html
+    assert "80% HDI, posterior" in bf.report.audit_answers(first)["interval"].str.cat()
