@@ -19,6 +19,7 @@ __all__ = [
     "N_RESAMPLES",
     "N_VARIANCE_RESAMPLES",
     "PSEUDO_COUNT",
+    "ROLE_RENAMES",
     "interval_columns",
     "renamed_arguments",
 ]
@@ -31,6 +32,14 @@ N_RESAMPLES = 999
 N_VARIANCE_RESAMPLES = 200
 #: Default Dirichlet pseudo-count added to each outcome of each intersection.
 PSEUDO_COUNT = 0.5
+
+#: The fairlearn-style role names the per-group estimates took, and the package's names.
+ROLE_RENAMES = {
+    "sensitive_features": "protected",
+    "y_true": "outcome",
+    "y_pred": "decision",
+    "y_score": "score",
+}
 
 F = TypeVar("F", bound=Callable)
 

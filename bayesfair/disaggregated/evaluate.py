@@ -30,6 +30,7 @@ from .._vocabulary import (
     LEVEL,
     N_RESAMPLES,
     N_VARIANCE_RESAMPLES,
+    ROLE_RENAMES,
     interval_columns,
     renamed_arguments,
 )
@@ -415,10 +416,7 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
 
 
 @renamed_arguments(
-    sensitive_features="protected",
-    y_true="outcome",
-    y_pred="decision",
-    y_score="score",
+    **ROLE_RENAMES,
     levels="level",
     n_bootstrap="n_resamples",
     n_bootstrap_variance="n_variance_resamples",

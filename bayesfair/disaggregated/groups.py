@@ -16,6 +16,7 @@ from .._validation import (
     intersection_labels,
     is_numeric_not_bool,
 )
+from .._vocabulary import ROLE_RENAMES, renamed_arguments
 from ..metrics.rates import RATE_DEFINITIONS, grouped_auc
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name", "needed_column"]
@@ -125,6 +126,9 @@ class GroupedData:  # numpydoc ignore=PR01
     frame: pd.DataFrame
 
     @classmethod
+    @renamed_arguments(
+        **ROLE_RENAMES,
+    )
     def from_frame(
         cls,
         data: pd.DataFrame,

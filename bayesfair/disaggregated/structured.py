@@ -22,7 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_real, check_same_index
-from .._vocabulary import LEVEL, N_RESAMPLES
+from .._vocabulary import LEVEL, N_RESAMPLES, renamed_arguments
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -243,6 +243,7 @@ def check_rblpr_options(
         check_real(ridge, rname, "non-negative")
 
 
+@renamed_arguments(levels="level", n_bootstrap="n_resamples")
 def structured_regression(
     gd: GroupedData,
     metric,

@@ -24,6 +24,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from .._vocabulary import renamed_arguments
 from ..datasets import load_compas, make_cbs_semisynthetic
 from ..scan import conditional_bias_scan, subgroup_mask
 
@@ -523,6 +524,7 @@ PAPER_TABLE4 = pd.DataFrame(
 )
 
 
+@renamed_arguments(n_permutations="n_resamples")
 def table4(
     frame: pd.DataFrame | None = None,
     *,
@@ -706,6 +708,7 @@ def detection_study(
     return pd.DataFrame(rows)
 
 
+@renamed_arguments(n_permutations="n_resamples")
 def null_level_study(
     n_datasets: int = 100,
     *,

@@ -17,7 +17,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from .._validation import check_flag
-from .._vocabulary import LEVEL
+from .._vocabulary import LEVEL, renamed_arguments
 from ..data import AuditData
 from ..datasets import load_adult, load_compas, make_gaussian_threshold
 from ..frequentist import fairness_confidence_interval
@@ -706,6 +706,7 @@ def compas_case_study(
     return posterior_fairness(y, d, random_state=random_state)
 
 
+@renamed_arguments(levels="categories", prob="level")
 def calibration_study(
     factories: dict[str, ModelFactory],
     *,

@@ -32,6 +32,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from .. import _arviz
+from .._vocabulary import ROLE_RENAMES, renamed_arguments
 from ..datasets import load_adult
 from ..disaggregated import disaggregated_evaluation
 from ..disaggregated.groups import GroupedData, needed_column
@@ -107,6 +108,9 @@ def population(data_home: str | os.PathLike | None = None, random_state: int = 0
     return pop, population_truth(pop)
 
 
+@renamed_arguments(
+    **ROLE_RENAMES,
+)
 def population_truth(
     pop: pd.DataFrame,
     protected: str | list[str] = SENSITIVE,
@@ -224,6 +228,11 @@ def _stratified(
     return pop.iloc[np.concatenate(take)].reset_index(drop=True)
 
 
+@renamed_arguments(
+    **ROLE_RENAMES,
+    levels="level",
+    n_bootstrap="n_resamples",
+)
 def simulate(
     n_draws: int = 20,
     *,

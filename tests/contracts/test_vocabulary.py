@@ -114,6 +114,21 @@ def data():
     return make_gaussian_threshold(n_rows=1500, random_state=0).audit_data()
 
 
+def _lower(name: str):
+    """The lower-level functions and the reproduction harnesses, renamed alike."""
+    from bayesfair.disaggregated import GroupedData
+    from bayesfair.disaggregated.structured import structured_regression
+    from bayesfair.replication import boxer, foulds, herlihy
+
+    return {
+        "GroupedData.from_frame": GroupedData.from_frame,
+        "structured_regression": structured_regression,
+        "simulate": herlihy.simulate,
+        "null_level_study": boxer.null_level_study,
+        "calibration_study": foulds.calibration_study,
+    }[name]
+
+
 @pytest.mark.parametrize(
     ("call", "old", "new"),
     [
@@ -142,6 +157,11 @@ def data():
         (lambda d, kw: bf.AuditData(d.frame, ["race"], "y", **kw), "levels", "categories"),
         (lambda d, kw: d.counts(**kw), "target", "role"),
         (lambda d, kw: d.probabilities(**kw), "alpha", "pseudo_count"),
+        (lambda d, kw: _lower("GroupedData.from_frame")(d.frame, **kw), "y_true", "outcome"),
+        (lambda d, kw: _lower("structured_regression")(None, **kw), "n_bootstrap", "n_resamples"),
+        (lambda d, kw: _lower("simulate")(**kw), "sensitive_features", "protected"),
+        (lambda d, kw: _lower("null_level_study")(1, **kw), "n_permutations", "n_resamples"),
+        (lambda d, kw: _lower("calibration_study")({}, **kw), "prob", "level"),
     ],
 )
 def test_an_old_name_fails_in_one_line_naming_the_new_one(data, call, old, new):
