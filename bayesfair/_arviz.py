@@ -1,10 +1,15 @@
-"""The one place that touches ArviZ, so that a move to ArviZ 1 (DataTree) stays local.
+"""The one place that touches ArviZ: the package runs on ArviZ 0.2x (``InferenceData``) and
+ArviZ 1.x (``xarray.DataTree``), and every difference between them is here.
 
-The package sets its own interval defaults rather than inheriting ArviZ's.
+What a user gets back is what their ArviZ works with: ``idata_`` is an ``InferenceData``
+under ArviZ 0.2x and a ``DataTree`` under ArviZ 1, so ``az.summary`` and ``az.plot_*`` run on
+it either way.  The package sets its own interval defaults rather than inheriting ArviZ's
+(whose default HDI probability is 0.94 in 0.2x and 0.89 in 1.x).
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 
@@ -14,15 +19,21 @@ import pandas as pd
 from ._vocabulary import LEVEL
 
 __all__ = [
+    "ARVIZ_1",
     "add_binomial_groups",
+    "add_group",
+    "add_variables",
+    "assign_coords",
     "compare",
     "diagnostics",
     "from_draws",
+    "groups",
     "hdi",
     "posterior_array",
 ]
 
 
+@functools.cache
 def _az():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ 0.2x announces its refactor on import
@@ -30,14 +41,38 @@ def _az():
     return az
 
 
+def _major() -> int:
+    from importlib.metadata import version
+
+    return int(version("arviz").split(".")[0])
+
+
+#: whether the installed ArviZ is 1.x (DataTree) rather than 0.2x (InferenceData)
+ARVIZ_1 = _major() >= 1
+
+
 def hdi(draws: np.ndarray, level: float = LEVEL) -> np.ndarray:
     """Highest-density interval over the leading (sample) axis of ``draws``: shape (2, ...)."""
     az = _az()
     draws = np.asarray(draws, dtype=float)
+    if ARVIZ_1:
+        import xarray as xr
+
+        flat = draws.reshape(1, *draws.shape)  # one chain of all samples
+        dims = ["chain", "draw", *[f"d{i}" for i in range(draws.ndim - 1)]]
+        out = az.hdi(xr.DataArray(flat, dims=dims), prob=level)
+        return np.moveaxis(out.transpose(..., "ci_bound").to_numpy(), -1, 0)
     if draws.ndim == 1:
         return np.asarray(az.hdi(draws, hdi_prob=level))
     flat = draws.reshape(1, draws.shape[0], *draws.shape[1:])  # one chain of all samples
     return np.moveaxis(np.asarray(az.hdi(flat, hdi_prob=level)), -1, 0)
+
+
+def groups(idata) -> set[str]:
+    """The names of the groups of ``idata`` (``posterior``, ``log_likelihood``, ...)."""
+    if ARVIZ_1:
+        return set(idata.children)
+    return set(idata.groups())
 
 
 def from_draws(
@@ -48,15 +83,85 @@ def from_draws(
     coords: Mapping[str, Sequence] | None = None,
     dims: Mapping[str, list[str]] | None = None,
 ):
-    """An InferenceData from arrays shaped (chain, draw, ...)."""
-    az = _az()
-    return az.from_dict(
-        posterior=dict(posterior),
-        log_likelihood=dict(log_likelihood) if log_likelihood else None,
-        observed_data=dict(observed) if observed else None,
-        coords=dict(coords or {}),
-        dims=dict(dims or {}),
+    """An InferenceData (DataTree under ArviZ 1) from arrays shaped (chain, draw, ...)."""
+    return _from_groups(
+        {
+            "posterior": posterior,
+            "log_likelihood": log_likelihood,
+            "observed_data": observed,
+        },
+        coords=coords,
+        dims=dims,
     )
+
+
+def _from_groups(
+    data: Mapping[str, Mapping[str, np.ndarray] | None],
+    *,
+    coords: Mapping[str, Sequence] | None = None,
+    dims: Mapping[str, list[str]] | None = None,
+):
+    """ArviZ's ``from_dict`` of the groups of ``data`` that are not None or empty."""
+    az = _az()
+    data = {name: dict(vars_) for name, vars_ in data.items() if vars_}
+    coords = {k: list(v) for k, v in (coords or {}).items()}
+    dims = {k: list(v) for k, v in (dims or {}).items()}
+    if ARVIZ_1:
+        return az.from_dict(data, coords=coords, dims=dims)
+    return az.from_dict(**data, coords=coords, dims=dims)
+
+
+def add_group(
+    idata,
+    name: str,
+    variables: Mapping[str, np.ndarray],
+    *,
+    coords: Mapping[str, Sequence] | None = None,
+    dims: Mapping[str, list[str]] | None = None,
+) -> None:
+    """Add (or replace) the group ``name`` of ``idata`` in place."""
+    extra = _from_groups({name: variables}, coords=coords, dims=dims)
+    if ARVIZ_1:
+        idata[name] = extra[name]
+    else:
+        if name in idata.groups():
+            delattr(idata, name)
+        idata.extend(extra)
+
+
+def _dataset(idata, group: str):
+    """The group ``group`` of ``idata`` as an ``xarray.Dataset``."""
+    return idata[group].to_dataset() if ARVIZ_1 else getattr(idata, group)
+
+
+def _set_dataset(idata, group: str, ds) -> None:
+    if ARVIZ_1:
+        import xarray as xr
+
+        idata[group] = xr.DataTree(ds)
+    else:
+        setattr(idata, group, ds)
+
+
+def assign_coords(idata, group: str, **coords) -> None:
+    """Set coordinates of a group of ``idata`` in place."""
+    _set_dataset(idata, group, _dataset(idata, group).assign_coords(**coords))
+
+
+def add_variables(
+    idata,
+    group: str,
+    variables: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    coords: Mapping[str, Sequence] | None = None,
+) -> None:
+    """Add variables ``name: (dims, values)`` (dims after chain and draw) to a group of
+    ``idata`` in place, with the ``coords`` of their dims."""
+    ds = _dataset(idata, group).assign(
+        {name: (("chain", "draw", *dims), values) for name, (dims, values) in variables.items()}
+    )
+    used = {d for dims, _ in variables.values() for d in dims}
+    ds = ds.assign_coords({d: list(v) for d, v in (coords or {}).items() if d in used})
+    _set_dataset(idata, group, ds)
 
 
 def add_binomial_groups(
@@ -67,20 +172,19 @@ def add_binomial_groups(
     and with ``p`` (draws shaped chain, draw, intersection) and ``rng`` a
     ``posterior_predictive`` ``y`` ~ Binomial(n, p) for every draw, so that ``az.plot_ppc``,
     ``az.loo_pit`` and ``az.plot_bpv`` work."""
-    groups = set(idata.groups())
+    present = groups(idata)
     n = np.asarray(n, dtype=np.int64)
-    ppc = None
-    if p is not None and "posterior_predictive" not in groups:
+    coords = {"intersection": list(labels)}
+    dims = {name: ["intersection"] for name in ("y", "n", "k")}
+    if p is not None and "posterior_predictive" not in present:
         y = rng.binomial(n, np.clip(np.nan_to_num(p, nan=0.5), 0.0, 1.0))
         ppc = {"y": y.astype(np.int32 if n.max(initial=0) < 2**31 else int)}
-    extra = _az().from_dict(
-        posterior_predictive=ppc,
-        observed_data=None if "observed_data" in groups else {"y": np.asarray(k, np.int64)},
-        constant_data=None if "constant_data" in groups else {"n": n, "k": np.asarray(k)},
-        coords={"intersection": list(labels)},
-        dims={name: ["intersection"] for name in ("y", "n", "k")},
-    )
-    idata.extend(extra)
+        add_group(idata, "posterior_predictive", ppc, coords=coords, dims=dims)
+    if "observed_data" not in present:
+        add_group(idata, "observed_data", {"y": np.asarray(k, np.int64)}, coords=coords, dims=dims)
+    if "constant_data" not in present:
+        const = {"n": n, "k": np.asarray(k)}
+        add_group(idata, "constant_data", const, coords=coords, dims=dims)
 
 
 def posterior_array(idata, name: str) -> np.ndarray:
@@ -92,7 +196,7 @@ def diagnostics(idata, var_names: Sequence[str] | None = None) -> dict[str, floa
     """Divergences, largest R-hat and smallest bulk/tail ESS of the free parameters."""
     az = _az()
     out: dict[str, float] = {"divergences": 0.0, "r_hat_max": np.nan, "ess_bulk_min": np.nan}
-    if "sample_stats" in idata.groups() and "diverging" in idata.sample_stats:
+    if "sample_stats" in groups(idata) and "diverging" in idata.sample_stats:
         out["divergences"] = float(idata.sample_stats["diverging"].sum())
     n_chains = idata.posterior.sizes.get("chain", 1)
     if n_chains >= 2 and idata.posterior.sizes.get("draw", 1) >= 4:
@@ -151,4 +255,6 @@ def compare(idatas: Mapping[str, object], method: str) -> pd.DataFrame:
     az = _az()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if ARVIZ_1:
+            return az.compare(dict(idatas), method=method.lower())
         return az.compare(dict(idatas), ic="loo", method=method)

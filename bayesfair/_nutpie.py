@@ -1,10 +1,9 @@
-"""The compiled closed-form densities that nutpie samples, and its C callbacks.
+"""The compiled closed-form densities that nutpie samples.
 
-nutpie's Rust sampler calls ``logp(dim, x, grad, logp, user_data)`` and
-``expand(dim, n_expanded, x, out, user_data)`` from its own threads, without the
-Python interpreter.  Here ``user_data`` is a flat float64 buffer that carries every
-size and value of the model, with the kind of model in its eighth slot, which picks
-the pair of callbacks: the logistic models of P(y|s) (LR, HLR, and HLR with its
+nutpie's sampler calls ``logp(x, buffer=...)`` and ``expand(x, buffer=...)`` through
+its public ``from_pyfunc`` entry point.  ``buffer`` is a flat float64 array that carries
+every size and value of the model, with the kind of model in its eighth slot, which
+picks the pair of functions: the logistic models of P(y|s) (LR, HLR, and HLR with its
 effects integrated out; layout and documentation in :mod:`bayesfair.models._fastlogp`)
 or the hierarchical model of per-group metrics (:mod:`bayesfair.disaggregated._hb_logp`).
 Nothing here depends on a data set, so numba compiles it once per machine and caches
@@ -15,8 +14,8 @@ file changes, not when a function it calls in another file does.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
+import inspect
 import itertools
 
 import numba
@@ -38,22 +37,6 @@ __all__ = [
 
 LOGISTIC, HIERARCHICAL, MARGINAL = 0.0, 1.0, 2.0
 _HEADER = 8
-
-_LOGP_SIG = numba.types.int64(
-    numba.types.uint64,
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-)
-_EXPAND_SIG = numba.types.int64(
-    numba.types.uint64,
-    numba.types.uint64,
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-    numba.types.CPointer(numba.types.double),
-)
-
 
 # ---------------------------------------------------------------- logistic models (LR, HLR)
 # buffer: header (G, P, is_hlr, lam, prior precision, expanded size, rows of B, kind), then
@@ -145,14 +128,6 @@ def lr_logp_and_grad(x, buf, grad) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
-def lr_buffer_size(ud):
-    g = int(ud[0])
-    p = int(ud[1])
-    nb = int(ud[6])
-    return _HEADER + 3 * g + p + g * p + nb * p
-
-
-@numba.njit(cache=True, nogil=True)
 def lr_expand(x, buf, out) -> None:
     """Write ``c``, every ``beta_<attr>``, then for HLR ``sigma2``, ``z``, ``gamma``;
     then ``p``, into ``out``."""
@@ -186,12 +161,6 @@ def lr_expand(x, buf, out) -> None:
 # buffer: header (G, R, W, lam, -, expanded size, -, kind), then n (G), k (G), prior variances
 # a (R), base log-odds (G), main directions U (G x R), interaction directions V (G x W)
 # x: m (R), log sigma2, w (W); gamma = base + U m + sigma2 V w, m_r ~ N(0, a_r + sigma2^2)
-
-
-@numba.njit(cache=True, nogil=True)
-def mg_buffer_size(ud) -> int:
-    g, r, w = int(ud[0]), int(ud[1]), int(ud[2])
-    return _HEADER + 3 * g + r + g * r + g * w
 
 
 @numba.njit(cache=True, nogil=True)
@@ -280,17 +249,6 @@ def mg_expand(x, buf, out) -> None:
 @numba.njit(cache=True, nogil=True)
 def _hb_sizes(head):
     return int(head[0]), int(head[1]), int(head[2])
-
-
-@numba.njit(cache=True, nogil=True)
-def hb_buffer_size(ud) -> int:
-    m, g, nb = _hb_sizes(ud)
-    q = 0
-    o = _HEADER + 2 * m + nb * m  # levels, unconstrained sizes, identity follow the weights
-    for b in range(nb):
-        if ud[o + 2 * nb + b] == 0.0:
-            q += int(ud[o + b]) * int(ud[o + nb + b])
-    return o + 3 * nb + nb * g + q + 3 * m * g
 
 
 @numba.njit(cache=True, nogil=True)
@@ -512,110 +470,87 @@ def hb_expand(x, buf, out) -> None:
             out[o + mu * g + a] = eta[mu, a] if fay_herriot else _sigmoid(eta[mu, a])
 
 
-# ---------------------------------------------------------------- the callbacks
+# ---------------------------------------------------------------- nutpie's entry point
 
 
 @numba.njit(cache=True, nogil=True)
-def _status(val, grad) -> int:
-    """nutpie's return codes: 0 fine, 3 a non-finite gradient, 4 a non-finite density."""
+def _finite(val, grad):
+    """``(val, grad)``, or ``(-inf, 0)`` when either is not finite: nutpie then treats the
+    step as a divergence instead of stopping the chain."""
     for j in range(len(grad)):
         if not np.isfinite(grad[j]):
-            return 3
-    return 0 if np.isfinite(val) else 4
+            grad[:] = 0.0
+            return -np.inf, grad
+    if not np.isfinite(val):
+        grad[:] = 0.0
+        return -np.inf, grad
+    return val, grad
 
 
-# one pair per kind of model, so that a process compiles only the kind it samples
-def _lr_logp(dim, x_, out_, logp_, ud_):
-    buf = numba.carray(ud_, (lr_buffer_size(numba.carray(ud_, (_HEADER,))),))
-    out = numba.carray(out_, (dim,))
-    logp_[0] = lr_logp_and_grad(numba.carray(x_, (dim,)), buf, out)
-    return _status(logp_[0], out)
+# one function per kind of model, so that a process compiles only the kind it samples
+@numba.njit(cache=True, nogil=True)
+def _lr_logp(x, buffer):
+    grad = np.empty(len(x))
+    return _finite(lr_logp_and_grad(x, buffer, grad), grad)
 
 
-def _lr_expand(dim, expanded, x_, out_, ud_):
-    buf = numba.carray(ud_, (lr_buffer_size(numba.carray(ud_, (_HEADER,))),))
-    lr_expand(numba.carray(x_, (dim,)), buf, numba.carray(out_, (expanded,)))
-    return 0
+@numba.njit(cache=True, nogil=True)
+def _mg_logp(x, buffer):
+    grad = np.empty(len(x))
+    return _finite(mg_logp_and_grad(x, buffer, grad), grad)
 
 
-def _mg_logp(dim, x_, out_, logp_, ud_):
-    buf = numba.carray(ud_, (mg_buffer_size(numba.carray(ud_, (_HEADER,))),))
-    out = numba.carray(out_, (dim,))
-    logp_[0] = mg_logp_and_grad(numba.carray(x_, (dim,)), buf, out)
-    return _status(logp_[0], out)
+@numba.njit(cache=True, nogil=True)
+def _hb_logp(x, buffer):
+    grad = np.empty(len(x))
+    return _finite(hb_logp_and_grad(x, buffer, grad), grad)
 
 
-def _mg_expand(dim, expanded, x_, out_, ud_):
-    buf = numba.carray(ud_, (mg_buffer_size(numba.carray(ud_, (_HEADER,))),))
-    mg_expand(numba.carray(x_, (dim,)), buf, numba.carray(out_, (expanded,)))
-    return 0
-
-
-def _hb_logp(dim, x_, out_, logp_, ud_):
-    buf = numba.carray(ud_, (hb_buffer_size(numba.carray(ud_, (_HEADER,))),))
-    out = numba.carray(out_, (dim,))
-    logp_[0] = hb_logp_and_grad(numba.carray(x_, (dim,)), buf, out)
-    return _status(logp_[0], out)
-
-
-def _hb_expand(dim, expanded, x_, out_, ud_):
-    buf = numba.carray(ud_, (hb_buffer_size(numba.carray(ud_, (_HEADER,))),))
-    hb_expand(numba.carray(x_, (dim,)), buf, numba.carray(out_, (expanded,)))
-    return 0
-
-
-@functools.cache
-def _cfuncs(kind: float):
-    """The callbacks of one kind of model, compiled (or loaded from numba's cache) on
-    first use."""
-    logp, expand = {
-        LOGISTIC: (_lr_logp, _lr_expand),
-        HIERARCHICAL: (_hb_logp, _hb_expand),
-        MARGINAL: (_mg_logp, _mg_expand),
-    }[kind]
-    return (
-        numba.cfunc(_LOGP_SIG, cache=True, nogil=True)(logp),
-        numba.cfunc(_EXPAND_SIG, cache=True, nogil=True)(expand),
-    )
-
-
-#: the fields of nutpie's ``CompiledPyMCModel`` that :func:`nutpie_model` fills (nutpie 0.16)
-_FIELDS = {
-    "_n_dim",
-    "dims",
-    "_coords",
-    "_shapes",
-    "compiled_logp_func",
-    "compiled_expand_func",
-    "initial_point_func",
-    "shared_data",
-    "user_data",
-    "n_expanded",
-    "shape_info",
-    "logp_func",
-    "expand_func",
+_KERNELS = {
+    LOGISTIC: (_lr_logp, lr_expand),
+    HIERARCHICAL: (_hb_logp, hb_expand),
+    MARGINAL: (_mg_logp, mg_expand),
 }
 
 
 @functools.cache
 def available() -> bool:
-    """Whether nutpie is installed and takes C callbacks as this module hands them over.
+    """Whether nutpie is installed with the public entry point for models given as
+    functions (``nutpie.compiled_pyfunc.from_pyfunc``) that :func:`nutpie_model` uses.
 
-    ``CompiledPyMCModel`` is not public API; when a nutpie release changes it, the
-    estimators fall back to ``nutpie.compile_pymc_model`` (slower to start, same
-    posterior) instead of failing, and the test suite says so.
+    When it is not, the estimators fall back to ``nutpie.compile_pymc_model`` (slower to
+    start, same posterior) and say so once with :func:`unavailable_reason`.
     """
+    return unavailable_reason() is None
+
+
+@functools.cache
+def unavailable_reason() -> str | None:
+    """Why :func:`available` is False (None when it is True)."""
     try:
-        from nutpie.compile_pymc import CompiledPyMCModel
-    except ImportError:
-        return False
-    fields = dataclasses.fields(CompiledPyMCModel)
-    required = {
-        f.name
-        for f in fields
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
-    return _FIELDS <= {f.name for f in fields} and required <= _FIELDS
+        from nutpie.compiled_pyfunc import from_pyfunc
+    except ImportError as err:
+        return f"nutpie.compiled_pyfunc.from_pyfunc cannot be imported ({err})"
+    params = inspect.signature(from_pyfunc).parameters
+    missing = sorted(_FROM_PYFUNC_ARGS - set(params))
+    if missing:
+        return f"nutpie's from_pyfunc takes no {', '.join(missing)}"
+    return None
+
+
+#: the arguments of ``from_pyfunc`` that :func:`nutpie_model` passes
+_FROM_PYFUNC_ARGS = {
+    "ndim",
+    "make_logp_fn",
+    "make_expand_fn",
+    "expanded_dtypes",
+    "expanded_shapes",
+    "expanded_names",
+    "coords",
+    "dims",
+    "shared_data",
+    "make_initial_point_fn",
+}
 
 
 def nutpie_model(
@@ -624,36 +559,51 @@ def nutpie_model(
     variables: tuple[list[str], list[tuple[int, ...]], dict[str, tuple[str, ...]]],
     coords: dict,
 ):
-    """A nutpie model whose density the callbacks read from ``buffer``.
+    """A nutpie model whose density the compiled functions read from ``buffer``.
 
+    Built through nutpie's public ``from_pyfunc``: nutpie calls ``logp(x, buffer=...)``
+    and ``expand(x, buffer=...)``, each one call of a numba function compiled once per
+    machine (cached on disk), so a new process starts sampling without compiling.
     ``variables`` are the names, shapes and dims that ``expand`` writes, in order;
     chains start at ``start`` jittered by U(-1, 1), as PyMC's default for nutpie.
     """
     import pandas as pd
-    from nutpie.compile_pymc import CompiledPyMCModel
+    from nutpie.compiled_pyfunc import from_pyfunc
 
     names, shapes, dims = variables
     sizes = [int(np.prod(s)) for s in shapes]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(offsets)]
+    n_expanded = int(offsets[-1])
     ndim = len(start)
+    logp, expand = _KERNELS[float(buffer[7])]
+
+    def make_logp_fn():
+        return logp
+
+    def make_expand_fn(seed1, seed2, chain):
+        def expand_draw(x, buffer):
+            out = np.empty(n_expanded)
+            expand(x, buffer, out)
+            return {
+                name: out[sl].reshape(shape)
+                for name, sl, shape in zip(names, slices, shapes, strict=True)
+            }
+
+        return expand_draw
 
     def initial_point(seed: int) -> np.ndarray:
         return start + np.random.default_rng(seed).uniform(-1.0, 1.0, ndim)
 
-    logp_cfunc, expand_cfunc = _cfuncs(float(buffer[7]))
-    return CompiledPyMCModel(
-        _n_dim=ndim,
-        dims=dims,
-        _coords={k: pd.Index(v) for k, v in coords.items()},
-        _shapes=dict(zip(names, shapes, strict=True)),
-        compiled_logp_func=logp_cfunc,
-        compiled_expand_func=expand_cfunc,
-        initial_point_func=initial_point,
-        shared_data={},
-        user_data=buffer,  # kept alive by the model: the callbacks get its address
-        n_expanded=int(offsets[-1]),
-        shape_info=(names, slices, shapes),
-        logp_func=None,
-        expand_func=None,
+    return from_pyfunc(
+        ndim=ndim,
+        make_logp_fn=make_logp_fn,
+        make_expand_fn=make_expand_fn,
+        expanded_dtypes=[np.dtype("float64")] * len(names),
+        expanded_shapes=[tuple(s) for s in shapes],
+        expanded_names=list(names),
+        coords={k: pd.Index(v) for k, v in coords.items()},
+        dims={k: tuple(v) for k, v in dims.items()},
+        shared_data={"buffer": np.ascontiguousarray(buffer, dtype=np.float64)},
+        make_initial_point_fn=initial_point,
     )

@@ -36,6 +36,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+from .. import _arviz
 from .._names import safe_names
 
 __all__ = ["fit_hierarchical"]
@@ -486,7 +487,7 @@ def _fit_with_unseen_levels(
         None if sizes is None else np.asarray(sizes)[idx],
     )
     idata, th_fit = _sample(fitted, **kw)
-    idata.posterior = idata.posterior.assign_coords(group=idx)
+    _arviz.assign_coords(idata, "posterior", group=idx)
     post = idata.posterior
     binomial = fitted.binomial
     new = np.flatnonzero(~seen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from collections.abc import Callable
@@ -28,6 +29,24 @@ ADVI_STARTS = ("auto", "initial", "map", "best")
 ADVI_MAP_START_SIGMA = 0.1
 _NUTPIE_CACHE: dict[tuple, Any] = {}
 _MAP_CACHE: dict[tuple, Any] = {}
+
+
+def _minimize(cost, x0: np.ndarray, max_restarts: int = 5):
+    """L-BFGS-B on ``cost`` (value and gradient), restarted from its own end point while
+    the gradient is not yet small and a restart still lowers the cost: L-BFGS-B can stop
+    on its relative-reduction test far from a stationary point (seen on HLR's joint MAP:
+    14 iterations, largest gradient 95, cost 271 against 103 at the optimum)."""
+    from scipy.optimize import minimize
+
+    res = minimize(cost, x0, jac=True, method="L-BFGS-B")
+    for _ in range(max_restarts):
+        if np.max(np.abs(res.jac), initial=0.0) < 1e-3:
+            break
+        again = minimize(cost, res.x, jac=True, method="L-BFGS-B")
+        if not again.fun < res.fun - 1e-9 * max(1.0, abs(res.fun)):
+            break
+        res = again
+    return res
 
 
 class _MapObjective:
@@ -72,7 +91,6 @@ class _MapObjective:
         gradient reaches any weight)."""
         import pymc as pm
         from pymc.blocking import DictToArrayBijection, RaveledVars
-        from scipy.optimize import minimize
 
         with self.model:
             pm.set_data({"n": n, "k": k})
@@ -86,9 +104,7 @@ class _MapObjective:
         if restarts:
             rng = np.random.default_rng(rng)
             starts += [self.x0 + rng.normal(0.0, jitter, self.x0.shape) for _ in range(restarts)]
-        best = min(
-            (minimize(cost, x, jac=True, method="L-BFGS-B") for x in starts), key=lambda r: r.fun
-        )
+        best = min((_minimize(cost, x) for x in starts), key=lambda r: r.fun)
         return DictToArrayBijection.rmap(RaveledVars(best.x, info), self.start)
 
     def p(self, point: dict[str, np.ndarray]) -> np.ndarray:
@@ -119,6 +135,12 @@ def _final_loss(loss: np.ndarray) -> float:
 class SamplerWarning(UserWarning):
     """Divergences, R-hat above 1.01 or low ESS in a fit; or nutpie sampling the
     compiled PyMC model because it does not take the package's compiled densities."""
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    """A :class:`SamplerWarning` once per process and message."""
+    warnings.warn(message, SamplerWarning, stacklevel=4)
 
 
 def _have_nutpie() -> bool:
@@ -156,17 +178,16 @@ def sample_nuts(
     if use_nutpie:
         import nutpie
 
-        from .._nutpie import available
+        from .._nutpie import available, unavailable_reason
 
         if closed_form is not None and not available():
-            warnings.warn(
-                "the installed nutpie does not take bayesfair's compiled densities "
-                "(bayesfair._nutpie.available() is False; tested with nutpie 0.16): "
-                "compiling the PyMC model instead, which is slower to start",
-                SamplerWarning,
-                stacklevel=3,
+            _warn_once(
+                "bayesfair's compiled densities are off: "
+                f"{unavailable_reason()}; compiling the PyMC model instead, which is "
+                "slower to start (same posterior)"
             )
         compiled = closed_form() if closed_form is not None and available() else None
+        closed = compiled is not None
         if compiled is None:
             if compile_nutpie is not None:
                 compiled = compile_nutpie()
@@ -180,6 +201,9 @@ def sample_nuts(
             seed=seed,
             target_accept=target_accept,
             progress_bar=False,
+            # the closed-form densities run in Python callbacks, which take the GIL on
+            # every call: chains in parallel threads only wait for each other
+            cores=1 if closed else chains,
             # as PyMC's sampler (discard_tuned_samples): the tuning draws are not posterior
             # draws, and kept they stored every variable (every group's rate) twice
             save_warmup=False,
@@ -539,8 +563,10 @@ class FairnessModel:
         self.idata_ = idata
         p = _arviz.posterior_array(idata, "p")
         ll = binomial_loglik(p, design)
-        idata.add_groups(
-            {"log_likelihood": {"y": ll}},
+        _arviz.add_group(
+            idata,
+            "log_likelihood",
+            {"y": ll},
             coords={"intersection": design.labels},
             dims={"y": ["intersection"]},
         )

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _arviz
 from .._validation import check_real
 from ._design import Design
 from ._fastlogp import MarginalLayout, logistic_nutpie_model
@@ -446,11 +447,7 @@ class HierarchicalLogisticRegression(LogisticRegression):
         drawn = self._marginal_layout(design).recover(
             post["gamma"].to_numpy(), post["sigma2"].to_numpy(), rng
         )
-        coords = design.coords()
-        for name, (dims, values) in drawn.items():
-            post[name] = (("chain", "draw", *dims), values)
-            for d in dims:
-                post.coords[d] = coords[d]
+        _arviz.add_variables(self.idata_, "posterior", drawn, design.coords())
 
 
 class NeuralNetwork(FairnessModel):

@@ -791,8 +791,10 @@ def test_hlr_point_estimate_is_the_marginal_mode_in_every_parameterization():
     """HLR's "O" (empirical Bayes) is the mode of sigma2's Laplace marginal and the
     conditional mode given it, of the very PyMC model each parameterization builds
     (checked with PyMC's own density, not the package's Newton solver); so it is the
-    same in all three, where the joint modes (find_MAP) differ by 0.3+ on the log-odds
-    scale while the posterior means agree to 0.05. The report says which O it shows."""
+    same in all three, where the joint modes (find_MAP) differ on the log-odds scale
+    (0.055) by several times more than the posterior means do (0.008). The report says which O it shows."""
+    from pymc.blocking import DictToArrayBijection
+
     from bayesfair.cli import demo_dataset
     from bayesfair.report import Report
     from bayesfair.report.bayesian import add_bayesian_section
@@ -830,8 +832,12 @@ def test_hlr_point_estimate_is_the_marginal_mode_in_every_parameterization():
         f"HLR log-odds gaps: joint modes {point_gap:.2f}, posterior means {post_gap:.3f}, "
         f"empirical Bayes to the posterior mean {eb_gap:.3f}"
     )
-    assert point_gap > 0.3 and post_gap < 0.05, (point_gap, post_gap)
+    assert point_gap > 0.03 and post_gap < point_gap / 3, (point_gap, post_gap)
     assert eb_gap < point_gap / 2, (eb_gap, point_gap)
+    for fit in joint.values():  # the joint modes are stationary points of the log density
+        obj = fit._map_objective()
+        _, grad = obj.logp_dlogp(DictToArrayBijection.map(fit._map_point()))
+        assert np.max(np.abs(grad)) < 1e-2, np.max(np.abs(grad))
     joint_html = add_bayesian_section(Report("t"), {"HLR": nc}).to_html()
     assert "depends on the coordinates" in joint_html and "empirical-Bayes" not in joint_html
     nc.set_params(point_estimate="empirical_bayes")
@@ -1393,13 +1399,14 @@ def test_falling_back_from_the_closed_form_says_so(monkeypatch):
     design = design_from(make_gaussian_threshold(n_rows=500, random_state=0).audit_data())
     args = dict(mu=0.0, sigma=1.0, effects="sum_to_zero")
     monkeypatch.setattr(compiled_densities, "available", lambda: False)
+    monkeypatch.setattr(compiled_densities, "unavailable_reason", lambda: "a stand-in reason")
     used = []
 
     def stand_in():
         used.append("compiled PyMC model")
         return logistic_nutpie_model(design, **args)
 
-    with pytest.warns(SamplerWarning, match="does not take"):
+    with pytest.warns(SamplerWarning, match="densities are off: a stand-in reason"):
         idata = sample_nuts(
             lambda: None,
             lambda: pytest.fail("the closed form must not be used"),
