@@ -1,10 +1,24 @@
 # The two commands a new user needs: `make demo` and `make test`.
+#
+# Two stacks are supported and tested:
+#   default: $(PYTHON) (python3, 3.11 on the project's machines), which pip resolves to PyMC 5 /
+#            ArviZ 0.2x (PyMC 6 and ArviZ 1 need Python 3.12+), in .venv;
+#   next:    the newest PyMC / ArviZ on Python 3.12+ (PyMC 6 / ArviZ 1.x), in .venv-next, with
+#            $(PYTHON_NEXT): the first Python 3.12 or 3.13 under pyenv, else on PATH.
+# `make demo` uses the default stack; `make test` tests both (see test-next).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.bayesfair-installed
 
-.PHONY: demo test test-fast bench lint docs browser-check clean
+PYENV_VERSIONS := $(shell pyenv root 2>/dev/null)/versions
+PYTHON_NEXT ?= $(firstword $(wildcard $(PYENV_VERSIONS)/3.12*/bin/python3.12 \
+                   $(PYENV_VERSIONS)/3.13*/bin/python3.13) $(shell command -v python3.12 python3.13 2>/dev/null))
+VENV_NEXT   ?= .venv-next
+PY_NEXT     := $(VENV_NEXT)/bin/python
+STAMP_NEXT  := $(VENV_NEXT)/.bayesfair-installed
+
+.PHONY: demo test test-default test-next test-fast bench bench-next lint docs browser-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,19 +26,39 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test,fast,dask,docs]"
 	touch $(STAMP)
 
+# --upgrade-strategy eager: the newest releases the pins admit, as a new user gets them
+$(STAMP_NEXT): pyproject.toml
+	@test -n "$(PYTHON_NEXT)" || { echo "make: no Python 3.12+ found for the PyMC 6 / ArviZ 1 stack (set PYTHON_NEXT=/path/to/python3.12)"; exit 1; }
+	test -x $(PY_NEXT) || $(PYTHON_NEXT) -m venv $(VENV_NEXT)
+	$(PY_NEXT) -m pip install --quiet --upgrade pip
+	$(PY_NEXT) -m pip install --quiet --upgrade --upgrade-strategy eager -e ".[test,fast,docs]"
+	touch $(STAMP_NEXT)
+
 demo: $(STAMP)
 	$(VENV)/bin/bayesfair demo --out report.html
 
 # -n 2: the project's machines have two cores (pytest-xdist spreads the tests over both)
-test: $(STAMP)
+test: test-default test-next
+
+test-default: $(STAMP)
 	$(PY) -m pytest -q -n 2
+
+# on PyMC 6 / ArviZ 1: the unit tests, every test of the Bayesian models (slow ones included)
+# and the notebooks in their small mode; the stack's versions are printed first
+test-next: $(STAMP_NEXT)
+	$(PY_NEXT) -c "import sys, pymc, arviz, nutpie; print('next stack: Python', sys.version.split()[0], '| PyMC', pymc.__version__, '| ArviZ', arviz.__version__, '| nutpie', nutpie.__version__)"
+	$(PY_NEXT) -m pytest -q -n 2 -m "not slow or bayesian"
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m "not slow"
 
-bench: $(STAMP)
+bench: $(STAMP) bench-next
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) benchmarks/run.py
+
+# the Bayesian timings on PyMC 6 / ArviZ 1, to set beside the default stack's
+bench-next: $(STAMP_NEXT)
+	$(PY_NEXT) benchmarks/run.py hlr
 
 docs: $(STAMP)
 	$(PY) -m sphinx -b html -W --keep-going -q docs docs/_build/html
@@ -42,4 +76,4 @@ browser-check: $(STAMP)
 	$(PY) scripts/check_report_in_browser.py report.html
 
 clean:
-	rm -rf $(VENV) report.html .pytest_cache build *.egg-info docs/_build docs/generated
+	rm -rf $(VENV) $(VENV_NEXT) report.html .pytest_cache build *.egg-info docs/_build docs/generated

@@ -143,9 +143,9 @@ def _set_dataset(idata, group: str, ds) -> None:
         setattr(idata, group, ds)
 
 
-def assign_coords(idata, group: str, **coords) -> None:
+def assign_coords(idata, name: str, **coords) -> None:
     """Set coordinates of a group of ``idata`` in place."""
-    _set_dataset(idata, group, _dataset(idata, group).assign_coords(**coords))
+    _set_dataset(idata, name, _dataset(idata, name).assign_coords(**coords))
 
 
 def add_variables(
@@ -256,5 +256,36 @@ def compare(idatas: Mapping[str, object], method: str) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if ARVIZ_1:
-            return az.compare(dict(idatas), method=method.lower())
+            return az.compare(_informative_loglik(idatas), method=method.lower())
         return az.compare(dict(idatas), ic="loo", method=method)
+
+
+def _informative_loglik(idatas: Mapping[str, object]) -> dict[str, object]:
+    """``idatas`` without the observations whose log-likelihood is one and the same
+    constant in every draw of every model (an intersection without rows: 0).  They add
+    the same to every model's LOO, so leave the comparison as it is; ArviZ 1's Pareto
+    smoothing refuses them ("All tail values are the same"), ArviZ 0.2x warns."""
+    import xarray as xr
+
+    lls = {name: _dataset(idata, "log_likelihood")["y"] for name, idata in idatas.items()}
+    first = next(iter(lls.values()))
+    obs_dims = [d for d in first.dims if d not in ("chain", "draw")]
+    constant = None
+    for ll in lls.values():
+        same = (ll.max(("chain", "draw")) == ll.min(("chain", "draw"))) & (
+            ll.isel(chain=0, draw=0) == first.isel(chain=0, draw=0)
+        )
+        constant = same if constant is None else constant & same
+    if not bool(constant.any()):
+        return dict(idatas)
+    keep = ~constant.stack(obs=obs_dims).to_numpy()
+    out = {}
+    for name, idata in idatas.items():
+        ll = lls[name].stack(obs=obs_dims).isel(obs=keep).reset_index("obs", drop=True)
+        out[name] = xr.DataTree.from_dict(
+            {
+                "posterior": _dataset(idata, "posterior"),
+                "log_likelihood": xr.Dataset({"y": ll}),
+            }
+        )
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 import warnings
 
 import arviz as az
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayesfair import AuditData, SamplerWarning
+from bayesfair import AuditData, SamplerWarning, _arviz
 from bayesfair.disaggregated import (
     GroupedData,
     disaggregated_evaluation,
@@ -1678,7 +1679,10 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
                     assert "hb_main_effects='centred'" in said, said
                     advised += 1
             else:
-                assert "hb_main_effects" not in said and diag.r_hat.max() <= 1.02
+                # the scales mix; with 2 x 500 draws R-hat's own noise can put some
+                # variable just over 1.01 (1.011-1.014 on the PyMC 6 stack), not further
+                worst = [float(r) for r in re.findall(r"R-hat up to ([0-9.]+)", said)]
+                assert diag.r_hat.max() <= 1.02 and max(worst, default=1.0) <= 1.02, said
         print(f"seed {seed}: main-effect scales' bulk ESS", ess)
         assert ess["centred"] >= 400
         for how in ("centred", "auto"):
@@ -1714,8 +1718,8 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
 
     rng = np.random.default_rng(0)
     shift = np.array([0.0, 0.0, 0.0, 1.0])[:, None]  # one chain elsewhere: R-hat >> 1.01
-    idata = az.from_dict(
-        posterior={
+    idata = _arviz.from_draws(
+        {
             "sigma_race": np.abs(rng.normal(1.0, 0.3, (4, 200)) + shift),
             "alpha": rng.normal(0.0, 1.0, (4, 200)),
             "theta": rng.uniform(0, 1, (4, 200, 3)) + shift[:, :, None],
@@ -1739,11 +1743,11 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     assert "hb_main_effects='centred' usually mixes it better where the groups" in said
     assert "'non-centred' where they do (interactions, group effects)" in said
     # nothing to advise when R-hat is fine
-    calm = az.from_dict(posterior={"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
+    calm = _arviz.from_draws({"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
     assert _sampler_advice(calm, {"divergences": 0}, labels, np.full(3, 50), **kw) == ""
     # divergences where "auto" sampled race's main effects partially centred (the fit
     # records which in the posterior's attributes)
-    part = az.from_dict(posterior={"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
+    part = _arviz.from_draws({"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
     part.posterior.attrs["centred_main_effects"] = '["race"]'
     auto = dict(kw, main_effects="auto")
     said = _sampler_advice(part, {"divergences": 5}, labels, np.full(3, 5000), **auto)

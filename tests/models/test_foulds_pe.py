@@ -12,6 +12,9 @@ from bayesfair import AuditData
 from bayesfair.metrics import epsilon_df
 from bayesfair.replication import foulds
 
+# make test runs these on the PyMC 6 / ArviZ 1 stack too (make test-next)
+pytestmark = pytest.mark.bayesian
+
 CODES = {"race": ("b", "w", "o"), "sex": ("F", "M")}
 
 

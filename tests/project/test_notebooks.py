@@ -8,6 +8,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+# make test runs these on the PyMC 6 / ArviZ 1 stack too (make test-next)
+pytestmark = pytest.mark.bayesian
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
 
