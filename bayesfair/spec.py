@@ -31,7 +31,7 @@ _STUDY_KEYS = {
     "foulds-compas-case": {"seed"},
     "foulds-calibration": {"replicates", "n_rows", "seed"},
     "boxer-table4": {"restarts", "penalty", "permutations", "n_jobs", "seed"},
-    "herlihy-simulation": {"draws", "n_eval", "bootstrap", "seed"},
+    "herlihy-simulation": {"draws", "n_eval", "bootstrap", "seed", "population"},
 }
 _INFERENCE_KEYS = {"draws", "chains", "dnn", "dnn_iterations"}
 _METRICS_KEYS = {"pseudo_count"}
@@ -276,6 +276,12 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
         from .replication import herlihy
 
         own = {}
+        if "population" in st:  # one of the harness's: "adult" (default) or "diabetes"
+            own = dict(
+                pop_truth=herlihy.population(
+                    data_home, int(st.get("seed", 1)), name=str(st["population"])
+                )
+            )
         if spec.data:  # a population of one's own (checked by load_spec)
             cols = spec.columns
             own = dict(

@@ -20,11 +20,15 @@ class RemoteFile:
 
     The first digest is the upstream file's.  Further digests are known
     re-packagings with identical content (for example the UCI Adult files with
-    a header line added); the parsers read every accepted variant.
+    a header line added); the parsers read every accepted variant.  With ``member``,
+    ``url`` is a zip archive and the file is extracted from it (the digests are the
+    file's, not the archive's).
     """
 
     url: str
     sha256: tuple[str, ...]
+    #: the file's path inside the zip archive at ``url`` (None: ``url`` is the file itself)
+    member: str | None = None
 
 
 REMOTE_FILES: dict[str, RemoteFile] = {
@@ -48,6 +52,11 @@ REMOTE_FILES: dict[str, RemoteFile] = {
             "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
             "0543912af15c52ba12336b042c8f9f96541d6134d9b3d48dba647281fb2b39d1",
         ),
+    ),
+    "diabetic_data.csv": RemoteFile(
+        url="https://archive.ics.uci.edu/ml/machine-learning-databases/00296/dataset_diabetes.zip",
+        sha256=("0689e7ec031237dc63031b938805c48377748761a3b26acab621567afa24df97",),
+        member="dataset_diabetes/diabetic_data.csv",
     ),
 }
 
@@ -143,11 +152,39 @@ def _download(url: str, target: Path, remote: RemoteFile, name: str, timeout: fl
                 "bytes; nothing was kept, try again"
             )
         digest = h.hexdigest()
-        if digest not in remote.sha256:
+        if remote.sha256 and digest not in remote.sha256:  # () : an archive, checked later
             raise ValueError(
                 f"download of {name!r} from {url} has sha256 {digest}, expected one of "
                 f"{list(remote.sha256)}; the file was not kept"
             )
+
+
+def _download_member(url: str, target: Path, remote: RemoteFile, name: str, timeout: float) -> None:
+    """Download the zip archive at ``url`` into a temporary folder, extract
+    ``remote.member`` to ``target`` (verified, atomically) and delete the archive."""
+    import tempfile
+    import zipfile
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
+        archive = Path(tmp) / url.rsplit("/", 1)[-1]
+        _download(url, archive, RemoteFile(url, ()), archive.name, timeout)
+        try:
+            with zipfile.ZipFile(archive) as zf, zf.open(remote.member) as src:
+                with stop_on_signals(), atomic_file(target, "wb") as out:
+                    h = hashlib.sha256()
+                    for chunk in iter(lambda: src.read(1 << 20), b""):
+                        h.update(chunk)
+                        out.write(chunk)
+                    if h.hexdigest() not in remote.sha256:
+                        raise ValueError(
+                            f"{name!r} in the archive {url} has sha256 {h.hexdigest()}, "
+                            f"expected one of {list(remote.sha256)}; the file was not kept"
+                        )
+        except (zipfile.BadZipFile, KeyError) as err:
+            raise ValueError(
+                f"{url} is not a zip archive holding {remote.member!r} ({err}); nothing was kept"
+            ) from err
 
 
 def fetch_file(
@@ -220,10 +257,14 @@ def fetch_file(
             "set BAYESFAIR_DATA or data_home= to the folder that holds it"
         )
     target_dir = home if home is not None and _writable_dir(home) else cache
-    url = remote.url if mirror is None else mirror.rstrip("/") + "/" + name
+    served = remote.url.rsplit("/", 1)[-1] if remote.member else name
+    url = remote.url if mirror is None else mirror.rstrip("/") + "/" + served
     target = target_dir / name
     try:
-        _download(url, target, remote, name, timeout)
+        if remote.member:
+            _download_member(url, target, remote, name, timeout)
+        else:
+            _download(url, target, remote, name, timeout)
     except (urllib.error.URLError, TimeoutError) as err:  # offline, refused, HTTP error
         # an HTTPError prints its status ("HTTP Error 404: ..."), a URLError its cause
         reason = err if isinstance(err, urllib.error.HTTPError) else getattr(err, "reason", err)

@@ -33,13 +33,21 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from .. import _arviz
 from .._vocabulary import ROLE_RENAMES, renamed_arguments
-from ..datasets import load_adult
+from ..datasets import load_adult, load_diabetes
+from ..datasets.diabetes import (
+    CLINICAL_CATEGORICAL,
+    CLINICAL_NUMERIC,
+    clinical_features,
+    heart_failure,
+)
 from ..disaggregated import disaggregated_evaluation
 from ..disaggregated.groups import GroupedData, needed_column
 from ..models.base import SamplerWarning
 
 __all__ = [
+    "DIABETES_PROTECTED",
     "EXPLANATORY",
+    "EXPLANATORY_DIABETES",
     "METRICS",
     "lasso_path_oracle",
     "population",
@@ -52,6 +60,9 @@ __all__ = [
 METRICS = ("selection_rate", "fpr", "fnr", "accuracy", "ppv", "auc")
 SENSITIVE = ["race", "sex", "age_band"]
 AGE_BANDS = ["17-29", "30-44", "45-59", "60+"]
+#: the groups of the diabetes population (the paper's): race x age band x gender = 32
+DIABETES_PROTECTED = ["race", "age_band", "gender"]
+POPULATIONS = ("adult", "diabetes")
 
 #: Explanatory features of structured regression: group means of model inputs.
 EXPLANATORY = {
@@ -62,19 +73,43 @@ EXPLANATORY = {
 }
 
 
-def population(data_home: str | os.PathLike | None = None, random_state: int = 0):
-    """The simulation's population: Adult (train + test) audited by a logistic model.
+#: Explanatory features of structured regression on the diabetes population, the paper's
+#: seven (Section 5.1): beside the indicators of the two values of Y (the group's outcome
+#: rate, which structured regression always has), any inpatient, outpatient and emergency
+#: visit in the preceding year, the number of diagnoses, and any diagnosis of congestive
+#: heart failure; each enters as its group mean.
+EXPLANATORY_DIABETES = {
+    "inpatient": lambda df: df["had_inpatient_days"].to_numpy(float),
+    "outpatient": lambda df: df["had_outpatient_days"].to_numpy(float),
+    "emergency": lambda df: df["had_emergency"].to_numpy(float),
+    "number_diagnoses": lambda df: df["number_diagnoses"].to_numpy(float),
+    "heart_failure": lambda df: df["heart_failure"].to_numpy(float),
+}
+
+
+def population(
+    data_home: str | os.PathLike | None = None, random_state: int = 0, name: str = "adult"
+):
+    """The simulation's population: a data set audited by a logistic model trained on 25%.
 
     A logistic regression trained on a random 25% of the rows is the system under
     audit; the other 75%, with its scores and decisions (the top 20% of scores),
-    are the ground-truth population of groups race x sex x age band.
+    are the ground-truth population.  ``name="adult"``: Adult (train + test), groups
+    race x sex x age band.  ``name="diabetes"``: the paper's own population, UCI's
+    diabetes readmissions with its filter (:func:`~bayesfair.datasets.load_diabetes`),
+    readmission within 30 days predicted from the clinical features of the Fairlearn
+    SciPy 2021 tutorial's preprocessing and the protected attributes; groups race x age
+    band x gender (32), 73,988 rows of ground truth.  The population's protected
+    columns are in ``pop.attrs["protected"]``, which :func:`simulate` reads.
 
     Parameters
     ----------
     data_home : path, optional
-        Where the Adult files are.
+        Where the data files are.
     random_state : int, default 0
         Seeds the 25% training split.
+    name : {"adult", "diabetes"}, default "adult"
+        Which population.
 
     Returns
     -------
@@ -84,6 +119,10 @@ def population(data_home: str | os.PathLike | None = None, random_state: int = 0
     truth : pandas.DataFrame
         True value of every metric per group (index: group names), with ``N``.
     """
+    if name not in POPULATIONS:
+        raise ValueError(f"`name` must be one of {POPULATIONS}, got {name!r}")
+    if name == "diabetes":
+        return _diabetes_population(data_home, random_state)
     ds = load_adult("both", data_home=data_home)
     f = ds.frame.copy()
     f["age_band"] = pd.Categorical(
@@ -105,7 +144,39 @@ def population(data_home: str | os.PathLike | None = None, random_state: int = 0
     r = np.quantile(pop["score"], 0.8)
     pop["decision"] = (pop["score"] >= r).astype(int)
     pop = pop.rename(columns={"income_gt_50k": "y"})
+    pop.attrs["protected"] = list(SENSITIVE)
     return pop, population_truth(pop)
+
+
+def _diabetes_population(data_home, random_state: int):
+    """The diabetes population of :func:`population`."""
+    f = load_diabetes(data_home=data_home).frame
+    X = clinical_features(f)
+    for c in DIABETES_PROTECTED:
+        X[c] = f[c].astype(str)
+    cat = CLINICAL_CATEGORICAL + DIABETES_PROTECTED
+    # exactly a quarter (rounded down) to train: 73,988 rows of ground truth, as the paper's
+    train = np.zeros(len(f), dtype=bool)
+    train[np.random.default_rng(random_state).permutation(len(f))[: len(f) // 4]] = True
+    model = make_pipeline(
+        ColumnTransformer(
+            [
+                ("num", StandardScaler(), CLINICAL_NUMERIC),
+                ("cat", OneHotEncoder(handle_unknown="ignore"), cat),
+            ]
+        ),
+        LogisticRegression(max_iter=2000),
+    )
+    model.fit(X.loc[train], f.loc[train, "readmitted_30"])
+    pop = X.loc[~train, CLINICAL_NUMERIC].reset_index(drop=True)
+    for c in DIABETES_PROTECTED:
+        pop[c] = f.loc[~train, c].to_numpy()
+    pop["heart_failure"] = heart_failure(f.loc[~train])
+    pop["y"] = f.loc[~train, "readmitted_30"].to_numpy()
+    pop["score"] = model.predict_proba(X.loc[~train])[:, 1]
+    pop["decision"] = (pop["score"] >= np.quantile(pop["score"], 0.8)).astype(int)
+    pop.attrs["protected"] = list(DIABETES_PROTECTED)
+    return pop, population_truth(pop, DIABETES_PROTECTED)
 
 
 @renamed_arguments(
@@ -170,6 +241,10 @@ def _resolve_population(pop_truth, data_home, random_state, sensitive, roles, me
     """(pop, truth, sensitive features as a list) for the harness: the Adult population
     (:func:`population`) when ``pop_truth`` is None, a user's population DataFrame (its
     truth computed here) or a ``(pop, truth)`` pair, checked against the column roles."""
+    if sensitive is None:  # the population's own, else the Adult population's
+        pops = pop_truth if isinstance(pop_truth, tuple) else (pop_truth,)
+        own = getattr(pops[0], "attrs", {}).get("protected") if pops[0] is not None else None
+        sensitive = own or SENSITIVE
     sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     if pop_truth is None:
         pop, truth = population(data_home, random_state)
@@ -207,10 +282,15 @@ def _resolve_population(pop_truth, data_home, random_state, sensitive, roles, me
 
 def _default_explanatory(explanatory, pop: pd.DataFrame):
     """``"auto"``: :data:`EXPLANATORY` where the population has the Adult columns it
-    reads, otherwise none (structured regression still has the outcome rates)."""
+    reads, :data:`EXPLANATORY_DIABETES` where it has the diabetes population's,
+    otherwise none (structured regression still has the outcome rates)."""
     if isinstance(explanatory, str) and explanatory == "auto":
         cols = {"education_num", "hours_per_week", "age", "capital_gain"}
-        return EXPLANATORY if cols <= set(pop.columns) else None
+        if cols <= set(pop.columns):
+            return EXPLANATORY
+        if {"had_inpatient_days", "number_diagnoses", "heart_failure"} <= set(pop.columns):
+            return EXPLANATORY_DIABETES
+        return None
     return explanatory
 
 
@@ -246,7 +326,7 @@ def simulate(
     n_resamples: int = 500,
     random_state: int = 0,
     pop_truth=None,
-    protected: str | list[str] = SENSITIVE,
+    protected: str | list[str] | None = None,
     outcome: str = "y",
     decision: str | None = "decision",
     score: str | None = "score",
@@ -305,8 +385,10 @@ def simulate(
         calls; or any population DataFrame (its truth from :func:`population_truth`);
         or ``(pop, truth)`` with a truth table of your own, indexed by group name.
         Default: the Adult population.
-    protected : str or list of str, default race, sex, age band
-        The population's columns whose intersections are the groups.
+    protected : str or list of str, optional
+        The population's columns whose intersections are the groups (default: those of
+        ``pop.attrs["protected"]``, which :func:`population` sets, else race, sex, age
+        band).
     outcome, decision, score : str
         The population's outcome, decision and score columns (``decision`` or ``score``
         may be None when no metric needs it).
@@ -598,7 +680,7 @@ def lasso_path_oracle(
     data_home: str | os.PathLike | None = None,
     random_state: int = 0,
     pop_truth=None,
-    protected: str | list[str] = SENSITIVE,
+    protected: str | list[str] | None = None,
     outcome: str = "y",
     decision: str | None = "decision",
     score: str | None = "score",
