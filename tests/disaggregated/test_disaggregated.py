@@ -1265,6 +1265,121 @@ def test_simulation_on_adult(data_home):
     assert hb_cov.mean().between(0.90, 0.99).all(), hb_cov.mean()
 
 
+@pytest.fixture(scope="module")
+def diabetes_population(data_home):
+    from bayesfair.replication import herlihy
+
+    if not (data_home / "diabetic_data.csv").is_file():
+        pytest.skip(f"diabetic_data.csv is not in {data_home} (see ../shared/data/README.md)")
+    return herlihy.population(data_home, 0, name="diabetes")
+
+
+def _coverage(sim: pd.DataFrame, estimator: str, level: float = 0.95) -> pd.Series:
+    iv = sim[(sim.estimator == estimator) & (sim.level == level) & sim.defined]
+    iv = iv[np.isfinite(iv.truth)]
+    return ((iv.lower <= iv.truth) & (iv.truth <= iv.upper)).groupby(iv["metric"]).mean()
+
+
+def _relative_width(sim: pd.DataFrame, estimator: str, level: float = 0.95) -> pd.Series:
+    iv = sim[(sim.level == level) & sim.defined].assign(w=lambda t: t.upper - t.lower)
+    w = iv.pivot_table(index=["draw", "metric", "group"], columns="estimator", values="w")
+    return (w[estimator] / w["standard"]).groupby(level="metric").median()
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_simulation_on_the_diabetes_population(diabetes_population):
+    """Herlihy et al.'s Section 5.1 on the paper's own population (20 evaluation sets of
+    5,000, the paper's size; the hierarchical model in the next test, at CI's size): on
+    small groups (n <= 25) structured regression cuts the standard estimator's mean
+    absolute error by at least 30% on all six metrics, James-Stein and empirical Bayes by
+    at least 25% on selection rate and FPR; the standard 95% intervals cover in [0.92,
+    0.98] on every metric and structured regression's are at least 15% narrower."""
+    from bayesfair.replication import herlihy
+
+    sim = herlihy.simulate(
+        20,
+        pop_truth=diabetes_population,
+        estimators=("standard", "james_stein", "empirical_bayes", "structured"),
+        level=[0.95],
+        n_resamples=200,
+        random_state=1,
+    )
+    mae, _ = herlihy.summarise(sim)
+    small = mae.set_index(["metric", "estimator"])["small"].unstack()
+    cut = 1 - small.div(small["standard"], axis=0)
+    print("small-group MAE cut against standard:\n", cut.round(3))
+    assert len(cut) == 6
+    assert (cut["structured"] >= 0.30).all(), cut["structured"]
+    for est in ("james_stein", "empirical_bayes"):
+        assert (cut.loc[["selection_rate", "fpr"], est] >= 0.25).all(), cut[est]
+    standard = _coverage(sim, "standard")
+    print("standard 95% coverage:", standard.round(3).to_dict())
+    assert standard.between(0.92, 0.98).all(), standard
+    width = _relative_width(sim, "structured")
+    print("structured regression's width / standard's:", width.round(3).to_dict())
+    assert (width <= 0.85).all(), width
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 39): structured regression's default rBLPR intervals under-cover small "
+    "groups on the diabetes population (0.89 FPR, 0.91 selection rate at 95%); documented in "
+    "disaggregated_evaluation and the report",
+)
+def test_structured_intervals_cover_on_the_diabetes_population(diabetes_population):
+    from bayesfair.replication import herlihy
+
+    sim = herlihy.simulate(
+        10,
+        pop_truth=diabetes_population,
+        metrics=("selection_rate", "fpr"),
+        estimators=("standard", "structured"),
+        level=[0.95],
+        n_resamples=200,
+        random_state=1,
+    )
+    coverage = _coverage(sim, "structured")
+    print("structured regression's 95% coverage:", coverage.round(3).to_dict())
+    assert coverage.between(0.92, 0.98).all(), coverage
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_hierarchical_model_on_the_diabetes_population(diabetes_population):
+    """The hierarchical model on the diabetes population (5 evaluation sets, 2 x 300 draws:
+    CI's size; the issue's 20 sets are measured in notebook 04): it cuts the standard
+    estimator's small-group error by at least 30% on selection rate and FPR, and its 95%
+    intervals cover in [0.90, 0.99] (160 group-draws per metric, binomial standard error
+    about 0.017: the issue's [0.92, 0.98] widened by it) while at least 15% narrower."""
+    from bayesfair.replication import herlihy
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplerWarning)  # counted in attrs, not asserted here
+        sim = herlihy.simulate(
+            5,
+            pop_truth=diabetes_population,
+            metrics=("selection_rate", "fpr"),
+            estimators=("standard", "hierarchical"),
+            level=[0.95],
+            hb_draws=300,
+            hb_chains=2,
+            n_resamples=200,
+            random_state=1,
+        )
+    mae, _ = herlihy.summarise(sim)
+    small = mae.set_index(["metric", "estimator"])["small"].unstack()
+    cut = 1 - small["hierarchical"] / small["standard"]
+    print("hierarchical Bayes' small-group MAE cut:", cut.round(3).to_dict())
+    assert (cut >= 0.30).all(), cut
+    coverage = _coverage(sim, "hierarchical")
+    print("hierarchical Bayes' 95% coverage:", coverage.round(3).to_dict())
+    assert coverage.between(0.90, 0.99).all(), coverage
+    assert (_relative_width(sim, "hierarchical") <= 0.85).all()
+
+
 def _shrinkage_sim(seed, n_draws=6, n_groups=14):
     """Simulation-shaped frame: standard, James-Stein and empirical-Bayes estimates of
     small groups (sizes 3-25) whose true rates spread from 0.02 to 0.6."""
