@@ -210,7 +210,7 @@ def _check_section_types(path: Path, raw: dict) -> None:
 _KEY_TYPES = {
     "float": {"penalty", "pseudo_count"},
     "bool": {"dnn"},
-    "str": {"dataset", "point_estimates"},
+    "str": {"dataset", "point_estimates", "population"},
 }
 
 
