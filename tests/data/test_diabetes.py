@@ -4,10 +4,7 @@ the file out of UCI's zip archive over loopback."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
-import threading
 import zipfile
 
 import numpy as np
@@ -81,25 +78,8 @@ def test_clinical_features(diabetes):
 
 
 # ------------------------------------------------------------------ download over loopback
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def served(tmp_path):
-    root = tmp_path / "served"
-    root.mkdir()
-    handler = functools.partial(_Quiet, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def test_download_extracts_the_file_from_the_uci_archive(served, diabetes_home, tmp_path):
-    root, url = served
+def test_download_extracts_the_file_from_the_uci_archive(http_root, diabetes_home, tmp_path):
+    root, url = http_root
     remote = REMOTE_FILES[NAME]
     archive = root / remote.url.rsplit("/", 1)[-1]
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -113,8 +93,8 @@ def test_download_extracts_the_file_from_the_uci_archive(served, diabetes_home, 
     assert len(load_diabetes(data_home=home)) == 98_650
 
 
-def test_a_wrong_archive_keeps_nothing(served, tmp_path):
-    root, url = served
+def test_a_wrong_archive_keeps_nothing(http_root, tmp_path):
+    root, url = http_root
     archive = root / REMOTE_FILES[NAME].url.rsplit("/", 1)[-1]
     with zipfile.ZipFile(archive, "w") as zf:  # the member holds other content
         zf.writestr(REMOTE_FILES[NAME].member, "encounter_id,race\n1,x\n")
