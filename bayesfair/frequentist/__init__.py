@@ -2,6 +2,7 @@
 confidence intervals of epsilon-DF and gamma-SF."""
 
 from .auc import auc_permutation_test
+from .calibration import IntervalCalibration, interval_calibration
 from .correlation import correlation_permutation_test
 from .discrimination import DiscriminationTestResult, discrimination_test
 from .fairness_bounds import FairnessConfidenceInterval, fairness_confidence_interval
@@ -27,6 +28,7 @@ __all__ = [
     "DiscriminationTestResult",
     "FairnessConfidenceInterval",
     "IntersectionalPermutationResult",
+    "IntervalCalibration",
     "LearningCurveResult",
     "PermutationTestResult",
     "auc_permutation_test",
@@ -37,6 +39,7 @@ __all__ = [
     "fairness_confidence_interval",
     "group_learning_curves",
     "intersectional_permutation_test",
+    "interval_calibration",
     "metric_permutation_test",
     "minimum_detectable_difference",
     "permutation_test",

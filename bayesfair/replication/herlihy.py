@@ -518,6 +518,12 @@ def table1(
     pandas.DataFrame
         One row per metric; columns ``(comparison, "package")`` and
         ``(comparison, "paper")``.
+
+    Examples
+    --------
+    >>> from bayesfair.replication import herlihy
+    >>> t1 = herlihy.table1(n_sets=2)  # doctest: +SKIP
+    >>> t1[("expl vs none", "package")].round(3)  # doctest: +SKIP
     """
     if pop_truth is None:
         pop_truth = population(data_home, random_state=0, name="diabetes")
