@@ -132,31 +132,45 @@ def _writable_dir(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _download(url: str, target: Path, remote: RemoteFile, name: str, timeout: float) -> None:
-    """Download into a temporary file beside ``target``, verify it, rename it over
-    ``target``.  An interrupted download (SIGINT, SIGTERM, a dropped connection) leaves no
-    temporary file, and one cut short is reported as such, not as a checksum mismatch."""
+def _copy(src, out, h) -> int:
+    """Copy the stream ``src`` to ``out`` in chunks, hashing into ``h``; bytes copied."""
+    copied = 0
+    for chunk in iter(lambda: src.read(1 << 20), b""):
+        h.update(chunk)
+        out.write(chunk)
+        copied += len(chunk)
+    return copied
+
+
+def _check_digest(h, digests: tuple[str, ...], what: str) -> None:
+    """Raise (inside ``atomic_file``: nothing is kept) unless ``h`` is one of ``digests``."""
+    if h.hexdigest() not in digests:
+        raise ValueError(
+            f"{what} has sha256 {h.hexdigest()}, expected one of {list(digests)}; "
+            "the file was not kept"
+        )
+
+
+def _download(
+    url: str, target: Path, digests: tuple[str, ...] | None, name: str, timeout: float
+) -> None:
+    """Download into a temporary file beside ``target``, verify it against ``digests``
+    (None: a zip archive, whose member is verified instead), rename it over ``target``.
+    An interrupted download (SIGINT, SIGTERM, a dropped connection) leaves no temporary
+    file, and one cut short is reported as such, not as a checksum mismatch."""
     target.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     with stop_on_signals(), atomic_file(target, "wb") as out:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             announced = resp.length  # Content-Length, when the server sends one
-            received = 0
-            for chunk in iter(lambda: resp.read(1 << 20), b""):
-                h.update(chunk)
-                out.write(chunk)
-                received += len(chunk)
+            received = _copy(resp, out, h)
         if announced is not None and received < announced:
             raise ConnectionError(
                 f"download of {name!r} from {url} stopped after {received} of {announced} "
                 "bytes; nothing was kept, try again"
             )
-        digest = h.hexdigest()
-        if remote.sha256 and digest not in remote.sha256:  # () : an archive, checked later
-            raise ValueError(
-                f"download of {name!r} from {url} has sha256 {digest}, expected one of "
-                f"{list(remote.sha256)}; the file was not kept"
-            )
+        if digests is not None:
+            _check_digest(h, digests, f"download of {name!r} from {url}")
 
 
 def _download_member(url: str, target: Path, remote: RemoteFile, name: str, timeout: float) -> None:
@@ -168,19 +182,13 @@ def _download_member(url: str, target: Path, remote: RemoteFile, name: str, time
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
         archive = Path(tmp) / url.rsplit("/", 1)[-1]
-        _download(url, archive, RemoteFile(url, ()), archive.name, timeout)
+        _download(url, archive, None, archive.name, timeout)
         try:
             with zipfile.ZipFile(archive) as zf, zf.open(remote.member) as src:
                 with stop_on_signals(), atomic_file(target, "wb") as out:
                     h = hashlib.sha256()
-                    for chunk in iter(lambda: src.read(1 << 20), b""):
-                        h.update(chunk)
-                        out.write(chunk)
-                    if h.hexdigest() not in remote.sha256:
-                        raise ValueError(
-                            f"{name!r} in the archive {url} has sha256 {h.hexdigest()}, "
-                            f"expected one of {list(remote.sha256)}; the file was not kept"
-                        )
+                    _copy(src, out, h)
+                    _check_digest(h, remote.sha256, f"{name!r} in the archive {url}")
         except (zipfile.BadZipFile, KeyError) as err:
             raise ValueError(
                 f"{url} is not a zip archive holding {remote.member!r} ({err}); nothing was kept"
@@ -264,7 +272,7 @@ def fetch_file(
         if remote.member:
             _download_member(url, target, remote, name, timeout)
         else:
-            _download(url, target, remote, name, timeout)
+            _download(url, target, remote.sha256, name, timeout)
     except (urllib.error.URLError, TimeoutError) as err:  # offline, refused, HTTP error
         # an HTTPError prints its status ("HTTP Error 404: ..."), a URLError its cause
         reason = err if isinstance(err, urllib.error.HTTPError) else getattr(err, "reason", err)
