@@ -133,20 +133,29 @@ def population(
     cat = ["workclass", "marital_status", "occupation", "relationship", "sex", "race"]
     rng = np.random.default_rng(random_state)
     train = rng.random(len(f)) < 0.25
+    pop = f.loc[~train, SENSITIVE + num + ["income_gt_50k"]].reset_index(drop=True)
+    pop["score"], pop["decision"] = _audited_model(f, f["income_gt_50k"], train, num, cat)
+    pop = pop.rename(columns={"income_gt_50k": "y"})
+    pop.attrs["protected"] = list(SENSITIVE)
+    return pop, population_truth(pop)
+
+
+def _audited_model(
+    X: pd.DataFrame, y: pd.Series, train: np.ndarray, num: list[str], cat: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The system under audit: a logistic regression on the numeric columns ``num``
+    (standardised) and the categories ``cat`` (one-hot), trained on the rows ``train``.
+    Returns the other rows' scores and decisions: the top 20% of scores referred
+    (P[score >= r] = 0.2 in the population, as in the paper)."""
     model = make_pipeline(
         ColumnTransformer(
             [("num", StandardScaler(), num), ("cat", OneHotEncoder(handle_unknown="ignore"), cat)]
         ),
         LogisticRegression(max_iter=2000),
     )
-    model.fit(f.loc[train, num + cat], f.loc[train, "income_gt_50k"])
-    pop = f.loc[~train, SENSITIVE + num + ["income_gt_50k"]].reset_index(drop=True)
-    pop["score"] = model.predict_proba(f.loc[~train, num + cat])[:, 1]
-    r = np.quantile(pop["score"], 0.8)
-    pop["decision"] = (pop["score"] >= r).astype(int)
-    pop = pop.rename(columns={"income_gt_50k": "y"})
-    pop.attrs["protected"] = list(SENSITIVE)
-    return pop, population_truth(pop)
+    model.fit(X.loc[train, num + cat], y[train])
+    score = model.predict_proba(X.loc[~train, num + cat])[:, 1]
+    return score, (score >= np.quantile(score, 0.8)).astype(int)
 
 
 def _diabetes_population(data_home, random_state: int):
@@ -159,23 +168,14 @@ def _diabetes_population(data_home, random_state: int):
     # exactly a quarter (rounded down) to train: 73,988 rows of ground truth, as the paper's
     train = np.zeros(len(f), dtype=bool)
     train[np.random.default_rng(random_state).permutation(len(f))[: len(f) // 4]] = True
-    model = make_pipeline(
-        ColumnTransformer(
-            [
-                ("num", StandardScaler(), CLINICAL_NUMERIC),
-                ("cat", OneHotEncoder(handle_unknown="ignore"), cat),
-            ]
-        ),
-        LogisticRegression(max_iter=2000),
-    )
-    model.fit(X.loc[train], f.loc[train, "readmitted_30"])
     pop = X.loc[~train, CLINICAL_NUMERIC].reset_index(drop=True)
     for c in DIABETES_PROTECTED:
         pop[c] = f.loc[~train, c].to_numpy()
     pop["heart_failure"] = heart_failure(f.loc[~train])
     pop["y"] = f.loc[~train, "readmitted_30"].to_numpy()
-    pop["score"] = model.predict_proba(X.loc[~train])[:, 1]
-    pop["decision"] = (pop["score"] >= np.quantile(pop["score"], 0.8)).astype(int)
+    pop["score"], pop["decision"] = _audited_model(
+        X, f["readmitted_30"], train, CLINICAL_NUMERIC, cat
+    )
     pop.attrs["protected"] = list(DIABETES_PROTECTED)
     return pop, population_truth(pop, DIABETES_PROTECTED)
 
