@@ -477,14 +477,10 @@ def hb_expand(x, buf, out) -> None:
 def _finite(val, grad):
     """``(val, grad)``, or ``(-inf, 0)`` when either is not finite: nutpie then treats the
     step as a divergence instead of stopping the chain."""
-    for j in range(len(grad)):
-        if not np.isfinite(grad[j]):
-            grad[:] = 0.0
-            return -np.inf, grad
-    if not np.isfinite(val):
-        grad[:] = 0.0
-        return -np.inf, grad
-    return val, grad
+    if np.isfinite(val) and np.isfinite(grad).all():
+        return val, grad
+    grad[:] = 0.0
+    return -np.inf, grad
 
 
 # one function per kind of model, so that a process compiles only the kind it samples
