@@ -1274,16 +1274,12 @@ def diabetes_population(data_home):
     return herlihy.population(data_home, 0, name="diabetes")
 
 
-def _coverage(sim: pd.DataFrame, estimator: str, level: float = 0.95) -> pd.Series:
-    iv = sim[(sim.estimator == estimator) & (sim.level == level) & sim.defined]
-    iv = iv[np.isfinite(iv.truth)]
-    return ((iv.lower <= iv.truth) & (iv.truth <= iv.upper)).groupby(iv["metric"]).mean()
+def _at_95(sim: pd.DataFrame) -> pd.DataFrame:
+    """summarise's coverage and relative width of the 95% intervals, by estimator, metric."""
+    from bayesfair.replication import herlihy
 
-
-def _relative_width(sim: pd.DataFrame, estimator: str, level: float = 0.95) -> pd.Series:
-    iv = sim[(sim.level == level) & sim.defined].assign(w=lambda t: t.upper - t.lower)
-    w = iv.pivot_table(index=["draw", "metric", "group"], columns="estimator", values="w")
-    return (w[estimator] / w["standard"]).groupby(level="metric").median()
+    _, cov = herlihy.summarise(sim)
+    return cov[cov["level"] == 0.95].set_index(["estimator", "metric"])
 
 
 @pytest.mark.slow
@@ -1313,10 +1309,11 @@ def test_simulation_on_the_diabetes_population(diabetes_population):
     assert (cut["structured"] >= 0.30).all(), cut["structured"]
     for est in ("james_stein", "empirical_bayes"):
         assert (cut.loc[["selection_rate", "fpr"], est] >= 0.25).all(), cut[est]
-    standard = _coverage(sim, "standard")
+    at_95 = _at_95(sim)
+    standard = at_95.loc["standard", "coverage"]
     print("standard 95% coverage:", standard.round(3).to_dict())
     assert standard.between(0.92, 0.98).all(), standard
-    width = _relative_width(sim, "structured")
+    width = at_95.loc["structured", "relative_width"]
     print("structured regression's width / standard's:", width.round(3).to_dict())
     assert (width <= 0.85).all(), width
 
@@ -1341,7 +1338,7 @@ def test_structured_intervals_cover_on_the_diabetes_population(diabetes_populati
         n_resamples=200,
         random_state=1,
     )
-    coverage = _coverage(sim, "structured")
+    coverage = _at_95(sim).loc["structured", "coverage"]
     print("structured regression's 95% coverage:", coverage.round(3).to_dict())
     assert coverage.between(0.92, 0.98).all(), coverage
 
@@ -1374,10 +1371,10 @@ def test_hierarchical_model_on_the_diabetes_population(diabetes_population):
     cut = 1 - small["hierarchical"] / small["standard"]
     print("hierarchical Bayes' small-group MAE cut:", cut.round(3).to_dict())
     assert (cut >= 0.30).all(), cut
-    coverage = _coverage(sim, "hierarchical")
-    print("hierarchical Bayes' 95% coverage:", coverage.round(3).to_dict())
-    assert coverage.between(0.90, 0.99).all(), coverage
-    assert (_relative_width(sim, "hierarchical") <= 0.85).all()
+    hb = _at_95(sim).loc["hierarchical"]
+    print("hierarchical Bayes' 95% coverage:", hb["coverage"].round(3).to_dict())
+    assert hb["coverage"].between(0.90, 0.99).all(), hb
+    assert (hb["relative_width"] <= 0.85).all(), hb
 
 
 def _shrinkage_sim(seed, n_draws=6, n_groups=14):
