@@ -130,6 +130,19 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
         columns = dict(raw.get("columns", {}))
         if data or columns:
             _check_study_population(path, study["name"], data, columns)
+        if "population" in study:
+            from .replication.herlihy import POPULATIONS
+
+            if study["population"] not in POPULATIONS:
+                raise ValueError(
+                    f"{path}: [study] population must be one of {POPULATIONS}, "
+                    f"got {study['population']!r}"
+                )
+            if data:
+                raise ValueError(
+                    f"{path}: [study] population = {study['population']!r} and [data] both name "
+                    "the simulation's population; keep one"
+                )
         audit = raw.get("audit", {})
         return AuditSpec(
             name=str(audit.get("name", path.stem)),
@@ -276,7 +289,7 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
         from .replication import herlihy
 
         own = {}
-        if "population" in st:  # one of the harness's: "adult" (default) or "diabetes"
+        if "population" in st:  # one of the harness's (load_spec refuses it beside [data])
             own = dict(
                 pop_truth=herlihy.population(
                     data_home, int(st.get("seed", 1)), name=str(st["population"])

@@ -471,6 +471,15 @@ def test_spec_validation(tmp_path):
             '[study]\nname = "foulds-table2"\ndataset = "adult"\npoint_estimates = "map"\n',
             r"\[study\] key\(s\) \['point_estimates'\]",
         ),
+        (
+            '[study]\nname = "herlihy-simulation"\npopulation = "census"\n',
+            r"population must be one of \('adult', 'diabetes'\), got 'census'",
+        ),
+        (
+            '[study]\nname = "herlihy-simulation"\npopulation = "diabetes"\n[data]\n'
+            'dataset = "csv"\npath = "p.csv"\n[columns]\nprotected = ["g"]\noutcome = "y"\n',
+            "both name the simulation's population",
+        ),
     ]:
         p.write_text(text)
         with pytest.raises(ValueError, match=match):
