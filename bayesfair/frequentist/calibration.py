@@ -24,7 +24,7 @@ from .._result import ResultMixin
 from .._validation import check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, interval_columns
 from ..data import AuditData, as_audit_data
-from ..metrics.fairness import epsilon_df, gamma_sf
+from ..metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from .fairness_bounds import intervals_from_counts
 
 __all__ = ["IntervalCalibration", "interval_calibration"]
@@ -36,7 +36,7 @@ METRICS = ("epsilon-DF", "gamma-SF")
 def _metrics(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
     """(epsilon, gamma) over the leading axes of rates ``p1`` (..., groups): shape (..., 2)."""
     with np.errstate(divide="ignore"):
-        eps = epsilon_df(np.stack([1 - p1, p1], axis=-1))
+        eps = epsilon_df(outcome_probabilities(p1))
     return np.stack([eps, gamma_sf(p1, share)], axis=-1)
 
 
