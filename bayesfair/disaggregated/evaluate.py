@@ -502,7 +502,7 @@ def disaggregated_evaluation(
         :func:`~bayesfair.disaggregated.structured.structured_regression`).  The default's
         95% intervals are not calibrated for small groups: on Herlihy et al.'s diabetes
         population they covered 0.89 (FPR), 0.91 (selection rate) and 0.92 (accuracy),
-        0.84 for groups of at most 10 rows; ``"rows"`` covered 0.97-0.99.
+        0.84 for groups of at most 10 rows; ``"rows"`` covered 0.97-0.99 (notebook 07).
     eb_interval : {"prasad_rao", "posterior"}
         Empirical Bayes' interval: ``"prasad_rao"`` (default) adds to the posterior variance
         the uncertainty of the estimated mean and spread of the groups (Prasad and Rao's
@@ -513,7 +513,7 @@ def disaggregated_evaluation(
         groups drawn from the normal model, and a group far from the others' mean is
         shrunk towards it and missed (95% intervals covered 0.67-0.93 by metric on
         Herlihy et al.'s diabetes population, 0.47 for the quarter of groups farthest from
-        the median: ``herlihy.simulate`` on ``herlihy.population(name="diabetes")``).
+        the median: notebook 07, ``herlihy.simulate`` on ``herlihy.population(name="diabetes")``).
         The hierarchical model's intervals are (0.95-0.96 there).
     hb_draws, hb_tune, hb_chains : int
         NUTS settings of the hierarchical model.
