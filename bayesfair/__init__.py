@@ -7,6 +7,7 @@ fairness metrics (:mod:`bayesfair.metrics`), data sets
 
 from . import datasets as datasets  # bf.datasets.load_compas, as the docs write it
 from .aggregate import aggregate_counts
+from .calibration import IntervalCalibration, interval_calibration
 from .data import AuditData
 from .disaggregated import disaggregated_evaluation
 from .empirical_audit import AuditResult, run_audit
@@ -36,6 +37,7 @@ from .metrics import (
 )
 from .models import (
     DirichletMultinomial,
+    HierarchicalCounts,
     HierarchicalLogisticRegression,
     LogisticRegression,
     NaiveBayes,
@@ -55,7 +57,9 @@ __all__ = [
     "DirichletMultinomial",
     "FairnessEstimate",
     "FullAuditResult",
+    "HierarchicalCounts",
     "HierarchicalLogisticRegression",
+    "IntervalCalibration",
     "LogisticRegression",
     "NaiveBayes",
     "NeuralNetwork",
@@ -81,6 +85,7 @@ __all__ = [
     "group_learning_curves",
     "group_rates",
     "intersectional_permutation_test",
+    "interval_calibration",
     "metric_permutation_test",
     "model_average",
     "permutation_test",

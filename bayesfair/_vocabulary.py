@@ -16,6 +16,7 @@ from typing import TypeVar
 
 __all__ = [
     "LEVEL",
+    "N_REPLICATES",
     "N_RESAMPLES",
     "N_VARIANCE_RESAMPLES",
     "PSEUDO_COUNT",
@@ -30,6 +31,8 @@ LEVEL = 0.90
 N_RESAMPLES = 999
 #: Default number of inner bootstrap resamples behind a studentizing standard error.
 N_VARIANCE_RESAMPLES = 200
+#: Default number of replicate tables (each refitted) of an interval's coverage check.
+N_REPLICATES = 200
 #: Default Dirichlet pseudo-count added to each outcome of each intersection.
 PSEUDO_COUNT = 0.5
 

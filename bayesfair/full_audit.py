@@ -23,7 +23,8 @@ from ._output import raise_if_stopped
 from ._repr import compact_repr
 from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
 from ._validation import SeedLike, check_count, check_flag, check_seed
-from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
+from ._vocabulary import LEVEL, N_REPLICATES, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
+from .calibration import interval_calibration
 from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
 from .report import (
@@ -33,6 +34,7 @@ from .report import (
     add_bayesian_section,
     add_disaggregated_section,
     add_frequentist_section,
+    add_interval_section,
     add_scan_section,
     frequentist_tests,
     scan_audit_data,
@@ -59,6 +61,11 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
     ----------
     empirical : AuditResult
         The empirical audit (fairness table, rates, intervals).
+    intervals : dict
+        ``{role: IntervalCalibration}``: the default intervals of epsilon-DF and gamma-SF
+        of labels and decisions, with their coverage on replicate tables
+        (:func:`~bayesfair.interval_calibration`); empty with fewer than two
+        intersections with rows.
     bayesian : dict or None
         ``{"labels": {name: model}, "decisions": {name: model} or None}``: fitted models.
     tests : pandas.DataFrame or None
@@ -81,6 +88,7 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
     __repr__ = compact_repr
 
     empirical: AuditResult
+    intervals: dict[str, Any] = field(default_factory=dict)
     bayesian: dict[str, Any] | None = None
     tests: pd.DataFrame | None = None
     scans: list | None = None
@@ -177,6 +185,8 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         """
         rep = self.empirical.report(report)
         add_answers_section(rep, self)
+        if self.intervals:
+            add_interval_section(rep, self.intervals)
         if self.bayesian is not None:
             add_bayesian_section(
                 rep,
@@ -203,6 +213,18 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
             )
         )
         return rep
+
+
+def _calibrated_intervals(data: AuditData, level: float, seed: int, n_resamples: int) -> dict:
+    """The default intervals of labels (and decisions) with their coverage on replicates."""
+    roles = ["outcome", "decision"] if data.has_decision else ["outcome"]
+    reps = max(10, min(n_resamples, N_REPLICATES))
+    return {
+        role: interval_calibration(
+            data, role=role, level=level, n_replicates=reps, random_state=seed + i
+        )
+        for i, role in enumerate(roles)
+    }
 
 
 def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:
@@ -327,8 +349,9 @@ def audit(
     truth : mapping, optional
         Known truth of synthetic data (``epsilon``, ``gamma``).
     n_resamples : int, default 999
-        Resamples of each permutation test and scan, and bootstrap replicates of the
-        per-group intervals.
+        Resamples of each permutation test and scan, bootstrap replicates of the
+        per-group intervals, and replicate tables (at most 200) of the interval
+        calibration (:func:`~bayesfair.interval_calibration`).
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, default None
         Seeds every random step: permutations, the scans' restarts and permutations,
         bootstraps, samplers.  Without one, a seed is drawn and kept in the result
@@ -386,6 +409,9 @@ def audit(
     out = FullAuditResult(
         empirical, not_run=_not_run(data, bayes), n_resamples=n_resamples, random_state=seed
     )
+    if empirical.intervals:  # as run_audit: at least two intersections with rows
+        step("intervals of epsilon-DF and gamma-SF, checked on replicate tables")
+        out.intervals = _calibrated_intervals(data, level, seed, n_resamples)
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
         out.bayesian = _bayesian_fits(data, seed, draws)

@@ -2,7 +2,6 @@
 confidence intervals of epsilon-DF and gamma-SF."""
 
 from .auc import auc_permutation_test
-from .calibration import IntervalCalibration, interval_calibration
 from .correlation import correlation_permutation_test
 from .discrimination import DiscriminationTestResult, discrimination_test
 from .fairness_bounds import FairnessConfidenceInterval, fairness_confidence_interval
@@ -28,7 +27,6 @@ __all__ = [
     "DiscriminationTestResult",
     "FairnessConfidenceInterval",
     "IntersectionalPermutationResult",
-    "IntervalCalibration",
     "LearningCurveResult",
     "PermutationTestResult",
     "auc_permutation_test",
@@ -39,7 +37,6 @@ __all__ = [
     "fairness_confidence_interval",
     "group_learning_curves",
     "intersectional_permutation_test",
-    "interval_calibration",
     "metric_permutation_test",
     "minimum_detectable_difference",
     "permutation_test",

@@ -1,7 +1,8 @@
 """Bayesian models of P(y | s) fitted on the per-intersection table, and what they estimate.
 
 Every model takes ``method`` ("nuts", "advi" or "map"; conjugate models draw
-exactly), returns itself from ``fit(data, role=...)``, and then holds an
+exactly, HierarchicalCounts by nested Laplace), returns itself from
+``fit(data, role=...)``, and then holds an
 ``arviz.InferenceData`` (``idata_``) and draws of P(y=1|s) (``p_draws_``,
 dims chain x draw x intersection).
 """
@@ -13,11 +14,13 @@ from .conjugate import DirichletMultinomial, NaiveBayes
 from .evaluation import negative_cross_entropy
 from .fairness import PosteriorFairness, posterior_fairness
 from .glm import HierarchicalLogisticRegression, LogisticRegression, NeuralNetwork
+from .hierarchical_counts import HierarchicalCounts
 
 __all__ = [
     "Design",
     "DirichletMultinomial",
     "FairnessModel",
+    "HierarchicalCounts",
     "HierarchicalLogisticRegression",
     "LogisticRegression",
     "ModelAverage",

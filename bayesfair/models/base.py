@@ -335,8 +335,10 @@ class FairnessModel:
     """
 
     name = "model"
-    #: whether :meth:`fit` draws exactly from the posterior (conjugate models)
+    #: whether :meth:`fit` draws directly (no sampler: conjugate and nested-Laplace models)
     exact = False
+    #: the ``method`` of a model that draws directly
+    direct_method = "exact"
 
     @renamed_arguments(random_seed="random_state")
     def __init__(
@@ -430,7 +432,7 @@ class FairnessModel:
         return f"{type(self).__name__}({args})"
 
     def _validate(self) -> None:
-        allowed = METHODS if not self.exact else (*METHODS, "exact")
+        allowed = METHODS if not self.exact else (*METHODS, self.direct_method)
         if self.method not in allowed:
             raise ValueError(f"`method` must be one of {allowed}, got {self.method!r}")
         for arg in ("draws", "chains", "advi_iterations"):

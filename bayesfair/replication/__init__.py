@@ -1,5 +1,5 @@
 """Reproductions of the source papers' experiments, shared by notebooks, specs and tests."""
 
-from . import boxer, foulds, herlihy
+from . import boxer, foulds, herlihy, intervals
 
-__all__ = ["boxer", "foulds", "herlihy"]
+__all__ = ["boxer", "foulds", "herlihy", "intervals"]

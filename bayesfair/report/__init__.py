@@ -5,6 +5,7 @@ from .bayesian import add_bayesian_section
 from .disaggregated import add_disaggregated_section
 from .frequentist import add_frequentist_section, frequentist_tests
 from .html import Figure, KeyValues, Report, Section, Table, Text
+from .intervals import add_interval_section, interval_check_words
 from .plots import (
     jeffreys_interval,
     plot_group_rates,
@@ -24,9 +25,11 @@ __all__ = [
     "add_bayesian_section",
     "add_disaggregated_section",
     "add_frequentist_section",
+    "add_interval_section",
     "add_scan_section",
     "audit_answers",
     "frequentist_tests",
+    "interval_check_words",
     "jeffreys_interval",
     "plot_group_rates",
     "plot_posterior_boxes",

@@ -22,6 +22,7 @@ from scipy.stats import beta, binomtest
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, group_rates, outcome_probabilities
 from .html import Report, Section, Table, Text
+from .intervals import interval_check_words
 
 __all__ = ["add_answers_section", "audit_answers"]
 
@@ -92,6 +93,9 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
             ("epsilon-DF", est.epsilon, ci.epsilon_interval if ci else None),
             ("gamma-SF", est.gamma, ci.gamma_interval if ci else None),
         ):
+            cal = getattr(result, "intervals", {}).get(role)
+            if cal is not None:
+                rows.append(_default_row(cal, metric, role, words, level))
             rows.append(
                 {
                     "question": f"How unequal are {words} across intersections?",
@@ -137,6 +141,22 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                 }
             )
     return rows
+
+
+def _default_row(cal: Any, metric: str, role: str, words: str, level: float) -> dict:
+    """The answer of the audit's default interval (:func:`~bayesfair.interval_calibration`)."""
+    r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "hierarchical")]
+    kind = f"{level:.0%} posterior, hierarchical"
+    if r["lower"] == 0:
+        kind += f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
+    return {
+        "question": f"How unequal are {words} across intersections?",
+        "answer": f"{metric} of {role}: posterior median {_fmt(r['estimate'])}",
+        "estimate": r["estimate"],
+        "interval": _interval(r["lower"], r["upper"], kind),
+        "method": "Bayesian: hierarchical model of the counts (nested Laplace), the default; "
+        + interval_check_words(cal, metric),
+    }
 
 
 def _posterior(result: Any, level: float) -> dict:

@@ -72,8 +72,8 @@ def results(data) -> dict[str, object]:
             "FullAuditResult": bf.audit(data, n_resamples=99),
             "FairnessEstimate": bf.empirical_fairness(data, pseudo_count=0),
             "FairnessConfidenceInterval": bf.fairness_confidence_interval(data),
-            "IntervalCalibration": bf.frequentist.interval_calibration(
-                data, n_resamples=20, draws=50, random_state=0
+            "IntervalCalibration": bf.interval_calibration(
+                data, n_replicates=20, draws=50, random_state=0
             ),
             "PermutationTestResult": bf.permutation_test(data, "fpr", by="sex", n_resamples=99),
             "IntersectionalPermutationResult": bf.intersectional_permutation_test(

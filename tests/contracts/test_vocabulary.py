@@ -12,7 +12,13 @@ import pandas as pd
 import pytest
 
 import bayesfair as bf
-from bayesfair._vocabulary import LEVEL, N_RESAMPLES, N_VARIANCE_RESAMPLES, PSEUDO_COUNT
+from bayesfair._vocabulary import (
+    LEVEL,
+    N_REPLICATES,
+    N_RESAMPLES,
+    N_VARIANCE_RESAMPLES,
+    PSEUDO_COUNT,
+)
 
 MODULES = [
     "bayesfair",
@@ -56,6 +62,7 @@ DEFAULTS = {
     "level": LEVEL,
     "n_resamples": N_RESAMPLES,
     "n_variance_resamples": N_VARIANCE_RESAMPLES,
+    "n_replicates": N_REPLICATES,
     "pseudo_count": PSEUDO_COUNT,
     "random_state": None,
 }

@@ -81,6 +81,7 @@ def test_progress_is_called_for_each_step(frame):
     bf.audit(data, n_resamples=99, progress=seen.append)
     steps = [re.sub(r"^\[ *[0-9.]+ s\] ", "", s) for s in seen]
     assert steps == [
+        "intervals of epsilon-DF and gamma-SF, checked on replicate tables",
         "permutation tests",
         "conditional bias scans of false positive rates",
         "per-group estimates",

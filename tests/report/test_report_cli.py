@@ -201,6 +201,7 @@ def test_audit_csv(tmp_path, capsys):
     printed = capsys.readouterr()
     steps = re.findall(r"^bayesfair: \[ *([0-9.]+) s\] (.+)$", printed.err, flags=re.M)
     assert [what for _, what in steps] == [
+        "intervals of epsilon-DF and gamma-SF, checked on replicate tables",
         "permutation tests",
         "conditional bias scans of false positive rates",
         "per-group estimates",
@@ -234,6 +235,7 @@ def test_audit_of_a_count_table(tmp_path, capsys):
     assert "Frequentist companions" in html and "Not run" in html
     assert "the data are a per-intersection count table; the scans and per-group" in html
     assert re.findall(r"\] (.+)$", printed.err, flags=re.M) == [
+        "intervals of epsilon-DF and gamma-SF, checked on replicate tables",
         "permutation tests",
         "writing the report",
     ]

@@ -1,0 +1,185 @@
+"""The posterior of a hierarchical model of the per-intersection counts by nested Laplace
+approximations on a grid of its two scales (Rue, Martino & Chopin 2009, "INLA").
+
+The model (:class:`~bayesfair.models.HierarchicalCounts`): the log-odds of every
+intersection ``s`` are an intercept, one effect per value of every protected attribute and
+the intersection's own deviation,
+
+.. math::
+
+    \\eta_s = \\mu + \\sum_d a_{d, s_d} + u_s,\\quad
+    \\mu \\sim N(m, \\sigma_\\mu^2),\\; a_{d,l} \\sim N(0, \\sigma_a^2),\\;
+    u_s \\sim N(0, \\tau^2),\\quad k_s \\sim \\mathrm{Binomial}(n_s, \\mathrm{expit}\\,\\eta_s),
+
+with half-normal priors on the two scales. Integrating the Gaussian effects out, ``eta``
+has the prior ``N(m 1, C)``, ``C = sigma_mu^2 11' + sigma_a^2 K + tau^2 I`` (``K_{st}``:
+the number of attributes on which ``s`` and ``t`` agree). Given the scales, the
+posterior of ``eta`` is approximated by a Gaussian at its mode (Newton's method in the
+stable form of Rasmussen & Williams 2006, Algorithm 3.1), whose Laplace estimate of the
+marginal likelihood weights the grid point; draws come from the mixture. Every grid point
+is solved at once (batched linear algebra over ``(grid, G, G)``), so a table of a few
+dozen intersections takes milliseconds, which is what lets interval calibration refit it
+on hundreds of replicate tables.
+
+The attribute effects let an intersection borrow strength from every intersection that
+shares one of its values; the deviations keep interactions; the scales are learned with
+their uncertainty (no plug-in), so a fair table keeps posterior mass near
+``sigma_a = tau = 0``. Empty intersections get the prediction of their attribute values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logsumexp
+
+__all__ = ["GridPosterior", "grid_posterior"]
+
+#: The grid of each scale (log-spaced; the prior weight carries the Jacobian).
+SCALES = np.geomspace(0.01, 4.0, 14)
+#: Prior standard deviation of the intercept around the overall log-odds.
+INTERCEPT_SD = 2.0
+
+
+@dataclass(frozen=True)
+class GridPosterior:  # numpydoc ignore=PR01
+    """Gaussian approximations of ``eta`` at every grid point and their weights."""
+
+    mode: np.ndarray  # (..., grid, G)
+    chol: np.ndarray  # (..., grid, G, G) Cholesky factors of the posterior covariances
+    weight: np.ndarray  # (..., grid) posterior probabilities of the grid points
+    sigma_a: np.ndarray  # (grid,)
+    tau: np.ndarray  # (grid,)
+
+    def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """Draws of P(y=1|s) from the mixture: shape (..., size, G), one set of draws per
+        table of the leading dimensions."""
+        lead = self.weight.shape[:-1]
+        cdf = np.cumsum(self.weight, axis=-1)
+        u = rng.random((*lead, size)) * cdf[..., -1:]
+        g = np.minimum(_row_searchsorted(cdf, u), self.weight.shape[-1] - 1)
+        mode = np.take_along_axis(self.mode, g[..., None], axis=-2)
+        chol = np.take_along_axis(self.chol, g[..., None, None], axis=-3)
+        z = rng.standard_normal((*lead, size, self.mode.shape[-1]))
+        return expit(mode + np.einsum("...dij,...dj->...di", chol, z))
+
+
+def _row_searchsorted(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``searchsorted`` of every row of ``u`` in the same row of ``cdf`` (leading dims)."""
+    return (u[..., :, None] >= cdf[..., None, :]).sum(axis=-1)
+
+
+def agreement(codes: np.ndarray) -> np.ndarray:
+    """``K_st``: on how many attributes intersections ``s`` and ``t`` agree.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray, shape (n_attributes, G)
+
+    Returns
+    -------
+    numpy.ndarray, shape (G, G)
+    """
+    return sum((c[:, None] == c[None, :]).astype(float) for c in codes)
+
+
+def _loglik(n: np.ndarray, k: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    return np.sum(-k * np.logaddexp(0, -eta) - (n - k) * np.logaddexp(0, eta), axis=-1)
+
+
+def _newton_target(n, k, cov, m, f):
+    """One Newton step of the mode (Rasmussen & Williams Alg. 3.1): the new ``f = eta - m``
+    and its ``a = C^{-1} f``."""
+    p = expit(m + f)
+    w = n * p * (1 - p)
+    sw = np.sqrt(w)
+    b = w * f + (k - n * p)
+    eye = np.eye(len(n))
+    big_b = eye + sw[..., :, None] * cov * sw[..., None, :]
+    v = np.linalg.solve(big_b, (sw * (cov @ b[..., None])[..., 0])[..., None])[..., 0]
+    a = b - sw * v
+    return (cov @ a[..., None])[..., 0], a
+
+
+def _mode(n, k, cov, m, max_iter: int = 100, tol: float = 1e-8):
+    """The posterior mode of ``f = eta - m`` at every grid point (and table), with step
+    halving where a full Newton step would lower ``log p(k | eta) - f' C^{-1} f / 2``."""
+    f = np.zeros(np.broadcast_shapes(cov.shape[:-1], k.shape))
+    a = np.zeros_like(f)
+    psi = _loglik(n, k, m + f)
+    for _ in range(max_iter):
+        f_new, a_new = _newton_target(n, k, cov, m, f)
+        step = np.ones(f.shape[:-1])
+        for _ in range(30):
+            ft = f + step[..., None] * (f_new - f)
+            at = a + step[..., None] * (a_new - a)
+            psi_t = _loglik(n, k, m + ft) - 0.5 * np.sum(at * ft, axis=-1)
+            worse = psi_t < psi - 1e-10
+            if not worse.any():
+                break
+            step = np.where(worse, step / 2, step)
+        moved = np.max(np.abs(ft - f))
+        f, a, psi = ft, at, psi_t
+        if moved < tol:
+            break
+    return f, a, psi
+
+
+def grid_posterior(
+    n: np.ndarray,
+    k: np.ndarray,
+    codes: np.ndarray,
+    *,
+    scales: np.ndarray = SCALES,
+    prior_scale: float = 1.0,
+) -> GridPosterior:
+    """The nested-Laplace posterior of the intersections' log-odds.
+
+    Parameters
+    ----------
+    n : numpy.ndarray, shape (G,)
+        Rows per intersection (empty intersections allowed).
+    k : numpy.ndarray, shape (..., G)
+        Positives per intersection; leading dimensions are tables fitted at once
+        (replicates of one table, same ``n``).
+    codes : numpy.ndarray, shape (n_attributes, G)
+        Every intersection's value code of every attribute.
+    scales : numpy.ndarray
+        Grid of ``sigma_a`` and of ``tau`` (their product is the grid).
+    prior_scale : float
+        Scale of the half-normal priors of ``sigma_a`` and ``tau``.
+
+    Returns
+    -------
+    GridPosterior
+    """
+    n = np.asarray(n, dtype=float)
+    k = np.asarray(k, dtype=float)[..., None, :]  # a grid axis before the intersections
+    pos = k.sum(axis=-1, keepdims=True)
+    m = np.log((pos + 0.5) / (n.sum() - pos + 0.5))
+    sa, tau = (g.ravel() for g in np.meshgrid(scales, scales, indexing="ij"))
+    cov = (
+        INTERCEPT_SD**2
+        + sa[:, None, None] ** 2 * agreement(np.asarray(codes))
+        + tau[:, None, None] ** 2 * np.eye(len(n))
+    )
+    f, _, psi = _mode(n, k, cov, m)
+    p = expit(m + f)
+    sw = np.sqrt(n * p * (1 - p))
+    lower = np.linalg.cholesky(np.eye(len(n)) + sw[..., :, None] * cov * sw[..., None, :])
+    log_marginal = psi - np.sum(np.log(np.diagonal(lower, axis1=-2, axis2=-1)), axis=-1)
+    v = np.linalg.solve(lower, sw[..., :, None] * cov)
+    post_cov = cov - np.swapaxes(v, -1, -2) @ v
+    # half-normal priors; the grid is uniform in log scale, hence the Jacobian sigma
+    log_prior = -0.5 * ((sa / prior_scale) ** 2 + (tau / prior_scale) ** 2) + np.log(sa * tau)
+    lw = log_marginal + log_prior
+    weight = np.exp(lw - logsumexp(lw, axis=-1, keepdims=True))
+    jitter = 1e-9 * np.eye(len(n))
+    return GridPosterior(
+        mode=m + f,
+        chol=np.linalg.cholesky(post_cov + jitter),
+        weight=weight / weight.sum(axis=-1, keepdims=True),
+        sigma_a=sa,
+        tau=tau,
+    )

@@ -1,0 +1,174 @@
+"""Coverage of the intervals of epsilon-DF and gamma-SF across populations: the study behind
+the audit's default interval (notebook 08 and the slow tests of
+``tests/calibration``).
+
+A population is a table of true rates P(y=1|s) and shares P(s) over the intersections of
+some protected attributes; every replicate draws a data set of ``n_rows`` rows from one
+(multinomial sizes, binomial positives), computes each interval of
+:func:`~bayesfair.interval_calibration` and checks it against the population's epsilon-DF
+and gamma-SF.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit, logit
+
+from .._validation import check_count, check_open_probability, check_seed
+from .._vocabulary import LEVEL, PSEUDO_COUNT
+from ..calibration import METHODS, METRICS, _Intervals, _metrics
+
+__all__ = ["additive_population", "interval_coverage", "table_population"]
+
+Population = tuple[np.ndarray, np.ndarray]
+
+
+def additive_population(
+    rng: np.random.Generator,
+    levels: Sequence[int] = (4, 2, 3),
+    *,
+    main: float = 0.5,
+    interaction: float = 0.25,
+    base_rate: float = 0.3,
+    concentration: float = 2.0,
+) -> Population:
+    """A random population: additive log-odds plus interactions, Dirichlet shares.
+
+    ``logit P(y=1|s) = logit(base_rate) + sum_d a_d[s_d] + u_s`` with
+    ``a_d ~ N(0, main^2)`` per attribute value and ``u_s ~ N(0, interaction^2)``;
+    shares ``~ Dirichlet(concentration)``. The defaults are the generator of issue 40
+    (race 4 x sex 2 x age 3 = 24 intersections).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    levels : sequence of int, default (4, 2, 3)
+        Values of every protected attribute.
+    main, interaction : float
+        Standard deviations of the attribute effects and the intersection deviations.
+    base_rate : float, default 0.3
+    concentration : float, default 2.0
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(p, share)`` in the order of ``numpy.indices(levels)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.replication.intervals import additive_population
+    >>> p, share = additive_population(np.random.default_rng(0))
+    >>> p.shape, round(float(share.sum()), 6)
+    ((24,), 1.0)
+    """
+    g = int(np.prod(levels))
+    codes = np.indices(levels).reshape(len(levels), -1)
+    eta = np.full(g, logit(base_rate))
+    for d, size in enumerate(levels):
+        eta += rng.normal(0.0, main, size)[codes[d]]
+    eta += rng.normal(0.0, interaction, g)
+    return expit(eta), rng.dirichlet(np.full(g, concentration))
+
+
+def table_population(
+    n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUNT
+) -> Callable[[np.random.Generator], Population]:
+    """A fixed population like an observed table: its smoothed rates and its shares.
+
+    Parameters
+    ----------
+    n, k : numpy.ndarray
+        Rows and positives per intersection.
+    pseudo_count : float, default 0.5
+
+    Returns
+    -------
+    callable
+        ``rng -> (p, share)`` (the same population every time).
+    """
+    n = np.asarray(n, dtype=float)
+    p = (np.asarray(k) + pseudo_count) / (n + 2 * pseudo_count)
+    share = n / n.sum()
+    return lambda rng: (p, share)
+
+
+def interval_coverage(
+    population: Callable[[np.random.Generator], Population],
+    levels: Sequence[int],
+    n_rows: int,
+    *,
+    n_replicates: int = 200,
+    level: float = LEVEL,
+    draws: int = 2000,
+    random_state=None,
+) -> pd.DataFrame:
+    """How often each interval covers a population's epsilon-DF and gamma-SF.
+
+    Parameters
+    ----------
+    population : callable
+        ``rng -> (p, share)``, called once per replicate (a new population each time, as
+        :func:`additive_population`, or a fixed one, as :func:`table_population`).
+    levels : sequence of int
+        Values of every protected attribute (the intersections are in the order of
+        ``numpy.indices(levels)``).
+    n_rows : int
+        Rows of every replicate data set.
+    n_replicates : int, default 200
+    level : float, default 0.9
+    draws : int, default 2000
+        Posterior draws per replicate.
+    random_state : int, numpy.random.Generator or None
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method and metric: ``coverage``, ``median_width``,
+        ``width_ratio_to_clopper_pearson`` (of the medians), ``infinite_share`` (intervals
+        with an infinite end), ``n_replicates``, ``n_rows``.
+
+    Examples
+    --------
+    >>> from bayesfair.replication.intervals import additive_population, interval_coverage
+    >>> t = interval_coverage(additive_population, (4, 2, 3), 2500, n_replicates=5,
+    ...                       random_state=0)
+    >>> t["method"].unique().tolist()
+    ['hierarchical', 'Dirichlet-multinomial', 'Clopper-Pearson']
+    """
+    n_rows = check_count(n_rows, "n_rows", minimum=2)
+    n_replicates = check_count(n_replicates, "n_replicates")
+    check_open_probability(level, "level")
+    rng = np.random.default_rng(check_seed(random_state))
+    codes = np.indices(tuple(levels)).reshape(len(levels), -1)
+    inside, width = [], []
+    for _ in range(n_replicates):
+        p, share = population(rng)
+        n = rng.multinomial(n_rows, share)
+        k = rng.binomial(n, p)
+        seen = n > 0
+        _, bounds, _ = _Intervals(n, codes, seen, level, PSEUDO_COUNT).all(k, draws, rng)
+        truth = _metrics(p[seen], share[seen])
+        inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
+        width.append(bounds[..., 1] - bounds[..., 0])
+    inside, width = np.array(inside), np.array(width)
+    med = np.median(width, axis=0)
+    rows = []
+    for i, method in enumerate(METHODS):
+        for j, metric in enumerate(METRICS):
+            rows.append(
+                {
+                    "method": method,
+                    "metric": metric,
+                    "coverage": float(inside[:, i, j].mean()),
+                    "median_width": float(med[i, j]),
+                    "width_ratio_to_clopper_pearson": float(med[i, j] / med[-1, j]),
+                    "infinite_share": float(np.isinf(width[:, i, j]).mean()),
+                    "n_replicates": n_replicates,
+                    "n_rows": n_rows,
+                }
+            )
+    return pd.DataFrame(rows)

@@ -1,0 +1,81 @@
+"""HierarchicalCounts: the nested-Laplace posterior against brute force, batched fits, the
+model contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+import bayesfair as bf
+from bayesfair.models._nested_laplace import INTERCEPT_SD, grid_posterior
+
+pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
+
+
+def test_nested_laplace_matches_importance_sampling_on_small_counts():
+    """Four intersections of 5-30 rows (where a Laplace approximation is least accurate):
+    the posterior means of P(y=1|s) within 0.02 and the posterior sds within 10% of the
+    exact ones, computed by importance sampling the same model from its prior (400,000
+    draws, effective sample size about 15,000)."""
+    n, k = np.array([5, 12, 30, 8]), np.array([1, 6, 9, 5])
+    codes = np.indices((2, 2)).reshape(2, -1)
+    rng = np.random.default_rng(0)
+    approx = grid_posterior(n, k, codes).draw(100_000, rng)
+    size = 400_000
+    m = np.log((k.sum() + 0.5) / (n.sum() - k.sum() + 0.5))
+    sa, tau = np.abs(rng.normal(size=size)), np.abs(rng.normal(size=size))
+    eta = m + INTERCEPT_SD * rng.normal(size=(size, 1))
+    for c in codes:
+        eta = eta + (sa[:, None] * rng.normal(size=(size, 2)))[:, c]
+    p = expit(eta + tau[:, None] * rng.normal(size=(size, 4)))
+    lw = (k * np.log(p) + (n - k) * np.log1p(-p)).sum(axis=1)
+    w = np.exp(lw - lw.max())
+    w /= w.sum()
+    assert 1 / np.sum(w**2) > 5000
+    exact_mean = w @ p
+    exact_sd = np.sqrt(w @ (p - exact_mean) ** 2)
+    np.testing.assert_allclose(approx.mean(axis=0), exact_mean, atol=0.02)
+    np.testing.assert_allclose(approx.std(axis=0), exact_sd, rtol=0.1)
+
+
+def test_batched_fits_equal_one_at_a_time():
+    """Replicate tables fitted at once (leading dimension) give each table's own fit."""
+    rng = np.random.default_rng(1)
+    codes = np.indices((3, 2)).reshape(2, -1)
+    n = rng.integers(5, 200, 6)
+    kk = rng.binomial(n, 0.3, size=(3, 6))
+    together = grid_posterior(n, kk, codes)
+    for r in range(3):
+        alone = grid_posterior(n, kk[r], codes)
+        np.testing.assert_allclose(together.weight[r], alone.weight, atol=1e-10)
+        np.testing.assert_allclose(together.mode[r], alone.mode, atol=1e-8)
+    assert together.draw(7, rng).shape == (3, 7, 6)
+
+
+def test_shrinks_a_small_intersection_and_predicts_an_empty_one():
+    """A 4-row intersection at 4/4 is pulled towards what its attribute values predict;
+    an empty one gets that prediction, with a wide posterior."""
+    codes = np.indices((2, 2)).reshape(2, -1)
+    n = np.array([400, 400, 4, 0])
+    k = np.array([80, 120, 4, 0])
+    p = grid_posterior(n, k, codes).draw(20_000, np.random.default_rng(2))
+    assert p[:, 2].mean() < 0.8
+    assert 0.05 < p[:, 3].mean() < 0.7
+    assert p[:, 3].std() > 2 * p[:, 0].std()
+
+
+def test_is_a_fairness_model():
+    """Fitted like every model: p_draws_ (chain, draw, intersection), an InferenceData
+    with the log-likelihood, the method named, and posterior_fairness runs on it."""
+    data = bf.datasets.make_gaussian_threshold(n_rows=1500, random_state=0).audit_data()
+    m = bf.HierarchicalCounts(draws=200, chains=2, random_state=0).fit(data)
+    assert m.p_draws_.shape == (2, 200, 16)
+    assert m.method == "laplace"
+    assert np.isclose(m.grid_.weight.sum(), 1.0)
+    again = bf.HierarchicalCounts(draws=200, chains=2, random_state=0).fit(data)
+    np.testing.assert_array_equal(m.p_draws_, again.p_draws_)
+    s = bf.posterior_fairness(m, random_state=0).summary().set_index("metric")
+    assert s.loc["epsilon", "lower"] < s.loc["epsilon", "upper"]
+    with pytest.raises(ValueError, match="prior_scale"):
+        bf.HierarchicalCounts(prior_scale=-1).fit(data)
