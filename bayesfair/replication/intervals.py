@@ -6,7 +6,8 @@ A population is a table of true rates P(y=1|s) and shares P(s) over the intersec
 some protected attributes; every replicate draws a data set of ``n_rows`` rows from one
 (multinomial sizes, binomial positives), computes each interval of
 :func:`~bayesfair.interval_calibration` and checks it against the population's epsilon-DF
-and gamma-SF.
+and gamma-SF over the intersections the data set has rows in (shares renormalised), the
+intersections every interval is about.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from scipy.special import expit, logit
 from .._validation import check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, PSEUDO_COUNT
 from ..calibration import METHODS, METRICS, _Intervals, _metrics
+from ..models._nested_laplace import grid_posterior
 
-__all__ = ["additive_population", "interval_coverage", "table_population"]
+__all__ = ["additive_population", "fitted_population", "interval_coverage", "table_population"]
 
 Population = tuple[np.ndarray, np.ndarray]
 
@@ -96,6 +98,31 @@ def table_population(
     return lambda rng: (p, share)
 
 
+def fitted_population(
+    n: np.ndarray, k: np.ndarray, levels: Sequence[int]
+) -> Callable[[np.random.Generator], Population]:
+    """Populations like an observed table: every call draws the rates from the hierarchical
+    posterior of the table (:class:`~bayesfair.models.HierarchicalCounts`) and keeps its
+    shares.
+
+    Parameters
+    ----------
+    n, k : numpy.ndarray
+        Rows and positives per intersection, in the order of ``numpy.indices(levels)``.
+    levels : sequence of int
+
+    Returns
+    -------
+    callable
+        ``rng -> (p, share)``, a new population each time.
+    """
+    n = np.asarray(n)
+    codes = np.indices(tuple(levels)).reshape(len(levels), -1)
+    posterior = grid_posterior(n, np.asarray(k), codes)
+    share = n / n.sum()
+    return lambda rng: (posterior.draw(1, rng)[0], share)
+
+
 def interval_coverage(
     population: Callable[[np.random.Generator], Population],
     levels: Sequence[int],
@@ -151,7 +178,7 @@ def interval_coverage(
         k = rng.binomial(n, p)
         seen = n > 0
         _, bounds, _ = _Intervals(n, codes, seen, level, PSEUDO_COUNT).all(k, draws, rng)
-        truth = _metrics(p[seen], share[seen])
+        truth = _metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])
     inside, width = np.array(inside), np.array(width)

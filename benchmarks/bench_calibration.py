@@ -1,0 +1,56 @@
+"""The check of the default intervals of epsilon-DF and gamma-SF on COMPAS
+(``bayesfair.interval_calibration`` for labels and decisions: 200 replicate tables in each
+of four scenarios, the hierarchical model refitted on each), which ``bayesfair.audit`` runs
+on every audit.
+
+Issue 40's budget: at most 30 s added to an audit of COMPAS size on the project's machine
+(2 cores). The baseline is the empirical audit (``bayesfair.run_audit``: the fairness table
+with its Clopper-Pearson intervals), in the same process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+
+BUDGET_S = 30.0
+
+
+def _data_home():
+    env = os.environ.get("BAYESFAIR_DATA")
+    here = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+    return env or (here if os.path.isdir(here) else None)
+
+
+def run(quick: bool = False) -> list[dict]:
+    import bayesfair as bf
+    from bayesfair.datasets import load_compas
+
+    home = _data_home()
+    if home is None:
+        return [{"benchmark": "interval calibration (no COMPAS data)", "bayesfair_s": float("nan")}]
+    frame = load_compas("cbs", data_home=home).frame
+    data = bf.AuditData(
+        frame, protected=["race", "sex"], outcome="two_year_recid", score="P", decision="high_risk"
+    )
+    reps = 50 if quick else 200
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        for i, role in enumerate(("outcome", "decision")):
+            bf.interval_calibration(data, role=role, n_replicates=reps, random_state=i)
+        cal = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        bf.run_audit(data)
+        empirical = time.perf_counter() - t0
+    return [
+        {
+            "benchmark": f"interval_calibration(COMPAS), 2 roles x 4 x {reps}",
+            "bayesfair_s": cal,
+            "baseline": "bf.run_audit (empirical, CP box)",
+            "baseline_s": empirical,
+            "note": f"{data.n_rows:,} rows, 12 intersections; what the check adds to bf.audit; "
+            f"budget {BUDGET_S:g} s ({'met' if cal <= BUDGET_S else 'NOT met'})",
+        }
+    ]
