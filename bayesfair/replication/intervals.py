@@ -155,7 +155,8 @@ def interval_coverage(
     -------
     pandas.DataFrame
         One row per method and metric: ``coverage``, ``median_width``,
-        ``width_ratio_to_clopper_pearson`` (of the medians), ``infinite_share`` (intervals
+        ``width_ratio_to_clopper_pearson`` (of the medians; 0 where the box's median width
+        is infinite), ``infinite_share`` (intervals
         with an infinite end), ``n_replicates``, ``n_rows``.
 
     Examples
@@ -183,6 +184,9 @@ def interval_coverage(
         width.append(bounds[..., 1] - bounds[..., 0])
     inside, width = np.array(inside), np.array(width)
     med = np.median(width, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(np.isinf(med[-1]), 0.0, med / med[-1])  # an unbounded box: ratio 0
+    ratio[-1] = 1.0
     rows = []
     for i, method in enumerate(METHODS):
         for j, metric in enumerate(METRICS):
@@ -192,7 +196,7 @@ def interval_coverage(
                     "metric": metric,
                     "coverage": float(inside[:, i, j].mean()),
                     "median_width": float(med[i, j]),
-                    "width_ratio_to_clopper_pearson": float(med[i, j] / med[-1, j]),
+                    "width_ratio_to_clopper_pearson": float(ratio[i, j]),
                     "infinite_share": float(np.isinf(width[:, i, j]).mean()),
                     "n_replicates": n_replicates,
                     "n_rows": n_rows,
