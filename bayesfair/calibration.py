@@ -16,7 +16,6 @@ Rubin 1984; Dawid 1982; Talts et al. 2018).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,7 @@ from ._result import ResultMixin
 from ._validation import check_count, check_open_probability, check_seed
 from ._vocabulary import LEVEL, N_REPLICATES, N_RESAMPLES, PSEUDO_COUNT, interval_columns
 from .data import AuditData, as_audit_data
-from .frequentist.fairness_bounds import intervals_from_counts
+from .frequentist.fairness_bounds import projected_bounds
 from .metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from .models._nested_laplace import grid_posterior
 
@@ -297,69 +296,44 @@ def interval_calibration(
     check_open_probability(level, "level")
     check_count(n_replicates, "n_replicates", minimum=10)
     check_count(draws, "draws", minimum=50)
-    seed = check_seed(random_state)
+    own, replicates = check_seed(random_state).spawn(2)
     counts = data.counts(role)
-    n_all = counts.sum(axis=1).astype(np.int64)
-    k_all = counts[:, 1].astype(np.int64)
-    seen = n_all > 0
+    n, k = counts.sum(axis=1).astype(np.int64), counts[:, 1].astype(np.int64)
+    seen = n > 0
     notes = []
     if not seen.all():
         notes.append(f"{int((~seen).sum())} intersection(s) without rows left out of the metrics")
     codes = np.indices(data.shape_).reshape(len(data.shape_), -1)
-    box = _Intervals(n_all, codes, seen, level, float(pseudo_count))
-    own, replicates = seed.spawn(2)
+    box = _Intervals(n, codes, seen, level, float(pseudo_count))
     rng = np.random.default_rng(own)
-    post = box.hierarchical_draws(k_all, 10 * draws, rng)
-    estimates, bounds, pvalue = box.all(k_all, 10 * draws, rng, post=post)
-    rows = []
+    post = box.hierarchical_draws(k, 10 * draws, rng)
+    estimates, bounds, pvalue = box.all(k, 10 * draws, rng, post=post)
     truths = {
-        "observed": (k_all + pseudo_count) / (n_all + 2 * pseudo_count),
-        "shrunk": np.where(seen, shrunk_rates(np.maximum(n_all, 1), k_all, pseudo_count), 0.5),
-        "fair": np.full(len(n_all), k_all[seen].sum() / n_all[seen].sum()),
+        "posterior": post,
+        "observed": (k + pseudo_count) / (n + 2 * pseudo_count),
+        "shrunk": np.where(seen, shrunk_rates(np.maximum(n, 1), k, pseudo_count), 0.5),
+        "fair": np.full(len(n), k[seen].sum() / n[seen].sum()),
     }
-    for scenario, s_seed in zip(SCENARIOS, replicates.spawn(len(SCENARIOS)), strict=True):
-        fixed = truths.get(scenario)
-
-        def one_chunk(size, chunk_rng, fixed=fixed):
-            p = (
-                np.broadcast_to(fixed, (size, len(n_all)))
-                if fixed is not None
-                else post[chunk_rng.integers(len(post), size=size)]
-            )
-            out = np.empty((size, len(METHODS), 2, 3))  # lower, upper, truth
-            for r in range(size):
-                kk = chunk_rng.binomial(n_all, p[r])
-                _, b, _ = box.all(kk, draws, chunk_rng)
-                out[r, :, :, :2] = b
-                out[r, :, :, 2] = box.truth(p[r])
-            return out
-
-        res = chunked_resamples(one_chunk, n_replicates, s_seed, n_jobs=n_jobs)
-        lo, hi, truth = res[..., 0], res[..., 1], res[..., 2]
-        inside = (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
-        for i, method in enumerate(METHODS):
-            for j, metric in enumerate(METRICS):
-                rows.append(
-                    {
-                        "scenario": scenario,
-                        "metric": metric,
-                        "method": method,
-                        "truth": float(np.median(truth[:, i, j])),
-                        "coverage": float(inside[:, i, j].mean()),
-                        "median_width": float(np.median(hi[:, i, j] - lo[:, i, j])),
-                        "n_replicates": n_replicates,
-                    }
-                )
-    intervals = pd.DataFrame(
-        {
-            "metric": list(METRICS) * len(METHODS),
-            "method": [m for m in METHODS for _ in METRICS],
-            "estimate": estimates.ravel(),
-            **interval_columns(bounds[..., 0].ravel(), bounds[..., 1].ravel(), level),
-        }
-    )
+    rows = []
+    for (scenario, truth), s_seed in zip(
+        truths.items(), replicates.spawn(len(truths)), strict=True
+    ):
+        res = chunked_resamples(
+            lambda size, r, t=truth: _replicates(box, t, size, draws, r),
+            n_replicates,
+            s_seed,
+            n_jobs=n_jobs,
+        )
+        rows += _coverage_rows(scenario, res)
     return IntervalCalibration(
-        intervals=intervals,
+        intervals=pd.DataFrame(
+            {
+                "metric": list(METRICS) * len(METHODS),
+                "method": [m for m in METHODS for _ in METRICS],
+                "estimate": estimates.ravel(),
+                **interval_columns(bounds[..., 0].ravel(), bounds[..., 1].ravel(), level),
+            }
+        ),
         coverage=pd.DataFrame(rows),
         equal_rates_pvalue=pvalue,
         level=level,
@@ -367,6 +341,39 @@ def interval_calibration(
         n_replicates=n_replicates,
         notes=notes,
     )
+
+
+def _replicates(box: _Intervals, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:
+    """``size`` replicate tables of ``truth`` (rates, or posterior draws of them, one drawn
+    per replicate): every method's (lower, upper, truth) per metric, (size, methods, 2, 3)."""
+    if truth.ndim == 2:
+        p = truth[rng.integers(len(truth), size=size)]
+    else:
+        p = np.broadcast_to(truth, (size, len(truth)))
+    out = np.empty((size, len(METHODS), 2, 3))
+    for r in range(size):
+        _, out[r, :, :, :2], _ = box.all(rng.binomial(box.n, p[r]), draws, rng)
+        out[r, :, :, 2] = box.truth(p[r])
+    return out
+
+
+def _coverage_rows(scenario: str, res: np.ndarray) -> list[dict]:
+    """One row per method and metric from :func:`_replicates`' output."""
+    lo, hi, truth = res[..., 0], res[..., 1], res[..., 2]
+    inside = (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
+    return [
+        {
+            "scenario": scenario,
+            "metric": metric,
+            "method": method,
+            "truth": float(np.median(truth[:, i, j])),
+            "coverage": float(inside[:, i, j].mean()),
+            "median_width": float(np.median(hi[:, i, j] - lo[:, i, j])),
+            "n_replicates": len(res),
+        }
+        for i, method in enumerate(METHODS)
+        for j, metric in enumerate(METRICS)
+    ]
 
 
 class _Intervals:
@@ -394,22 +401,15 @@ class _Intervals:
         h_lo, h_hi = np.quantile(hier, self.qs, axis=0)
         if pvalue >= 1 - self.level:
             h_lo = np.zeros(2)
-        cp = _clopper_pearson(n, k[s], self.level)
+        eps_lo, eps_hi, gamma_lo, gamma_hi = projected_bounds(n, k[s], self.level)
         bounds = np.array(
             [
                 np.stack([h_lo, h_hi], axis=-1),
                 np.quantile(dm, self.qs, axis=0).T,
-                [cp.epsilon_interval, cp.gamma_interval],
+                [[eps_lo, eps_hi], [gamma_lo, gamma_hi]],
             ]
         )
         estimates = np.array(
-            [np.median(hier, axis=0), np.median(dm, axis=0), [cp.epsilon, cp.gamma]]
+            [np.median(hier, axis=0), np.median(dm, axis=0), _metrics(k[s] / n, n)]
         )
         return estimates, bounds, pvalue
-
-
-def _clopper_pearson(n: np.ndarray, k: np.ndarray, level: float):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # groups without rows: left out before
-        labels = [str(i) for i in range(len(n))]
-        return intervals_from_counts(n, k, labels, level=level, role="outcome", by=())

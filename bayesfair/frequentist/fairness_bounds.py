@@ -24,17 +24,21 @@ from ._pvalues import clopper_pearson
 __all__ = ["FairnessConfidenceInterval", "fairness_confidence_interval"]
 
 
-def _max_other(a: np.ndarray, b: np.ndarray) -> float:
-    """``max over i != j of a[i] - b[j]`` without forming every pair (two largest a, two
-    smallest b)."""
-    ia, ib = np.argsort(-a, kind="stable")[:2], np.argsort(b, kind="stable")[:2]
-    if ia[0] != ib[0]:
-        return float(a[ia[0]] - b[ib[0]])
-    return float(max(a[ia[0]] - b[ib[1]], a[ia[1]] - b[ib[0]]))
+def _max_other(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``max over i != j of a[i] - b[j]`` over the last axis, without forming every pair
+    (two largest a, two smallest b)."""
+    ia = np.argsort(-a, axis=-1, kind="stable")[..., :2]
+    ib = np.argsort(b, axis=-1, kind="stable")[..., :2]
+    a1, a2 = (np.take_along_axis(a, ia[..., i : i + 1], -1)[..., 0] for i in (0, 1))
+    b1, b2 = (np.take_along_axis(b, ib[..., i : i + 1], -1)[..., 0] for i in (0, 1))
+    with np.errstate(invalid="ignore"):
+        other = np.maximum(a1 - b2, a2 - b1)
+        return np.where(ia[..., 0] != ib[..., 0], a1 - b1, other)
 
 
-def epsilon_range(lower: np.ndarray, upper: np.ndarray) -> tuple[float, float]:
-    """The range of epsilon-DF over every ``P(y=1|s)`` in the box ``[lower, upper]``.
+def epsilon_range(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The range of epsilon-DF over every ``P(y=1|s)`` in the box ``[lower, upper]`` (over
+    the last axis; leading axes are boxes computed at once).
 
     epsilon is the largest ``|log P(y|s_i) - log P(y|s_j)|`` over pairs and both outcomes.
     The upper end, the largest ``log U_i - log L_j`` (or its ``1 - p`` twin) over pairs,
@@ -43,14 +47,16 @@ def epsilon_range(lower: np.ndarray, upper: np.ndarray) -> tuple[float, float]:
     overlap): at most the smallest epsilon in the box, which may need both at once.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        hi = max(
+        hi = np.maximum(
             _max_other(np.log(upper), np.log(lower)),
             _max_other(np.log1p(-lower), np.log1p(-upper)),
         )
-        lo = max(
-            0.0,
-            _max_other(np.log(lower), np.log(upper)),
-            _max_other(np.log1p(-upper), np.log1p(-lower)),
+        lo = np.maximum.reduce(
+            [
+                np.zeros_like(hi),
+                _max_other(np.log(lower), np.log(upper)),
+                _max_other(np.log1p(-upper), np.log1p(-lower)),
+            ]
         )
     return lo, hi
 
@@ -58,15 +64,53 @@ def epsilon_range(lower: np.ndarray, upper: np.ndarray) -> tuple[float, float]:
 def gamma_range(
     share: tuple[np.ndarray, np.ndarray],
     rate: tuple[np.ndarray, np.ndarray],
-    overall: tuple[float, float],
-) -> tuple[float, float]:
+    overall: tuple[np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
     """A range that holds gamma-SF, ``max_s P(s) |P(y=1) - P(y=1|s)|``, for every share,
     rate and overall rate ``P(y=1)`` in their intervals (treated as free of each other,
-    which can only widen it)."""
-    (s_lo, s_hi), (lo, hi), (a_lo, a_hi) = share, rate, overall
+    which can only widen it); over the last axis, the overall rate one per leading
+    index."""
+    (s_lo, s_hi), (lo, hi) = share, rate
+    a_lo, a_hi = (np.asarray(x, float)[..., None] for x in overall)
     near = np.maximum.reduce([np.zeros_like(lo), lo - a_hi, a_lo - hi])
     far = np.maximum(a_hi - lo, hi - a_lo)
-    return float(np.max(s_lo * near)), float(np.max(s_hi * far))
+    return np.max(s_lo * near, axis=-1), np.max(s_hi * far, axis=-1)
+
+
+def projected_bounds(
+    n: np.ndarray, pos: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The projected Clopper-Pearson ends ``(epsilon low, epsilon high, gamma low, gamma
+    high)`` of :func:`fairness_confidence_interval` from rows ``n`` (at least two groups
+    with rows) and positives ``pos`` per group; leading axes of ``pos`` are tables with the
+    same ``n`` (replicates), computed at once.
+
+    The lower end of epsilon needs every rate in its interval at once (Sidak: the counts
+    are independent given the sizes); the upper end only the two rates of the pair that
+    attains the population's epsilon, one side each: ``a / 2`` per side, ``a = (1 -
+    level) / 2``. gamma's lower end: every share (one-sided, Bonferroni), every rate (Sidak)
+    and the overall rate, ``a / 3`` each; its upper end: the attaining group's share and
+    rate and the overall rate, one side each, ``a / 3`` each. A group without rows has rate
+    in [0, 1].
+    """
+    n, pos = np.asarray(n, np.int64), np.asarray(pos, np.int64)
+    seen = n > 0
+    k, total, a = int(seen.sum()), int(n.sum()), (1 - level) / 2
+    box = clopper_pearson(pos[..., seen], n[seen], (1 - a) ** (1 / k))
+    pair = clopper_pearson(pos[..., seen], n[seen], 1 - a)
+    positives = pos.sum(axis=-1)
+    low = gamma_range(
+        clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
+        clopper_pearson(pos[..., seen], n[seen], (1 - a / 3) ** (1 / k)),
+        clopper_pearson(positives, total, 1 - a / 3),
+    )[0]
+    rate = clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
+    high = gamma_range(
+        clopper_pearson(n, total, 1 - 2 * a / 3),
+        (np.where(seen, rate[0], 0.0), np.where(seen, rate[1], 1.0)),
+        clopper_pearson(positives, total, 1 - 2 * a / 3),
+    )[1]
+    return epsilon_range(*box)[0], epsilon_range(*pair)[1], low, high
 
 
 @dataclass(frozen=True)
@@ -282,29 +326,9 @@ def intervals_from_counts(
             f"unknown, as in EDF): {excluded[:5]}{' ...' if len(excluded) > 5 else ''}"
         )
         warnings.warn(notes[-1], UserWarning, stacklevel=3)
-    k, total, a = int(seen.sum()), int(n.sum()), (1 - level) / 2
-    # The lower end of epsilon needs every rate in its interval at once (Sidak: the
-    # counts are independent given the sizes); the upper end only the two rates of the
-    # pair that attains the population's epsilon, one side each: a/2 per side.
-    box = clopper_pearson(pos[seen], n[seen], (1 - a) ** (1 / k))
-    pair = clopper_pearson(pos[seen], n[seen], 1 - a)
-    eps_interval = (epsilon_range(*box)[0], epsilon_range(*pair)[1])
-    # gamma's lower end: every share (one-sided, Bonferroni), every rate (Sidak) and the
-    # overall rate, a/3 each; its upper end: the attaining group's share and rate and the
-    # overall rate, one side each, a/3 each. A group without rows has rate in [0, 1].
-    overall = clopper_pearson(pos.sum(), total, 1 - a / 3)
-    low = gamma_range(
-        clopper_pearson(n[seen], total, 1 - 2 * a / (3 * k)),
-        clopper_pearson(pos[seen], n[seen], (1 - a / 3) ** (1 / k)),
-        (float(overall[0]), float(overall[1])),
-    )[0]
-    overall = clopper_pearson(pos.sum(), total, 1 - 2 * a / 3)
-    rate = clopper_pearson(pos, np.maximum(n, 1), 1 - 2 * a / 3)
-    high = gamma_range(
-        clopper_pearson(n, total, 1 - 2 * a / 3),
-        (np.where(seen, rate[0], 0.0), np.where(seen, rate[1], 1.0)),
-        (float(overall[0]), float(overall[1])),
-    )[1]
+    eps_lo, eps_hi, low, high = projected_bounds(n, pos, level)
+    box = clopper_pearson(pos[seen], n[seen], (1 - (1 - level) / 2) ** (1 / int(seen.sum())))
+    eps_interval = (float(eps_lo), float(eps_hi))
     p = pos[seen] / n[seen]
     groups = pd.DataFrame(
         {
@@ -322,7 +346,7 @@ def intervals_from_counts(
         epsilon=eps,
         gamma=float(gamma_sf(p, n[seen])),
         epsilon_interval=eps_interval,
-        gamma_interval=(low, high),
+        gamma_interval=(float(low), float(high)),
         level=level,
         role=role,
         by=by,
