@@ -363,19 +363,14 @@ def _worst_r_hat(idata) -> str | None:
 
 
 def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, draws) -> str:
-    """What to change when a hierarchical fit has sampler problems: a larger target
-    acceptance for divergences, or, where ``"auto"`` sampled some main effects partially
-    centred, non-centred main effects (on the demo's data, 24 groups of 10-8,500 rows,
-    auto gave 12-35 divergent transitions in 4 x 1,000 draws, target acceptance 0.99
-    still 6-13, non-centred none, until auto's weights counted the groups'
-    heterogeneity; see ``_partial_centring``); centred main effects when the worst R-hat is in the
-    main effect of an attribute whose values all have many rows (see ``pinned_down``),
-    and under ``"auto"`` non-centred ones as the other way out (243 groups with a group
-    effect of spread 0.5: auto R-hat 1.027 with the worst in such a main effect's scale,
-    centred 1.022, non-centred 1.008);
-    otherwise, for an R-hat problem without divergences, more draws (slow mixing, which
-    on COMPAS' race x sex x age_cat, 36 groups, left R-hat 1.008-1.014 at 4 x 1,000
-    draws and 1.004-1.006 at 4 x 2,000 on four seeds)."""
+    """What to change when a hierarchical fit has sampler problems, in the order that
+    removes them: a larger target acceptance for divergences, or, where ``"auto"`` sampled
+    some main effects partially centred (``_partial_centring``), non-centred main effects;
+    centred main effects when the worst R-hat is in the main effect of an attribute whose
+    values all have many rows (``pinned_down``: the data pin those effects down, so the
+    non-centred scale mixes slowly), and under ``"auto"`` non-centred ones as the other
+    way out; otherwise, for an R-hat problem without divergences, more draws (slow
+    mixing). The fits that showed each case are in the commits that added the advice."""
     advice = ""
     if diag["divergences"] > 0:
         advice = f"; a larger `hb_target_accept` (now {target_accept}) usually removes them"
