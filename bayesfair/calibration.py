@@ -151,6 +151,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         the hierarchical intervals' lower ends at 0.
     level : float
     role : str
+        ``"outcome"``, ``"decision"`` or ``"decision | outcome = 0"`` (or 1).
     n_replicates : int
     notes : list of str
     """
@@ -209,6 +210,7 @@ def interval_calibration(
     data: AuditData | pd.DataFrame,
     *,
     role: str = "outcome",
+    given_outcome: int | None = None,
     level: float = LEVEL,
     n_replicates: int = N_REPLICATES,
     draws: int = 400,
@@ -247,6 +249,10 @@ def interval_calibration(
     data : AuditData or pandas.DataFrame
         The audited table (a DataFrame needs ``protected=`` and the role's column).
     role : {"outcome", "decision"}, default "outcome"
+    given_outcome : {None, 0, 1}, default None
+        With ``role="decision"``: the decisions among the rows whose outcome is this value
+        only, so that epsilon-DF is that of ``P(decision | y, s)``, the equalized-odds form
+        of differential fairness (0: false positive rates, 1: true positive rates).
     level : float, default 0.9
     n_replicates : int, default 200
         Replicate tables per scenario (each refitted; 200 measure a coverage of 0.9 to
@@ -291,14 +297,12 @@ def interval_calibration(
     ['epsilon-DF', 'hierarchical']
     """
     data = as_audit_data(data, roles)
-    if role not in ("outcome", "decision"):
-        raise ValueError(f"`role` must be 'outcome' or 'decision', got {role!r}")
+    n, k = _table(data, role, given_outcome)
+    _check_table(n, k)
     check_open_probability(level, "level")
     check_count(n_replicates, "n_replicates", minimum=10)
     check_count(draws, "draws", minimum=50)
     own, replicates = check_seed(random_state).spawn(2)
-    counts = data.counts(role)
-    n, k = counts.sum(axis=1).astype(np.int64), counts[:, 1].astype(np.int64)
     seen = n > 0
     notes = []
     if not seen.all():
@@ -337,10 +341,45 @@ def interval_calibration(
         coverage=pd.DataFrame(rows),
         equal_rates_pvalue=pvalue,
         level=level,
-        role=role,
+        role=role if given_outcome is None else f"decision | outcome = {given_outcome}",
         n_replicates=n_replicates,
         notes=notes,
     )
+
+
+def _table(data: AuditData, role: str, given_outcome: int | None) -> tuple:
+    """Rows and positives per intersection of the audited table (int64 arrays)."""
+    if role not in ("outcome", "decision"):
+        raise ValueError(f"`role` must be 'outcome' or 'decision', got {role!r}")
+    if given_outcome is None:
+        counts = data.counts(role)
+        return counts.sum(axis=1).astype(np.int64), counts[:, 1].astype(np.int64)
+    if role != "decision" or given_outcome not in (0, 1) or isinstance(given_outcome, bool):
+        raise ValueError(
+            "`given_outcome` must be None, or 0 or 1 with role='decision' (the decisions "
+            f"among the rows with that outcome); got {given_outcome!r} with role={role!r}"
+        )
+    if not data.has_decision:
+        raise ValueError("`given_outcome` needs decisions: the data have none")
+    t = data.table_for()
+    pos, neg = ("tp", "fn") if given_outcome == 1 else ("fp", "tn")
+    k = t[pos].to_numpy(np.int64)
+    return k + t[neg].to_numpy(np.int64), k
+
+
+def _check_table(n: np.ndarray, k: np.ndarray) -> None:
+    """Refuse a table on which epsilon-DF and gamma-SF say nothing."""
+    seen = n > 0
+    if seen.sum() < 2:
+        raise ValueError(
+            f"the table has {int(seen.sum())} intersection(s) with rows; epsilon-DF and "
+            "gamma-SF compare at least two"
+        )
+    if k[seen].sum() in (0, n[seen].sum()):
+        raise ValueError(
+            "every row of the table has the same value (every rate is 0 or every rate is "
+            "1): there is no inequality to put an interval on"
+        )
 
 
 def _replicates(box: _Intervals, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:

@@ -23,7 +23,7 @@ from ._output import raise_if_stopped
 from ._repr import compact_repr
 from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
 from ._validation import SeedLike, check_count, check_flag, check_seed
-from ._vocabulary import LEVEL, N_REPLICATES, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
+from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
 from .calibration import interval_calibration
 from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
@@ -41,6 +41,11 @@ from .report import (
 )
 
 __all__ = ["FullAuditResult", "audit"]
+
+#: replicate tables per scenario of each interval check in an audit (at most; a coverage
+#: of 0.9 to within 0.03), which runs four checks: labels, decisions, and the decisions
+#: given each outcome
+AUDIT_REPLICATES = 100
 
 #: the parts of the whole audit, in the report's order
 PARTS = ("fairness", "bayesian", "tests", "scans", "per_group")
@@ -62,10 +67,14 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
     empirical : AuditResult
         The empirical audit (fairness table, rates, intervals).
     intervals : dict
-        ``{role: IntervalCalibration}``: the default intervals of epsilon-DF and gamma-SF
-        of labels and decisions, with their coverage on replicate tables
+        ``{table: IntervalCalibration}``: the default intervals of epsilon-DF and gamma-SF
+        of the labels (``"outcome"``), the decisions (``"decision"``) and the decisions
+        among the rows of each outcome (``"decision | outcome = 0"`` and ``= 1``: the
+        error rates), with their coverage on replicate tables
         (:func:`~bayesfair.interval_calibration`); empty with fewer than two
         intersections with rows.
+    interval_notes : list of str
+        Tables on which no interval could be put, and why.
     bayesian : dict or None
         ``{"labels": {name: model}, "decisions": {name: model} or None}``: fitted models.
     tests : pandas.DataFrame or None
@@ -89,6 +98,7 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
 
     empirical: AuditResult
     intervals: dict[str, Any] = field(default_factory=dict)
+    interval_notes: list[str] = field(default_factory=list)
     bayesian: dict[str, Any] | None = None
     tests: pd.DataFrame | None = None
     scans: list | None = None
@@ -186,7 +196,7 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         rep = self.empirical.report(report)
         add_answers_section(rep, self)
         if self.intervals:
-            add_interval_section(rep, self.intervals)
+            add_interval_section(rep, self.intervals, notes=self.interval_notes)
         if self.bayesian is not None:
             add_bayesian_section(
                 rep,
@@ -215,16 +225,31 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         return rep
 
 
-def _calibrated_intervals(data: AuditData, level: float, seed: int, n_resamples: int) -> dict:
-    """The default intervals of labels (and decisions) with their coverage on replicates."""
-    roles = ["outcome", "decision"] if data.has_decision else ["outcome"]
-    reps = max(10, min(n_resamples, N_REPLICATES))
-    return {
-        role: interval_calibration(
-            data, role=role, level=level, n_replicates=reps, random_state=seed + i
-        )
-        for i, role in enumerate(roles)
-    }
+def _calibrated_intervals(
+    data: AuditData, level: float, seed: int, n_resamples: int
+) -> tuple[dict, list[str]]:
+    """The default intervals of labels and decisions, and of the decisions given each
+    outcome (error rates), with their coverage on replicates; the tables on which no
+    interval can be put, with the reason."""
+    tables = [("outcome", None)]
+    if data.has_decision:
+        tables += [("decision", None), ("decision", 0), ("decision", 1)]
+    reps = max(10, min(n_resamples, AUDIT_REPLICATES))
+    out, notes = {}, []
+    for i, (role, given) in enumerate(tables):
+        key = role if given is None else f"decision | outcome = {given}"
+        try:
+            out[key] = interval_calibration(
+                data,
+                role=role,
+                given_outcome=given,
+                level=level,
+                n_replicates=reps,
+                random_state=seed + i,
+            )
+        except ValueError as err:
+            notes.append(f"{key}: no interval ({err})")
+    return out, notes
 
 
 def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:
@@ -350,8 +375,8 @@ def audit(
         Known truth of synthetic data (``epsilon``, ``gamma``).
     n_resamples : int, default 999
         Resamples of each permutation test and scan, bootstrap replicates of the
-        per-group intervals, and replicate tables (at most 200) of the interval
-        calibration (:func:`~bayesfair.interval_calibration`).
+        per-group intervals, and replicate tables (at most 100 per scenario) of
+        the interval checks (:func:`~bayesfair.interval_calibration`).
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, default None
         Seeds every random step: permutations, the scans' restarts and permutations,
         bootstraps, samplers.  Without one, a seed is drawn and kept in the result
@@ -411,7 +436,7 @@ def audit(
     )
     if empirical.intervals:  # as run_audit: at least two intersections with rows
         step("intervals of epsilon-DF and gamma-SF, checked on replicate tables")
-        out.intervals = _calibrated_intervals(data, level, seed, n_resamples)
+        out.intervals, out.interval_notes = _calibrated_intervals(data, level, seed, n_resamples)
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
         out.bayesian = _bayesian_fits(data, seed, draws)

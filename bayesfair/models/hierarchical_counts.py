@@ -30,7 +30,7 @@ class HierarchicalCounts(_Conjugate):
     from the mixture over the grid (Rue, Martino & Chopin 2009). No sampler is run, so a
     fit takes milliseconds on a few dozen intersections: the interval calibration of
     :func:`~bayesfair.frequentist.interval_calibration` refits it on hundreds of
-    replicate tables. The cost grows as ``196 G^3`` (``G`` intersections).
+    replicate tables. The cost grows as ``81 G^3`` (``G`` intersections; a 9 x 9 grid).
 
     Parameters
     ----------

@@ -229,6 +229,16 @@ def _error_rows(result: Any, level: float) -> list[dict]:
         p = np.where(ok[:, None], outcome_probabilities(d_pos / np.maximum(den, 1)), np.nan)
         eps = float(epsilon_df(p))
         given = "y = 0" if metric == "fpr" else "y = 1"
+        cal = getattr(result, "intervals", {}).get(
+            f"decision | outcome = {0 if metric == 'fpr' else 1}"
+        )
+        if cal is not None:
+            row = _default_row(cal, "epsilon-DF", "decision", "", level)
+            row["question"] = "How unequal are error rates (equalized odds)?"
+            row["answer"] = f"epsilon-DF of P(decision | {given}, s): posterior median " + _fmt(
+                row["estimate"]
+            )
+            rows.append(row)
         try:
             ci = intervals_from_counts(
                 den[ok], d_pos[ok], list(labels[ok]), level=level, role="decision", by=()

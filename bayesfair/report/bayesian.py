@@ -18,7 +18,7 @@ from ..models import (
 )
 from ..models.averaging import unique_names
 from . import plots as _plots
-from .html import Figure, Report, Table, Text, whole_numbers
+from .html import Figure, Report, Section, Table, Text, whole_numbers
 from .plots import plot_posterior_boxes, plot_posterior_rates
 
 __all__ = ["add_bayesian_section"]
@@ -92,6 +92,62 @@ def add_bayesian_section(
     ['Bayesian ...']
     """
     check_instance(report, Report, "report", "a Report")
+    models, mechanism = _checked_models(models, mechanism, detail)
+    results = {
+        name: posterior_fairness(
+            m,
+            None if mechanism is None else mechanism[name],
+            level=level,
+            random_state=random_state,
+        )
+        for name, m in models.items()
+    }
+    sec = report.section("Bayesian intersectional fairness")
+    sec.add(Text(_INTRO.format(level=level)))
+    rows = []
+    for name, r in results.items():
+        s = r.summary()
+        s.insert(0, "model", name)
+        rows.append(s)
+    sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
+    for words in _point_estimate_notes(models):
+        sec.add(Text(words))
+    _add_posterior_boxes(sec, results, next(iter(models.values())).design_, level)
+    _add_pairs(sec, results, mechanism is not None)
+    name = detail or ("HLR" if "HLR" in models else next(iter(models)))
+    if len(models[name].design_.attributes) > 1:
+        _add_by_attribute(sec, name, models, mechanism, results[name], level, random_state)
+    _add_diagnostics(sec, models, mechanism)
+    if len(models) >= 2:
+        _add_averaging_weights(sec, models, mechanism is not None)
+    sec.add(
+        Figure(
+            plot_posterior_rates(models[name], level=level, max_groups=_plots.MAX_CHART_ROWS),
+            caption=f"{name}: posterior of P(y=1|s) per intersection beside the empirical rate; "
+            "small groups borrow strength, and their intervals show what the data cannot say."
+            + _plots.chart_rows_note(models[name].design_.n_groups, "the model's summary()"),
+        )
+    )
+    return report
+
+
+_INTRO = (
+    "Each model of P(y|s) gives three estimates (Foulds et al.): O, the metric of the "
+    "point estimate; X, the metric of the posterior predictive; and the posterior "
+    "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). "
+    "Intervals are {level:.0%} HDIs. gamma's posterior also draws P(s), the "
+    "intersections' shares, from its posterior (the Bayesian bootstrap): it is gamma "
+    "of the population the rows were sampled from; O and X use the sample's shares. "
+    "Near a fair population these intervals mislead: each model gives every "
+    "intersection a rate of its own, so each draw of epsilon and gamma is positive "
+    "and an HDI never contains a fair population's 0. The audit's default intervals "
+    "(bayesfair.interval_calibration, in the section on intervals and how often they "
+    "cover) and the confidence intervals of the fairness section hold there too."
+)
+
+
+def _checked_models(models, mechanism, detail) -> tuple[dict, dict | None]:
+    """The models (and the decisions' models) by name, checked against each other."""
     models = _named(models, "models")
     if not models:
         raise ValueError("`models` must name at least one fitted model")
@@ -104,36 +160,11 @@ def add_bayesian_section(
             )
     if detail is not None and detail not in models:
         raise ValueError(f"`detail` must be one of the models {list(models)}, got {detail!r}")
-    results = {
-        name: posterior_fairness(
-            m,
-            None if mechanism is None else mechanism[name],
-            level=level,
-            random_state=random_state,
-        )
-        for name, m in models.items()
-    }
-    sec = report.section("Bayesian intersectional fairness")
-    sec.add(
-        Text(
-            "Each model of P(y|s) gives three estimates (Foulds et al.): O, the metric of the "
-            "point estimate; X, the metric of the posterior predictive; and the posterior "
-            "distribution of the metric (box: quartiles; whiskers: 1.5 IQR). "
-            f"Intervals are {level:.0%} HDIs. gamma's posterior also draws P(s), the "
-            "intersections' shares, from its posterior (the Bayesian bootstrap): it is gamma "
-            "of the population the rows were sampled from; O and X use the sample's shares. "
-            "Near a fair population these intervals mislead: each model gives every "
-            "intersection a rate of its own, so each draw of epsilon and gamma is positive "
-            "and an HDI never contains a fair population's 0. The confidence intervals of "
-            "the fairness section (bayesfair.fairness_confidence_interval) hold there too."
-        )
-    )
-    rows = []
-    for name, r in results.items():
-        s = r.summary()
-        s.insert(0, "model", name)
-        rows.append(s)
-    sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
+    return models, mechanism
+
+
+def _point_estimate_notes(models: dict) -> list[str]:
+    """What O means for the hierarchical models, by how their point estimate is made."""
     hier = {
         kind: [
             n
@@ -142,29 +173,30 @@ def add_bayesian_section(
         ]
         for kind in ("empirical_bayes", "joint_map")
     }
+    notes = []
     if hier["empirical_bayes"]:
         spread = ", ".join(f"{n} {models[n].sigma2_point_:.3g}" for n in hier["empirical_bayes"])
-        sec.add(
-            Text(
-                f"{', '.join(hier['empirical_bayes'])}: O is the empirical-Bayes point estimate "
-                "of a hierarchical model (sigma2 at the mode of its marginal posterior, the "
-                "effects at their mode given it), the same in every parameterization; "
-                "Foulds et al. report no point estimate for HLR. sigma2 there, the spread of "
-                "the intersections' log-odds around the additive model (0: additive): "
-                f"{spread}."
-            )
+        notes.append(
+            f"{', '.join(hier['empirical_bayes'])}: O is the empirical-Bayes point estimate "
+            "of a hierarchical model (sigma2 at the mode of its marginal posterior, the "
+            "effects at their mode given it), the same in every parameterization; "
+            "Foulds et al. report no point estimate for HLR. sigma2 there, the spread of "
+            "the intersections' log-odds around the additive model (0: additive): "
+            f"{spread}."
         )
     if hier["joint_map"]:
-        sec.add(
-            Text(
-                f"{', '.join(hier['joint_map'])}: the joint mode of a hierarchical model depends "
-                "on the coordinates it is computed in (in the centred ones its density has no "
-                "maximum), so its O, PyMC's find_MAP in the sampler's coordinates, can sit far "
-                "from the posterior. Read it through X and the posterior, or use "
-                "point_estimate='empirical_bayes'."
-            )
+        notes.append(
+            f"{', '.join(hier['joint_map'])}: the joint mode of a hierarchical model depends "
+            "on the coordinates it is computed in (in the centred ones its density has no "
+            "maximum), so its O, PyMC's find_MAP in the sampler's coordinates, can sit far "
+            "from the posterior. Read it through X and the posterior, or use "
+            "point_estimate='empirical_bayes'."
         )
-    design = next(iter(models.values())).design_
+    return notes
+
+
+def _add_posterior_boxes(sec: Section, results: dict, design, level: float) -> None:
+    """The posterior boxes of every model, with the frequentist interval of the table."""
     confidence = None
     if (design.n > 0).sum() >= 2:
         with warnings.catch_warnings():  # the posterior's own warning names empty groups
@@ -189,6 +221,10 @@ def add_bayesian_section(
             ),
         )
     )
+
+
+def _add_pairs(sec: Section, results: dict, with_mechanism: bool) -> None:
+    """The pairs of intersections that attain epsilon, with their posterior probability."""
     pairs = []
     for name, r in results.items():
         top = r.pairs.groupby("metric", sort=False).head(3)
@@ -197,40 +233,46 @@ def add_bayesian_section(
     sec.add(
         Text(
             "Which pair of intersections attains epsilon"
-            + (" (of the labels, and of the decisions: epsilon_mechanism)" if mechanism else "")
+            + (" (of the labels, and of the decisions: epsilon_mechanism)" * with_mechanism)
             + ", with its posterior probability; outcome 1 compares P(y=1|s), outcome 0 "
             "P(y=0|s):"
         )
     )
     sec.add(Table(pd.concat(pairs, ignore_index=True), float_format="{:.3f}"))
-    name = detail or ("HLR" if "HLR" in models else next(iter(models)))
+
+
+def _add_by_attribute(sec, name, models, mechanism, own, level, random_state) -> None:
+    """epsilon over each protected attribute alone beside the intersections' (``own``)."""
     attrs = models[name].design_.attributes
-    if len(attrs) > 1:
-        sec.add(
-            Text(
-                f"{name}: epsilon over each protected attribute alone, from the same model "
-                "(P(y|s) averaged over the intersections of each value with weights P(s)), "
-                "beside the intersections'. An attribute alone can look fairer than the "
-                "intersections; it cannot look less fair (each draw's epsilon over a "
-                "subset is at most its epsilon over the intersections):"
+    sec.add(
+        Text(
+            f"{name}: epsilon over each protected attribute alone, from the same model "
+            "(P(y|s) averaged over the intersections of each value with weights P(s)), "
+            "beside the intersections'. An attribute alone can look fairer than the "
+            "intersections; it cannot look less fair (each draw's epsilon over a "
+            "subset is at most its epsilon over the intersections):"
+        )
+    )
+    mech = None if mechanism is None else mechanism[name]
+    rows = []
+    for by in [[a] for a in attrs] + [attrs]:
+        # the intersections' row is the section's own result, not computed again
+        fair = (
+            own
+            if by == attrs
+            else posterior_fairness(
+                models[name], mech, by=by, level=level, random_state=random_state
             )
         )
-        mech = None if mechanism is None else mechanism[name]
-        rows = []
-        for by in [[a] for a in attrs] + [attrs]:
-            # the intersections' row is the section's own result, not computed again
-            fair = (
-                results[name]
-                if by == attrs
-                else posterior_fairness(
-                    models[name], mech, by=by, level=level, random_state=random_state
-                )
-            )
-            s = fair.summary()
-            s = s[s["metric"].isin(["epsilon", "epsilon_mechanism"])]
-            s.insert(0, "groups", " x ".join(by))
-            rows.append(s)
-        sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
+        s = fair.summary()
+        s = s[s["metric"].isin(["epsilon", "epsilon_mechanism"])]
+        s.insert(0, "groups", " x ".join(by))
+        rows.append(s)
+    sec.add(Table(pd.concat(rows, ignore_index=True), float_format="{:.4f}"))
+
+
+def _add_diagnostics(sec: Section, models: dict, mechanism: dict | None) -> None:
+    """Sampler diagnostics and posterior predictive misfit of every fit."""
     fits = {"labels": models} if mechanism is None else {"labels": models, "decisions": mechanism}
     diag = pd.DataFrame(
         [
@@ -256,24 +298,17 @@ def add_bayesian_section(
         )
     )
     sec.add(Table(whole_numbers(diag), float_format="{:.3f}"))
-    if len(models) >= 2:
-        fitted = list(models.values())
-        weights = pd.DataFrame(
-            {"BMA (paper, eq. 5)": model_average(fitted, "bma").weights_.to_numpy()},
-            index=list(models),
-        )
-        if all(m.p_draws_.shape[0] * m.p_draws_.shape[1] > 1 for m in fitted):
-            weights["LOO stacking"] = model_average(fitted, "stacking").weights_.to_numpy()
-        sec.add(
-            Text("Model-averaging weights" + (" (models of the labels):" if mechanism else ":"))
-        )
-        sec.add(Table(weights.reset_index(names="model"), float_format="{:.4f}"))
-    sec.add(
-        Figure(
-            plot_posterior_rates(models[name], level=level, max_groups=_plots.MAX_CHART_ROWS),
-            caption=f"{name}: posterior of P(y=1|s) per intersection beside the empirical rate; "
-            "small groups borrow strength, and their intervals show what the data cannot say."
-            + _plots.chart_rows_note(models[name].design_.n_groups, "the model's summary()"),
-        )
+
+
+def _add_averaging_weights(sec: Section, models: dict, with_mechanism: bool) -> None:
+    """BMA (and, with more than one draw per fit, LOO stacking) weights of the models."""
+    fitted = list(models.values())
+    weights = pd.DataFrame(
+        {"BMA (paper, eq. 5)": model_average(fitted, "bma").weights_.to_numpy()},
+        index=list(models),
     )
-    return report
+    if all(m.p_draws_.shape[0] * m.p_draws_.shape[1] > 1 for m in fitted):
+        weights["LOO stacking"] = model_average(fitted, "stacking").weights_.to_numpy()
+    which = " (models of the labels):" if with_mechanism else ":"
+    sec.add(Text("Model-averaging weights" + which))
+    sec.add(Table(weights.reset_index(names="model"), float_format="{:.4f}"))

@@ -4,7 +4,7 @@ of the audited one."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -49,14 +49,18 @@ def interval_check_words(cal: Any, metric: str) -> str:
     return f"covered {parts} of {cal.n_replicates} replicate tables each"
 
 
-def add_interval_section(report: Report, intervals: Mapping[str, Any]) -> Report:
+def add_interval_section(
+    report: Report, intervals: Mapping[str, Any], notes: Sequence[str] = ()
+) -> Report:
     """Add the intervals of epsilon-DF and gamma-SF and their measured coverage.
 
     Parameters
     ----------
     report : Report
     intervals : mapping
-        ``{role: IntervalCalibration}`` (:func:`~bayesfair.interval_calibration`).
+        ``{table: IntervalCalibration}`` (:func:`~bayesfair.interval_calibration`).
+    notes : sequence of str
+        Tables on which no interval could be put, and why.
 
     Returns
     -------
@@ -105,4 +109,6 @@ def add_interval_section(report: Report, intervals: Mapping[str, Any]) -> Report
         plt.close(fig)
         for note in cal.notes:
             sec.add(Text(f"{role}: {note}."))
+    for note in notes:
+        sec.add(Text(note))
     return report
