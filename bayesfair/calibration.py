@@ -29,11 +29,18 @@ from ._result import ResultMixin
 from ._validation import check_count, check_open_probability, check_seed
 from ._vocabulary import LEVEL, N_REPLICATES, N_RESAMPLES, PSEUDO_COUNT, interval_columns
 from .data import AuditData, as_audit_data
+from .frequentist._pvalues import monte_carlo_pvalue
 from .frequentist.fairness_bounds import projected_bounds
 from .metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
 from .models._nested_laplace import grid_posterior
 
-__all__ = ["IntervalCalibration", "equal_rates_pvalue", "interval_calibration", "shrunk_rates"]
+__all__ = [
+    "IntervalCalibration",
+    "equal_rates_pvalue",
+    "interval_calibration",
+    "shrunk_rates",
+    "table_name",
+]
 
 #: the interval methods, the audit's default first
 METHODS = ("hierarchical", "Dirichlet-multinomial", "Clopper-Pearson")
@@ -90,7 +97,7 @@ def equal_rates_pvalue(
     """
     pbar = k.sum() / n.sum()
     null = _pearson(n, rng.binomial(n, pbar, size=(n_resamples, len(n))))
-    return float((1 + np.sum(null >= _pearson(n, k) - 1e-9)) / (1 + n_resamples))
+    return monte_carlo_pvalue(null, _pearson(n, k), "greater")[0]
 
 
 def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUNT) -> np.ndarray:
@@ -311,7 +318,10 @@ def interval_calibration(
     box = _Intervals(n, codes, seen, level, float(pseudo_count))
     rng = np.random.default_rng(own)
     post = box.hierarchical_draws(k, 10 * draws, rng)
-    estimates, bounds, pvalue = box.all(k, 10 * draws, rng, post=post)
+    bounds, pvalue, hier, dm = box.bounds(k, 10 * draws, rng, post=post)
+    estimates = np.array(
+        [np.median(hier, axis=0), np.median(dm, axis=0), _metrics(k[seen] / n[seen], n[seen])]
+    )
     truths = {
         "posterior": post,
         "observed": (k + pseudo_count) / (n + 2 * pseudo_count),
@@ -341,10 +351,31 @@ def interval_calibration(
         coverage=pd.DataFrame(rows),
         equal_rates_pvalue=pvalue,
         level=level,
-        role=role if given_outcome is None else f"decision | outcome = {given_outcome}",
+        role=table_name(role, given_outcome),
         n_replicates=n_replicates,
         notes=notes,
     )
+
+
+def table_name(role: str, given_outcome: int | None = None) -> str:
+    """The name of an audited table: its role, with the outcome it is restricted to.
+
+    Parameters
+    ----------
+    role : {"outcome", "decision"}
+    given_outcome : {None, 0, 1}
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from bayesfair.calibration import table_name
+    >>> table_name("decision", 0)
+    'decision | outcome = 0'
+    """
+    return role if given_outcome is None else f"{role} | outcome = {given_outcome}"
 
 
 def _table(data: AuditData, role: str, given_outcome: int | None) -> tuple:
@@ -391,7 +422,7 @@ def _replicates(box: _Intervals, truth: np.ndarray, size: int, draws: int, rng) 
         p = np.broadcast_to(truth, (size, len(truth)))
     out = np.empty((size, len(METHODS), 2, 3))
     for r in range(size):
-        _, out[r, :, :, :2], _ = box.all(rng.binomial(box.n, p[r]), draws, rng)
+        out[r, :, :, :2] = box.bounds(rng.binomial(box.n, p[r]), draws, rng)[0]
         out[r, :, :, 2] = box.truth(p[r])
     return out
 
@@ -429,8 +460,9 @@ class _Intervals:
     def hierarchical_draws(self, k, draws, rng) -> np.ndarray:
         return grid_posterior(self.n, k, self.codes).draw(draws, rng)
 
-    def all(self, k, draws, rng, post=None):
-        """Estimates (methods, 2), bounds (methods, 2, 2) and the equal-rates p-value."""
+    def bounds(self, k, draws, rng, post=None):
+        """Bounds (methods, 2, 2), the equal-rates p-value, and the hierarchical and
+        Dirichlet-multinomial draws of (epsilon, gamma)."""
         n, s, a = self.n[self.seen], self.seen, self.a
         post = self.hierarchical_draws(k, draws, rng) if post is None else post
         share = rng.dirichlet(n + a, size=len(post))
@@ -448,7 +480,4 @@ class _Intervals:
                 [[eps_lo, eps_hi], [gamma_lo, gamma_hi]],
             ]
         )
-        estimates = np.array(
-            [np.median(hier, axis=0), np.median(dm, axis=0), _metrics(k[s] / n, n)]
-        )
-        return estimates, bounds, pvalue
+        return bounds, pvalue, hier, dm

@@ -24,7 +24,7 @@ from ._repr import compact_repr
 from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
 from ._validation import SeedLike, check_count, check_flag, check_seed
 from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
-from .calibration import interval_calibration
+from .calibration import interval_calibration, table_name
 from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
 from .report import (
@@ -237,7 +237,7 @@ def _calibrated_intervals(
     reps = max(10, min(n_resamples, AUDIT_REPLICATES))
     out, notes = {}, []
     for i, (role, given) in enumerate(tables):
-        key = role if given is None else f"decision | outcome = {given}"
+        key = table_name(role, given)
         try:
             out[key] = interval_calibration(
                 data,

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta, binomtest
 
+from ..calibration import table_name
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, group_rates, outcome_probabilities
 from .html import Report, Section, Table, Text
@@ -95,7 +96,8 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
         ):
             cal = getattr(result, "intervals", {}).get(role)
             if cal is not None:
-                rows.append(_default_row(cal, metric, role, words, level))
+                question = f"How unequal are {words} across intersections?"
+                rows.append(_default_row(cal, metric, question, f"{metric} of {role}", level))
             rows.append(
                 {
                     "question": f"How unequal are {words} across intersections?",
@@ -143,15 +145,16 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
     return rows
 
 
-def _default_row(cal: Any, metric: str, role: str, words: str, level: float) -> dict:
-    """The answer of the audit's default interval (:func:`~bayesfair.interval_calibration`)."""
+def _default_row(cal: Any, metric: str, question: str, subject: str, level: float) -> dict:
+    """The answer of the audit's default interval (:func:`~bayesfair.interval_calibration`)
+    to ``question``, about ``subject`` (what the metric is of)."""
     r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "hierarchical")]
     kind = f"{level:.0%} posterior, hierarchical"
     if r["lower"] == 0:
         kind += f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
     return {
-        "question": f"How unequal are {words} across intersections?",
-        "answer": f"{metric} of {role}: posterior median {_fmt(r['estimate'])}",
+        "question": question,
+        "answer": f"{subject}: posterior median {_fmt(r['estimate'])}",
         "estimate": r["estimate"],
         "interval": _interval(r["lower"], r["upper"], kind),
         "method": "Bayesian: hierarchical model of the counts (nested Laplace), the default; "
@@ -230,15 +233,12 @@ def _error_rows(result: Any, level: float) -> list[dict]:
         eps = float(epsilon_df(p))
         given = "y = 0" if metric == "fpr" else "y = 1"
         cal = getattr(result, "intervals", {}).get(
-            f"decision | outcome = {0 if metric == 'fpr' else 1}"
+            table_name("decision", 0 if metric == "fpr" else 1)
         )
         if cal is not None:
-            row = _default_row(cal, "epsilon-DF", "decision", "", level)
-            row["question"] = "How unequal are error rates (equalized odds)?"
-            row["answer"] = f"epsilon-DF of P(decision | {given}, s): posterior median " + _fmt(
-                row["estimate"]
-            )
-            rows.append(row)
+            question = "How unequal are error rates (equalized odds)?"
+            subject = f"epsilon-DF of P(decision | {given}, s)"
+            rows.append(_default_row(cal, "epsilon-DF", question, subject, level))
         try:
             ci = intervals_from_counts(
                 den[ok], d_pos[ok], list(labels[ok]), level=level, role="decision", by=()
