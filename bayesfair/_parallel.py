@@ -55,19 +55,28 @@ def chunked_resamples(
     random_state: int | np.random.SeedSequence | None,
     n_jobs: int | None = 1,
     n_chunks: int = N_CHUNKS,
+    on_chunk: Callable[[int], object] | None = None,
 ) -> np.ndarray:
     """Run ``fn(size, rng)`` over chunks that add up to ``n_resamples``; concatenate results.
 
-    ``fn`` returns an array whose first axis has length ``size``.
+    ``fn`` returns an array whose first axis has length ``size``; ``on_chunk(size)`` is
+    called as each chunk's result arrives (a progress bar's advance).
     """
     sizes, seeds = _chunks(n_resamples, random_state, n_jobs, n_chunks)
     if n_jobs in (None, 1):
-        parts = [fn(int(s), np.random.default_rng(sd)) for s, sd in zip(sizes, seeds, strict=True)]
+        results = (
+            fn(int(s), np.random.default_rng(sd)) for s, sd in zip(sizes, seeds, strict=True)
+        )
     else:
-        parts = Parallel(n_jobs=n_jobs)(
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
             delayed(fn)(int(s), np.random.default_rng(sd))
             for s, sd in zip(sizes, seeds, strict=True)
         )
+    parts = []
+    for part in results:
+        parts.append(part)
+        if on_chunk is not None:
+            on_chunk(len(part))
     return np.concatenate(parts, axis=0)
 
 

@@ -24,15 +24,20 @@ import pandas as pd
 
 from ._parallel import chunked_resamples
 from ._plotting import new_axes
+from ._progress import progress_bar
 from ._repr import compact_repr
 from ._result import ResultMixin
+from ._table_intervals import (
+    METHODS,
+    METRICS,
+    AmplificationIntervals,
+    RateIntervals,
+    equal_rates_pvalue,
+    shrunk_rates,
+)
 from ._validation import check_count, check_open_probability, check_seed
-from ._vocabulary import LEVEL, N_REPLICATES, N_RESAMPLES, PSEUDO_COUNT, interval_columns
+from ._vocabulary import LEVEL, N_REPLICATES, PSEUDO_COUNT, interval_columns
 from .data import AuditData, as_audit_data
-from .frequentist._pvalues import monte_carlo_pvalue
-from .frequentist.fairness_bounds import projected_bounds
-from .metrics.fairness import epsilon_df, gamma_sf, outcome_probabilities
-from .models._nested_laplace import grid_posterior
 
 __all__ = [
     "IntervalCalibration",
@@ -42,101 +47,11 @@ __all__ = [
     "table_name",
 ]
 
-#: the interval methods, the audit's default first
-METHODS = ("hierarchical", "Dirichlet-multinomial", "Clopper-Pearson")
-METRICS = ("epsilon-DF", "gamma-SF")
 #: replicate worlds: truths drawn from the hierarchical posterior (a new one per replicate),
 #: the observed (smoothed) rates, the rates with their noise shrunk away, equal rates
 SCENARIOS = ("posterior", "observed", "shrunk", "fair")
-
-
-def _metrics(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
-    """(epsilon, gamma) over the leading axes of rates ``p1`` (..., groups): shape (..., 2)."""
-    with np.errstate(divide="ignore"):
-        eps = epsilon_df(outcome_probabilities(p1))
-    return np.stack([eps, gamma_sf(p1, share)], axis=-1)
-
-
-def _pearson(n: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Pearson's X^2 of equal rates over the last axis of ``k``."""
-    pbar = k.sum(axis=-1, keepdims=True) / n.sum()
-    expected = n * pbar * (1 - pbar)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(expected > 0, (k - n * pbar) ** 2 / expected, 0.0)
-    return terms.sum(axis=-1)
-
-
-def equal_rates_pvalue(
-    n: np.ndarray, k: np.ndarray, rng: np.random.Generator, n_resamples: int = N_RESAMPLES
-) -> float:
-    r"""Monte Carlo p-value of the hypothesis that every intersection has the same rate.
-
-    Pearson's statistic :math:`X^2 = \sum_s (k_s - n_s \bar p)^2 / (n_s \bar p (1 -
-    \bar p))`, referred to its distribution under ``k_s ~ Binomial(n_s, p-bar)`` at the
-    pooled rate (a parametric bootstrap: exact in small groups, where the chi-squared
-    reference is not), ``(1 + #{X*^2 >= X^2}) / (1 + n_resamples)``.
-
-    Parameters
-    ----------
-    n, k : numpy.ndarray
-        Rows and positives per intersection (every ``n > 0``).
-    rng : numpy.random.Generator
-    n_resamples : int, default 999
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bayesfair.calibration import equal_rates_pvalue
-    >>> rng = np.random.default_rng(0)
-    >>> equal_rates_pvalue(np.array([100, 100]), np.array([20, 60]), rng) < 0.01
-    True
-    """
-    pbar = k.sum() / n.sum()
-    null = _pearson(n, rng.binomial(n, pbar, size=(n_resamples, len(n))))
-    return monte_carlo_pvalue(null, _pearson(n, k), "greater")[0]
-
-
-def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUNT) -> np.ndarray:
-    r"""The groups' rates with their sampling noise shrunk away: each group's log-odds
-    deviation from the overall log-odds times its share of signal
-    :math:`\tau^2 / (\tau^2 + v_s)`, with :math:`v_s = 1 / (n_s p_s (1 - p_s))` and
-    :math:`\tau^2` the size-weighted method-of-moments spread of the deviations
-    (empirical Bayes on the log-odds scale).
-
-    The rates of the table itself spread more than the population's (each carries its
-    sampling noise), so replicates drawn from them would judge intervals against a less
-    fair population than the one that gave the data.
-
-    Parameters
-    ----------
-    n, k : numpy.ndarray
-        Rows and positives per group (every ``n > 0``).
-    pseudo_count : float, default 0.5
-        Added to the positives and negatives of every group (no rate of 0 or 1).
-
-    Returns
-    -------
-    numpy.ndarray
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bayesfair.calibration import shrunk_rates
-    >>> p = shrunk_rates(np.array([50, 50, 5000]), np.array([10, 30, 1500]))
-    >>> bool(abs(p[2] - 0.3) < 0.01)
-    True
-    """
-    fitted = (k + pseudo_count) / (n + 2 * pseudo_count)
-    overall = k.sum() / n.sum()
-    c = np.log(overall / (1 - overall))
-    dev = np.log(fitted / (1 - fitted)) - c
-    var = 1 / (n * fitted * (1 - fitted))
-    tau2 = max(0.0, float(np.sum(n * (dev**2 - var)) / n.sum()))
-    return 1 / (1 + np.exp(-(c + dev * tau2 / (tau2 + var))))
+#: the role of the amplification's table: decisions' metrics minus the labels'
+AMPLIFICATION = "amplification"
 
 
 @dataclass(repr=False)
@@ -224,6 +139,7 @@ def interval_calibration(
     pseudo_count: float = PSEUDO_COUNT,
     n_jobs: int | None = 1,
     random_state: Any = None,
+    progressbar: bool = False,
     **roles: Any,
 ) -> IntervalCalibration:
     r"""Intervals of epsilon-DF and gamma-SF, and how often each covers on tables like the
@@ -255,7 +171,18 @@ def interval_calibration(
     ----------
     data : AuditData or pandas.DataFrame
         The audited table (a DataFrame needs ``protected=`` and the role's column).
-    role : {"outcome", "decision"}, default "outcome"
+    role : {"outcome", "decision", "amplification"}, default "outcome"
+        The table: the labels, the decisions, or the amplification (the decisions'
+        epsilon-DF and gamma-SF minus the labels'). The amplification's hierarchical
+        posterior is that of ``P(y|s)``, ``P(d|y=0,s)`` and ``P(d|y=1,s)``, each modelled
+        as the rates are (the likelihood factorises, so the three posteriors are
+        independent), with the decisions' rates ``sum_y P(y|s) P(d|y,s)`` drawn with the
+        labels': the difference keeps the correlation of two columns of the same rows.
+        Its replicates draw labels, then decisions given them; its Dirichlet-multinomial
+        interval has the same three factors with independent Beta rates; its
+        Clopper-Pearson interval is the difference of both boxes at level ``1 - (1 -
+        level) / 2`` (Bonferroni). Its ``equal_rates_pvalue`` is the decisions', and its
+        lower end is not set to 0 (the amplification may be negative).
     given_outcome : {None, 0, 1}, default None
         With ``role="decision"``: the decisions among the rows whose outcome is this value
         only, so that epsilon-DF is that of ``P(decision | y, s)``, the equalized-odds form
@@ -272,6 +199,8 @@ def interval_calibration(
         Replicate chunks run at once through joblib (-1: every core); the result does not
         depend on it.
     random_state : int, numpy.random.Generator or None
+    progressbar : bool, default False
+        Show a progress bar over the replicate tables (PyMC's name for it).
     **roles
         Column roles when ``data`` is a DataFrame.
 
@@ -304,8 +233,7 @@ def interval_calibration(
     ['epsilon-DF', 'hierarchical']
     """
     data = as_audit_data(data, roles)
-    n, k = _table(data, role, given_outcome)
-    _check_table(n, k)
+    n, table = _table(data, role, given_outcome)
     check_open_probability(level, "level")
     check_count(n_replicates, "n_replicates", minimum=10)
     check_count(draws, "draws", minimum=50)
@@ -315,30 +243,26 @@ def interval_calibration(
     if not seen.all():
         notes.append(f"{int((~seen).sum())} intersection(s) without rows left out of the metrics")
     codes = np.indices(data.shape_).reshape(len(data.shape_), -1)
-    box = _Intervals(n, codes, seen, level, float(pseudo_count))
+    kind = AmplificationIntervals if role == AMPLIFICATION else RateIntervals
+    box = kind(n, codes, seen, level, float(pseudo_count))
     rng = np.random.default_rng(own)
-    post = box.hierarchical_draws(k, 10 * draws, rng)
-    bounds, pvalue, hier, dm = box.bounds(k, 10 * draws, rng, post=post)
-    estimates = np.array(
-        [np.median(hier, axis=0), np.median(dm, axis=0), _metrics(k[seen] / n[seen], n[seen])]
-    )
-    truths = {
-        "posterior": post,
-        "observed": (k + pseudo_count) / (n + 2 * pseudo_count),
-        "shrunk": np.where(seen, shrunk_rates(np.maximum(n, 1), k, pseudo_count), 0.5),
-        "fair": np.full(len(n), k[seen].sum() / n[seen].sum()),
-    }
+    post = box.hierarchical_draws(table, 10 * draws, rng)
+    bounds, pvalue, hier, dm = box.bounds(table, 10 * draws, rng, post=post)
+    estimates = np.array([np.median(hier, axis=0), np.median(dm, axis=0), box.estimate(table)])
+    truths = box.truths(table, post)
+    seeds = replicates.spawn(len(truths))
     rows = []
-    for (scenario, truth), s_seed in zip(
-        truths.items(), replicates.spawn(len(truths)), strict=True
-    ):
-        res = chunked_resamples(
-            lambda size, r, t=truth: _replicates(box, t, size, draws, r),
-            n_replicates,
-            s_seed,
-            n_jobs=n_jobs,
-        )
-        rows += _coverage_rows(scenario, res)
+    name = table_name(role, given_outcome)
+    with progress_bar(len(truths) * n_replicates, f"replicates ({name})", progressbar) as bar:
+        for i, (scenario, truth) in enumerate(truths.items()):
+            res = chunked_resamples(
+                lambda size, r, t=truth: _replicates(box, t, size, draws, r),
+                n_replicates,
+                seeds[i],
+                n_jobs=n_jobs,
+                on_chunk=bar,
+            )
+            rows += _coverage_rows(scenario, res)
     return IntervalCalibration(
         intervals=pd.DataFrame(
             {
@@ -351,7 +275,7 @@ def interval_calibration(
         coverage=pd.DataFrame(rows),
         equal_rates_pvalue=pvalue,
         level=level,
-        role=table_name(role, given_outcome),
+        role=name,
         n_replicates=n_replicates,
         notes=notes,
     )
@@ -380,11 +304,15 @@ def table_name(role: str, given_outcome: int | None = None) -> str:
 
 def _table(data: AuditData, role: str, given_outcome: int | None) -> tuple:
     """Rows and positives per intersection of the audited table (int64 arrays)."""
-    if role not in ("outcome", "decision"):
-        raise ValueError(f"`role` must be 'outcome' or 'decision', got {role!r}")
+    if role not in ("outcome", "decision", AMPLIFICATION):
+        raise ValueError(f"`role` must be 'outcome', 'decision' or {AMPLIFICATION!r}, got {role!r}")
+    if role == AMPLIFICATION:
+        return _amplification_table(data, given_outcome)
     if given_outcome is None:
         counts = data.counts(role)
-        return counts.sum(axis=1).astype(np.int64), counts[:, 1].astype(np.int64)
+        n, k = counts.sum(axis=1).astype(np.int64), counts[:, 1].astype(np.int64)
+        _check_table(n, k)
+        return n, k
     if role != "decision" or given_outcome not in (0, 1) or isinstance(given_outcome, bool):
         raise ValueError(
             "`given_outcome` must be None, or 0 or 1 with role='decision' (the decisions "
@@ -395,7 +323,27 @@ def _table(data: AuditData, role: str, given_outcome: int | None) -> tuple:
     t = data.table_for()
     pos, neg = ("tp", "fn") if given_outcome == 1 else ("fp", "tn")
     k = t[pos].to_numpy(np.int64)
-    return k + t[neg].to_numpy(np.int64), k
+    n = k + t[neg].to_numpy(np.int64)
+    _check_table(n, k)
+    return n, k
+
+
+def _amplification_table(data: AuditData, given_outcome: int | None) -> tuple:
+    """Rows per intersection and ``(k_y, k_0, k_1)``: positive labels, positive decisions
+    among the rows labelled 0 and among those labelled 1."""
+    if given_outcome is not None:
+        raise ValueError(
+            f"`given_outcome` must be None with role={AMPLIFICATION!r} (the amplification "
+            f"compares all decisions with all labels); got {given_outcome!r}"
+        )
+    if not data.has_decision:
+        raise ValueError(f"role={AMPLIFICATION!r} needs decisions: the data have none")
+    t = data.table_for()
+    cells = {c: t[c].to_numpy(np.int64) for c in ("tp", "fn", "fp", "tn")}
+    n = sum(cells.values())
+    _check_table(n, cells["tp"] + cells["fn"])
+    _check_table(n, cells["tp"] + cells["fp"])
+    return n, np.stack([cells["tp"] + cells["fn"], cells["fp"], cells["tp"]], axis=-1)
 
 
 def _check_table(n: np.ndarray, k: np.ndarray) -> None:
@@ -413,16 +361,16 @@ def _check_table(n: np.ndarray, k: np.ndarray) -> None:
         )
 
 
-def _replicates(box: _Intervals, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:
+def _replicates(box: Any, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:
     """``size`` replicate tables of ``truth`` (rates, or posterior draws of them, one drawn
     per replicate): every method's (lower, upper, truth) per metric, (size, methods, 2, 3)."""
-    if truth.ndim == 2:
+    if truth.ndim > box.truth_ndim:
         p = truth[rng.integers(len(truth), size=size)]
     else:
-        p = np.broadcast_to(truth, (size, len(truth)))
+        p = np.broadcast_to(truth, (size, *truth.shape))
     out = np.empty((size, len(METHODS), 2, 3))
     for r in range(size):
-        out[r, :, :, :2] = box.bounds(rng.binomial(box.n, p[r]), draws, rng)[0]
+        out[r, :, :, :2] = box.bounds(box.simulate(p[r], rng), draws, rng)[0]
         out[r, :, :, 2] = box.truth(p[r])
     return out
 
@@ -444,40 +392,3 @@ def _coverage_rows(scenario: str, res: np.ndarray) -> list[dict]:
         for i, method in enumerate(METHODS)
         for j, metric in enumerate(METRICS)
     ]
-
-
-class _Intervals:
-    """The three intervals of one table of positives ``k`` (sizes, codes fixed)."""
-
-    def __init__(self, n, codes, seen, level, a) -> None:
-        self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
-        self.qs = [(1 - level) / 2, (1 + level) / 2]
-
-    def truth(self, p: np.ndarray) -> np.ndarray:
-        """(epsilon, gamma) of rates ``p`` over the intersections with rows."""
-        return _metrics(p[self.seen], self.n[self.seen])
-
-    def hierarchical_draws(self, k, draws, rng) -> np.ndarray:
-        return grid_posterior(self.n, k, self.codes).draw(draws, rng)
-
-    def bounds(self, k, draws, rng, post=None):
-        """Bounds (methods, 2, 2), the equal-rates p-value, and the hierarchical and
-        Dirichlet-multinomial draws of (epsilon, gamma)."""
-        n, s, a = self.n[self.seen], self.seen, self.a
-        post = self.hierarchical_draws(k, draws, rng) if post is None else post
-        share = rng.dirichlet(n + a, size=len(post))
-        hier = _metrics(post[:, s], share)
-        pvalue = equal_rates_pvalue(n, k[s], rng)
-        dm = _metrics(rng.beta(k[s] + a, n - k[s] + a, size=(draws, len(n))), share[:draws])
-        h_lo, h_hi = np.quantile(hier, self.qs, axis=0)
-        if pvalue >= 1 - self.level:
-            h_lo = np.zeros(2)
-        eps_lo, eps_hi, gamma_lo, gamma_hi = projected_bounds(n, k[s], self.level)
-        bounds = np.array(
-            [
-                np.stack([h_lo, h_hi], axis=-1),
-                np.quantile(dm, self.qs, axis=0).T,
-                [[eps_lo, eps_hi], [gamma_lo, gamma_hi]],
-            ]
-        )
-        return bounds, pvalue, hier, dm

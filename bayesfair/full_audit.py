@@ -24,7 +24,7 @@ from ._repr import compact_repr
 from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
 from ._validation import SeedLike, check_count, check_flag, check_seed
 from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
-from .calibration import interval_calibration, table_name
+from .calibration import AMPLIFICATION, interval_calibration, table_name
 from .data import AuditData, as_audit_data
 from .empirical_audit import AuditResult, run_audit
 from .report import (
@@ -70,7 +70,8 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         ``{table: IntervalCalibration}``: the default intervals of epsilon-DF and gamma-SF
         of the labels (``"outcome"``), the decisions (``"decision"``) and the decisions
         among the rows of each outcome (``"decision | outcome = 0"`` and ``= 1``: the
-        error rates), with their coverage on replicate tables
+        error rates), and of the amplification (``"amplification"``: decisions minus
+        labels), with their coverage on replicate tables
         (:func:`~bayesfair.interval_calibration`); empty with fewer than two
         intersections with rows.
     interval_notes : list of str
@@ -226,14 +227,14 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
 
 
 def _calibrated_intervals(
-    data: AuditData, level: float, seed: int, n_resamples: int
+    data: AuditData, level: float, seed: int, n_resamples: int, progressbar: bool = False
 ) -> tuple[dict, list[str]]:
-    """The default intervals of labels and decisions, and of the decisions given each
-    outcome (error rates), with their coverage on replicates; the tables on which no
-    interval can be put, with the reason."""
+    """The default intervals of labels and decisions, of the decisions given each outcome
+    (error rates) and of the amplification (decisions minus labels), with their coverage
+    on replicates; the tables on which no interval can be put, with the reason."""
     tables = [("outcome", None)]
     if data.has_decision:
-        tables += [("decision", None), ("decision", 0), ("decision", 1)]
+        tables += [("decision", None), ("decision", 0), ("decision", 1), (AMPLIFICATION, None)]
     reps = max(10, min(n_resamples, AUDIT_REPLICATES))
     out, notes = {}, []
     for i, (role, given) in enumerate(tables):
@@ -246,6 +247,7 @@ def _calibrated_intervals(
                 level=level,
                 n_replicates=reps,
                 random_state=seed + i,
+                progressbar=progressbar,
             )
         except ValueError as err:
             notes.append(f"{key}: no interval ({err})")
@@ -387,7 +389,8 @@ def audit(
         Coordinates of hierarchical Bayes' main effects.
     progress : callable, optional
         Called with the name of each step as it starts (the command line prints them).
-        Several sections are an expensive computation; this reports on them as they go.
+        Several sections are an expensive computation; this reports on them as they go,
+        and the interval checks show a progress bar over their replicate tables.
     **roles
         With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
         takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
@@ -436,7 +439,9 @@ def audit(
     )
     if empirical.intervals:  # as run_audit: at least two intersections with rows
         step("intervals of epsilon-DF and gamma-SF, checked on replicate tables")
-        out.intervals, out.interval_notes = _calibrated_intervals(data, level, seed, n_resamples)
+        out.intervals, out.interval_notes = _calibrated_intervals(
+            data, level, seed, n_resamples, progressbar=progress is not None
+        )
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
         out.bayesian = _bayesian_fits(data, seed, draws)

@@ -4,7 +4,7 @@ pieces the package's permutation tests (rates, AUC, correlation, any metric) sha
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import beta as _beta
+from scipy.special import betaincinv
 
 from ..metrics.rates import RATE_DEFINITIONS
 
@@ -50,8 +50,8 @@ def clopper_pearson(k, n, level: float = 0.99) -> tuple:
     k, n = np.asarray(k, float), np.asarray(n, float)
     a = (1 - level) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k == 0, 0.0, _beta.ppf(a, k, n - k + 1))
-        hi = np.where(k == n, 1.0, _beta.ppf(1 - a, k + 1, n - k))
+        lo = np.where(k == 0, 0.0, betaincinv(k, n - k + 1, a))  # Beta(k, n-k+1)'s a-quantile
+        hi = np.where(k == n, 1.0, betaincinv(k + 1, n - k, 1 - a))
     return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
+from .._table_intervals import METHODS, METRICS, RateIntervals, table_metrics
 from .._validation import check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, PSEUDO_COUNT
-from ..calibration import METHODS, METRICS, _Intervals, _metrics
 from ..models._nested_laplace import grid_posterior
 
 __all__ = ["additive_population", "fitted_population", "interval_coverage", "table_population"]
@@ -178,8 +178,8 @@ def interval_coverage(
         n = rng.multinomial(n_rows, share)
         k = rng.binomial(n, p)
         seen = n > 0
-        bounds = _Intervals(n, codes, seen, level, PSEUDO_COUNT).bounds(k, draws, rng)[0]
-        truth = _metrics(p[seen], share[seen] / share[seen].sum())
+        bounds = RateIntervals(n, codes, seen, level, PSEUDO_COUNT).bounds(k, draws, rng)[0]
+        truth = table_metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])
     inside, width = np.array(inside), np.array(width)

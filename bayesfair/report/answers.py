@@ -121,7 +121,12 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                 )
     amp = emp.amplification
     if amp is not None:
+        cal = getattr(result, "intervals", {}).get("amplification")
         for r in amp[amp["method"] == "EDF"].itertuples(index=False):
+            if cal is not None:
+                question = "Do the decisions amplify the labels' inequality?"
+                subject = f"{r.metric} of decisions minus labels"
+                rows.append(_default_row(cal, r.metric, question, subject, level))
             lo, hi = r.lower, r.upper
             if math.isfinite(r.amplification):
                 answer = f"{r.metric} of decisions minus labels = {_fmt(r.amplification)}" + (
@@ -150,7 +155,7 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
     to ``question``, about ``subject`` (what the metric is of)."""
     r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "hierarchical")]
     kind = f"{level:.0%} posterior, hierarchical"
-    if r["lower"] == 0:
+    if r["lower"] == 0 and cal.role != "amplification":
         kind += f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
     return {
         "question": question,

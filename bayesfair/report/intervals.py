@@ -90,7 +90,10 @@ def add_interval_section(
             "in four scenarios: "
             + "; ".join(f"{k}: {v}" for k, v in _SCENARIO_WORDS.items())
             + ". A coverage far from the level says the interval cannot be read at face value "
-            "if the population looks like that scenario."
+            "if the population looks like that scenario. The amplification's table (decisions "
+            "minus labels) models the labels and the decisions given each label, so the "
+            "difference keeps the correlation of two columns of the same rows; its interval "
+            "may hold negative values and its lower end is not set to 0."
         )
     )
     for role, cal in intervals.items():
@@ -98,8 +101,9 @@ def add_interval_section(
         sec.add(
             Table(
                 table,
-                caption=f"{role}: intervals and their coverage "
-                f"(equal rates: p = {cal.equal_rates_pvalue:.3g})",
+                caption=f"{role}: intervals and their coverage (equal rates"
+                + (" of decisions" if role == "amplification" else "")
+                + f": p = {cal.equal_rates_pvalue:.3g})",
                 float_format="{:.3g}",
             )
         )

@@ -124,10 +124,14 @@ def test_the_audit_reports_the_default_and_its_check():
         "decision",
         "decision | outcome = 0",
         "decision | outcome = 1",
+        "amplification",
     }
     answers = res.to_frame()
     first = answers.iloc[0]
     assert "hierarchical" in first["interval"] and "replicate tables" in first["method"]
+    amplify = answers[answers["question"].str.contains("amplify")]
+    assert "hierarchical" in amplify.iloc[0]["interval"]
+    assert "replicate tables" in amplify.iloc[0]["method"]
     titles = [s.title for s in res.report().sections]
     assert "Intervals of epsilon-DF and gamma-SF, and how often they cover" in titles
 

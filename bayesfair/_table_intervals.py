@@ -1,0 +1,289 @@
+"""The three intervals of epsilon-DF and gamma-SF on one per-intersection count table, and
+of their amplification (decisions minus labels): shared by the per-audit check
+(:mod:`bayesfair.calibration`) and the coverage study (:mod:`bayesfair.replication.intervals`).
+
+A *table* is what is counted per intersection: the positives ``k`` of one binary column
+(:class:`RateIntervals`), or the positives of the labels and of the decisions among the rows
+with each label (:class:`AmplificationIntervals`). Each class draws replicate tables from a
+truth, computes every interval of a table and the truth's metrics, so that one replicate loop
+serves both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._vocabulary import N_RESAMPLES
+from .frequentist._pvalues import monte_carlo_pvalue
+from .frequentist.fairness_bounds import projected_bounds
+from .metrics.fairness import gamma_sf
+from .models._nested_laplace import grid_posterior
+
+#: the interval methods, the audit's default first
+METHODS = ("hierarchical", "Dirichlet-multinomial", "Clopper-Pearson")
+METRICS = ("epsilon-DF", "gamma-SF")
+
+
+def table_metrics(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """(epsilon, gamma) over the leading axes of rates ``p1`` (..., groups): shape (..., 2).
+
+    Epsilon as :func:`~bayesfair.metrics.epsilon_df` of ``[1 - p1, p1]`` computes it, for
+    rates without NaN and without its input checks (this runs on every posterior draw of
+    every replicate table): the larger of the two outcomes' log-ratios of their largest to
+    their smallest rate, 0 for an outcome that is impossible everywhere, ``inf`` for one
+    possible somewhere only."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_outcome = []
+        for q in (1 - p1, p1):
+            mx, mn = q.max(axis=-1), q.min(axis=-1)
+            per_outcome.append(np.where(mx <= 0, 0.0, np.log(mx / mn)))
+    return np.stack([np.maximum(*per_outcome), gamma_sf(p1, share)], axis=-1)
+
+
+def _pearson(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Pearson's X^2 of equal rates over the last axis of ``k``."""
+    pbar = k.sum(axis=-1, keepdims=True) / n.sum()
+    expected = n * pbar * (1 - pbar)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(expected > 0, (k - n * pbar) ** 2 / expected, 0.0)
+    return terms.sum(axis=-1)
+
+
+def equal_rates_pvalue(
+    n: np.ndarray, k: np.ndarray, rng: np.random.Generator, n_resamples: int = N_RESAMPLES
+) -> float:
+    r"""Monte Carlo p-value of the hypothesis that every intersection has the same rate.
+
+    Pearson's statistic :math:`X^2 = \sum_s (k_s - n_s \bar p)^2 / (n_s \bar p (1 -
+    \bar p))`, referred to its distribution under ``k_s ~ Binomial(n_s, p-bar)`` at the
+    pooled rate (a parametric bootstrap: exact in small groups, where the chi-squared
+    reference is not), ``(1 + #{X*^2 >= X^2}) / (1 + n_resamples)``.
+
+    Parameters
+    ----------
+    n, k : numpy.ndarray
+        Rows and positives per intersection (every ``n > 0``).
+    rng : numpy.random.Generator
+    n_resamples : int, default 999
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.calibration import equal_rates_pvalue
+    >>> rng = np.random.default_rng(0)
+    >>> equal_rates_pvalue(np.array([100, 100]), np.array([20, 60]), rng) < 0.01
+    True
+    """
+    pbar = k.sum() / n.sum()
+    null = _pearson(n, rng.binomial(n, pbar, size=(n_resamples, len(n))))
+    return monte_carlo_pvalue(null, _pearson(n, k), "greater")[0]
+
+
+def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = 0.5) -> np.ndarray:
+    r"""The groups' rates with their sampling noise shrunk away: each group's log-odds
+    deviation from the overall log-odds times its share of signal
+    :math:`\tau^2 / (\tau^2 + v_s)`, with :math:`v_s = 1 / (n_s p_s (1 - p_s))` and
+    :math:`\tau^2` the size-weighted method-of-moments spread of the deviations
+    (empirical Bayes on the log-odds scale).
+
+    The rates of the table itself spread more than the population's (each carries its
+    sampling noise), so replicates drawn from them would judge intervals against a less
+    fair population than the one that gave the data.
+
+    Parameters
+    ----------
+    n, k : numpy.ndarray
+        Rows and positives per group (every ``n > 0``).
+    pseudo_count : float, default 0.5
+        Added to the positives and negatives of every group (no rate of 0 or 1).
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.calibration import shrunk_rates
+    >>> p = shrunk_rates(np.array([50, 50, 5000]), np.array([10, 30, 1500]))
+    >>> bool(abs(p[2] - 0.3) < 0.01)
+    True
+    """
+    fitted = (k + pseudo_count) / (n + 2 * pseudo_count)
+    overall = k.sum() / n.sum()
+    c = np.log(overall / (1 - overall))
+    dev = np.log(fitted / (1 - fitted)) - c
+    var = 1 / (n * fitted * (1 - fitted))
+    tau2 = max(0.0, float(np.sum(n * (dev**2 - var)) / n.sum()))
+    return 1 / (1 + np.exp(-(c + dev * tau2 / (tau2 + var))))
+
+
+class RateIntervals:
+    """The three intervals of one table of positives ``k`` (sizes ``n`` and codes fixed).
+
+    A truth is the rates ``p`` (groups,), or posterior draws of them (draws, groups).
+    """
+
+    truth_ndim = 1
+
+    def __init__(self, n, codes, seen, level, a) -> None:
+        self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
+        self.qs = [(1 - level) / 2, (1 + level) / 2]
+
+    def simulate(self, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A replicate table of rates ``p`` with the audited sizes."""
+        return rng.binomial(self.n, p)
+
+    def truth(self, p: np.ndarray) -> np.ndarray:
+        """(epsilon, gamma) of rates ``p`` over the intersections with rows."""
+        return table_metrics(p[self.seen], self.n[self.seen])
+
+    def estimate(self, k: np.ndarray) -> np.ndarray:
+        """The empirical (epsilon, gamma) of the table."""
+        s = self.seen
+        return table_metrics(k[s] / self.n[s], self.n[s])
+
+    def truths(self, k: np.ndarray, post: np.ndarray) -> dict:
+        """The replicate scenarios' truths (see :func:`~bayesfair.interval_calibration`)."""
+        n, s, a = self.n, self.seen, self.a
+        return {
+            "posterior": post,
+            "observed": (k + a) / (n + 2 * a),
+            "shrunk": np.where(s, shrunk_rates(np.maximum(n, 1), k, a), 0.5),
+            "fair": np.full(len(n), k[s].sum() / n[s].sum()),
+        }
+
+    def hierarchical_draws(self, k, draws, rng) -> np.ndarray:
+        return grid_posterior(self.n, k, self.codes).draw(draws, rng)
+
+    def pvalue(self, k, rng) -> float:
+        """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows."""
+        return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng)
+
+    def bounds(self, k, draws, rng, post=None):
+        """Bounds (methods, 2, 2), the equal-rates p-value, and the hierarchical and
+        Dirichlet-multinomial draws of (epsilon, gamma)."""
+        n, s, a = self.n[self.seen], self.seen, self.a
+        post = self.hierarchical_draws(k, draws, rng) if post is None else post
+        share = rng.dirichlet(n + a, size=len(post))
+        hier = table_metrics(post[:, s], share)
+        pvalue = self.pvalue(k, rng)
+        dm = table_metrics(rng.beta(k[s] + a, n - k[s] + a, size=(draws, len(n))), share[:draws])
+        h_lo, h_hi = np.quantile(hier, self.qs, axis=0)
+        if pvalue >= 1 - self.level:
+            h_lo = np.zeros(2)
+        eps_lo, eps_hi, gamma_lo, gamma_hi = projected_bounds(n, k[s], self.level)
+        bounds = np.array(
+            [
+                np.stack([h_lo, h_hi], axis=-1),
+                np.quantile(dm, self.qs, axis=0).T,
+                [[eps_lo, eps_hi], [gamma_lo, gamma_hi]],
+            ]
+        )
+        return bounds, pvalue, hier, dm
+
+
+class AmplificationIntervals:
+    r"""The three intervals of the amplification (decisions' epsilon-DF and gamma-SF minus
+    the labels').
+
+    A table is ``(k_y, k_0, k_1)`` per intersection (groups, 3): the positive labels, and the
+    positive decisions among the rows labelled 0 and 1. A truth is the three rates
+    ``(P(y=1|s), P(d=1|y=0,s), P(d=1|y=1,s))`` (groups, 3), or posterior draws of them.
+    Since :math:`P(y, d | s) = P(y|s) P(d|y, s)`, the likelihood of the table is the product
+    of three binomial likelihoods on disjoint counts; with independent priors the posterior
+    is the product of three posteriors, and the decisions' rate
+    :math:`P(d=1|s) = \sum_y P(y|s) P(d=1|y,s)` is drawn jointly with the labels' rate, so
+    the difference carries their correlation (the same rows give both).
+    """
+
+    truth_ndim = 2
+
+    def __init__(self, n, codes, seen, level, a) -> None:
+        self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
+        self.qs = [(1 - level) / 2, (1 + level) / 2]
+
+    def _sizes(self, t: np.ndarray) -> np.ndarray:
+        """Rows of each of the three factors' tables: all, labelled 0, labelled 1."""
+        ky = t[..., 0]
+        return np.stack([np.broadcast_to(self.n, ky.shape), self.n - ky, ky], axis=-1)
+
+    def simulate(self, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        ky = rng.binomial(self.n, p[:, 0])
+        return np.stack([ky, rng.binomial(self.n - ky, p[:, 1]), rng.binomial(ky, p[:, 2])], -1)
+
+    def _amplification(self, p: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """Of factor rates ``p`` (..., groups, 3), over the intersections with rows."""
+        return _amplification(p[..., self.seen, :], share)
+
+    def truth(self, p: np.ndarray) -> np.ndarray:
+        return self._amplification(p, self.n[self.seen])
+
+    def estimate(self, t: np.ndarray) -> np.ndarray:
+        s = self.seen
+        n = self.n[s]
+        return table_metrics((t[s, 1] + t[s, 2]) / n, n) - table_metrics(t[s, 0] / n, n)
+
+    def truths(self, t: np.ndarray, post: np.ndarray) -> dict:
+        sizes, a, s = self._sizes(t), self.a, self.seen
+        pooled = t[s].sum(axis=0) / np.maximum(sizes[s].sum(axis=0), 1)
+        shrunk = [_shrunk_or_pooled(sizes[:, j], t[:, j], a, pooled[j]) for j in range(3)]
+        return {
+            "posterior": post,
+            "observed": (t + a) / (sizes + 2 * a),
+            "shrunk": np.stack(shrunk, axis=-1),
+            "fair": np.broadcast_to(pooled, t.shape).copy(),
+        }
+
+    def hierarchical_draws(self, t, draws, rng) -> np.ndarray:
+        sizes = self._sizes(t)
+        return np.stack(
+            [grid_posterior(sizes[:, j], t[:, j], self.codes).draw(draws, rng) for j in range(3)],
+            -1,
+        )
+
+    def pvalue(self, t, rng) -> float:
+        """Of equal rates of the decisions (the amplification's first term)."""
+        s = self.seen
+        return equal_rates_pvalue(self.n[s], t[s, 1] + t[s, 2], rng)
+
+    def bounds(self, t, draws, rng, post=None):
+        """As :meth:`RateIntervals.bounds`, of the amplification."""
+        s, a = self.seen, self.a
+        n = self.n[s]
+        post = self.hierarchical_draws(t, draws, rng) if post is None else post
+        share = rng.dirichlet(n + a, size=len(post))
+        hier = self._amplification(post, share)
+        sizes = self._sizes(t)[s]
+        dm = _amplification(
+            rng.beta(t[s] + a, sizes - t[s] + a, size=(draws, *t[s].shape)), share[:draws]
+        )
+        half = 1 - (1 - self.level) / 2  # Bonferroni: both boxes hold with prob. >= level
+        lab = projected_bounds(n, t[s, 0], half)
+        dec = projected_bounds(n, t[s, 1] + t[s, 2], half)
+        cp = [[dec[0] - lab[1], dec[1] - lab[0]], [dec[2] - lab[3], dec[3] - lab[2]]]
+        bounds = np.array(
+            [np.quantile(hier, self.qs, axis=0).T, np.quantile(dm, self.qs, axis=0).T, cp]
+        )
+        return bounds, self.pvalue(t, rng), hier, dm
+
+
+def _amplification(p: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """Decisions' (epsilon, gamma) minus the labels' of factor rates ``p`` (..., groups, 3):
+    ``P(d=1|s) = (1 - P(y=1|s)) P(d=1|y=0,s) + P(y=1|s) P(d=1|y=1,s)``."""
+    py = p[..., 0]
+    pd_ = (1 - py) * p[..., 1] + py * p[..., 2]
+    return table_metrics(pd_, share) - table_metrics(py, share)
+
+
+def _shrunk_or_pooled(n: np.ndarray, k: np.ndarray, a: float, pooled: float) -> np.ndarray:
+    """:func:`shrunk_rates` of a factor's table; the pooled rate where it has no rows, and
+    everywhere when the table has no inequality to shrink (every rate 0 or every rate 1)."""
+    seen = n > 0
+    if not 0 < k[seen].sum() < n[seen].sum():
+        return np.full(len(n), pooled)
+    return np.where(seen, shrunk_rates(np.maximum(n, 1), k, a), pooled)
