@@ -226,7 +226,8 @@ class AmplificationIntervals:
     def estimate(self, t: np.ndarray) -> np.ndarray:
         s = self.seen
         n = self.n[s]
-        return table_metrics((t[s, 1] + t[s, 2]) / n, n) - table_metrics(t[s, 0] / n, n)
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, an amplification not defined
+            return table_metrics((t[s, 1] + t[s, 2]) / n, n) - table_metrics(t[s, 0] / n, n)
 
     def truths(self, t: np.ndarray, post: np.ndarray) -> dict:
         sizes, a, s = self._sizes(t), self.a, self.seen
