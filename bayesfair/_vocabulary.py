@@ -22,6 +22,7 @@ __all__ = [
     "PSEUDO_COUNT",
     "ROLE_RENAMES",
     "interval_columns",
+    "moved_options",
     "renamed_arguments",
 ]
 
@@ -88,6 +89,49 @@ def renamed_arguments(**renames: str) -> Callable[[F], F]:
                     raise TypeError(
                         f"{func.__qualname__}() got `{old}=`, which is now called `{new}=` "
                         "(docs: Concepts, vocabulary)"
+                    )
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def moved_options(moves: dict[str, str], into: str) -> Callable[[F], F]:
+    """Make ``func`` refuse options that moved into the objects of its argument ``into``,
+    with a ``TypeError`` that names where each lives now.
+
+    Parameters
+    ----------
+    moves : dict
+        ``{old_name: "Object(option=...)"}``.
+    into : str
+        The argument that takes the objects.
+
+    Returns
+    -------
+    callable
+        A decorator.
+
+    Examples
+    --------
+    >>> @moved_options({"hb_draws": "HierarchicalBayes(draws=...)"}, into="estimators")
+    ... def f(*, estimators=()):
+    ...     return estimators
+    >>> f(hb_draws=10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: f() got `hb_draws=`, ...: `estimators=[..., HierarchicalBayes(draws=...)]`
+    """
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            for old, new in moves.items():
+                if old in kwargs:
+                    raise TypeError(
+                        f"{func.__qualname__}() got `{old}=`, which is now an option of its "
+                        f"estimator: `{into}=[..., {new}]`"
                     )
             return func(*args, **kwargs)
 

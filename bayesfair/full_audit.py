@@ -280,18 +280,21 @@ def _per_group(
     n_resamples: int,
     level: float = LEVEL,
 ):
-    from .disaggregated import disaggregated_evaluation
+    from .disaggregated import HierarchicalBayes, StructuredRegression, disaggregated_evaluation
 
-    est = ["standard", "james_stein", "empirical_bayes", "structured"]
+    est = [
+        "standard",
+        "james_stein",
+        "empirical_bayes",
+        StructuredRegression(n_resamples=n_resamples),
+    ]
+    if bayes:
+        est.append(HierarchicalBayes(draws=draws, tune=draws, main_effects=hb_main_effects))
     return disaggregated_evaluation(
         data,
         metrics=["selection_rate", "fpr", "fnr"],
-        estimators=est + (["hierarchical"] if bayes else []),
-        n_resamples=n_resamples,
+        estimators=est,
         level=level,
-        hb_draws=draws,
-        hb_tune=draws,
-        hb_main_effects=hb_main_effects,
         random_state=seed,
     )
 

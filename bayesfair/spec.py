@@ -304,6 +304,10 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
                 decision=cols.get("decision"),
                 score=cols.get("score"),
             )
+        if "pop_truth" not in own:  # the Adult population, built once for both uses
+            own["pop_truth"] = herlihy.population(data_home, int(st.get("seed", 1)))
+        pop = own["pop_truth"]
+        pop = pop[0] if isinstance(pop, tuple) else pop
         metrics = herlihy._available_metrics(
             own.get("decision", "decision"), own.get("score", "score")
         )
@@ -311,9 +315,12 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
             2 if small else int(st.get("draws", 20)),
             metrics=metrics[:2] if small else metrics,
             n_eval=int(st.get("n_eval", 5000)),
-            hb_draws=100 if small else int(inf.get("draws", 500)),
-            hb_chains=2 if small else int(inf.get("chains", 2)),
-            n_resamples=50 if small else int(st.get("bootstrap", 500)),
+            estimators=herlihy.simulation_estimators(
+                pop,
+                draws=100 if small else int(inf.get("draws", 500)),
+                chains=2 if small else int(inf.get("chains", 2)),
+                n_resamples=50 if small else int(st.get("bootstrap", 500)),
+            ),
             data_home=data_home,
             random_state=int(st.get("seed", 1)),
             **own,

@@ -7,7 +7,7 @@ Baselines, measured in the same run: structured regression written with scikit-l
 the targets of the issue (10 s and 60 s), and for 243 groups the same density with the
 group block's identity basis stored and multiplied (O(G^2) per evaluation, as before
 it was special-cased; the draws are identical), and the same 243 groups with non-centred
-main effects against the default partially centred ones (``hb_main_effects="auto"``;
+main effects against the default partially centred ones (``HierarchicalBayes(main_effects="auto")``;
 time and diagnostics); and the bootstrap variance of AUC on 1,000,000 rows against
 sorting every resample and against scikit-learn's ``roc_auc_score`` per resample.
 """
@@ -22,7 +22,12 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from bayesfair.disaggregated import _hb_logp, disaggregated_evaluation
+from bayesfair.disaggregated import (
+    HierarchicalBayes,
+    StructuredRegression,
+    _hb_logp,
+    disaggregated_evaluation,
+)
 from bayesfair.disaggregated import groups as groups_mod
 from bayesfair.disaggregated import structured as sr_mod
 from bayesfair.metrics.rates import grouped_auc
@@ -89,11 +94,11 @@ def _run(df, estimators, **kw):
 def run(quick: bool = False) -> list[dict]:
     df = _frame()
     nb = 100 if quick else 500
-    _run(df.iloc[:500], ["structured"], n_resamples=5)  # compile the coordinate descent
-    t_sr, res = _run(df, ["standard", "structured"], n_resamples=nb)
+    _run(df.iloc[:500], [StructuredRegression(n_resamples=5)])  # compile the coordinate descent
+    t_sr, res = _run(df, ["standard", StructuredRegression(n_resamples=nb)])
     nb_base = 20 if quick else 50
     with _patched(sr_mod, "lasso_cd", _sklearn_lasso_cd):
-        t_base, _ = _run(df, ["standard", "structured"], n_resamples=nb_base)
+        t_base, _ = _run(df, ["standard", StructuredRegression(n_resamples=nb_base)])
     rows = [
         {
             "benchmark": f"structured regression, 32 groups x 6 metrics, {nb} boot.",
@@ -105,7 +110,7 @@ def run(quick: bool = False) -> list[dict]:
         }
     ]
     draws = 200 if quick else 1000
-    t_hb, res = _run(df, ["hierarchical"], hb_draws=draws, hb_tune=draws, hb_chains=4)
+    t_hb, res = _run(df, [HierarchicalBayes(draws=draws, tune=draws, chains=4)])
     diverging = sum(int(i.sample_stats["diverging"].sum()) for i in res.idata.values())
     rows.append(
         {
@@ -138,10 +143,7 @@ def run_many_groups(quick: bool = False) -> list[dict]:
     draws = 200 if quick else 1000
     kw = dict(
         metrics=["selection_rate", "fpr", "accuracy"],
-        estimators=["hierarchical"],
-        hb_draws=draws,
-        hb_tune=draws,
-        hb_chains=4,
+        estimators=[HierarchicalBayes(draws=draws, tune=draws, chains=4)],
         random_state=0,
     )
     attrs = [f"a{j}" for j in range(5)]
@@ -161,12 +163,16 @@ def run_many_groups(quick: bool = False) -> list[dict]:
         for k in res.idata
     )
     diag = res.diagnostics["binomial"]
-    t_nc, nc = fit(hb_main_effects="non-centred")
+    t_nc, nc = fit(
+        estimators=[
+            HierarchicalBayes(draws=draws, tune=draws, chains=4, main_effects="non-centred")
+        ]
+    )
     dn = nc.diagnostics["binomial"]
     nb, nb_base = (100, 5) if quick else (500, 20)
-    t_sr, _ = fit(estimators=["structured"], n_resamples=nb)
+    t_sr, _ = fit(estimators=[StructuredRegression(n_resamples=nb)])
     with _patched(sr_mod, "lasso_cd", _sklearn_lasso_cd):
-        t_sr_base, _ = fit(estimators=["structured"], n_resamples=nb_base)
+        t_sr_base, _ = fit(estimators=[StructuredRegression(n_resamples=nb_base)])
     return [
         {
             "benchmark": f"structured regression, 243 groups x 3 metrics, {nb} boot.",
@@ -185,10 +191,10 @@ def run_many_groups(quick: bool = False) -> list[dict]:
             "note": f"50,000 rows; draws identical to the baseline's: {same}; R-hat max "
             f"{diag['r_hat_max']:.3f}, bulk ESS min {diag['ess_bulk_min']:.0f}, "
             f"{diag['divergences']:.0f} divergences (main effects partially centred, "
-            "hb_main_effects='auto', the default)",
+            "main_effects='auto', the default)",
         },
         {
-            "benchmark": f"  same, hb_main_effects='non-centred', 4 x {draws} NUTS",
+            "benchmark": f"  same, main_effects='non-centred', 4 x {draws} NUTS",
             "bayesfair_s": t_nc,
             "baseline": "same, 'auto' (row above)",
             "baseline_s": t_new,
@@ -222,8 +228,7 @@ def run_small_groups(quick: bool = False) -> list[dict]:
             "y",
             "d",
             metrics=["selection_rate", "fpr"],
-            estimators=["structured"],
-            n_resamples=nb,
+            estimators=[StructuredRegression(n_resamples=nb)],
             random_state=0,
         )
         return time.perf_counter() - t0, res.table

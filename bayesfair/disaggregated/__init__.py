@@ -1,6 +1,15 @@
 """Disaggregated evaluation of small intersectional groups (Herlihy et al.)."""
 
-from .evaluate import ESTIMATORS, DisaggregatedResult, disaggregated_evaluation
+from .estimators import (
+    ESTIMATORS,
+    EmpiricalBayes,
+    HierarchicalBayes,
+    JamesStein,
+    Standard,
+    StructuredRegression,
+    resolve_estimators,
+)
+from .evaluate import DisaggregatedResult, disaggregated_evaluation
 from .groups import GroupedData, pooled_sigma2
 from .shrinkage import empirical_bayes, james_stein, standard_intervals
 from .structured import goodness_of_fit, group_features, structured_regression
@@ -8,13 +17,19 @@ from .structured import goodness_of_fit, group_features, structured_regression
 __all__ = [
     "ESTIMATORS",
     "DisaggregatedResult",
+    "EmpiricalBayes",
     "GroupedData",
+    "HierarchicalBayes",
+    "JamesStein",
+    "Standard",
+    "StructuredRegression",
     "disaggregated_evaluation",
     "empirical_bayes",
     "goodness_of_fit",
     "group_features",
     "james_stein",
     "pooled_sigma2",
+    "resolve_estimators",
     "standard_intervals",
     "structured_regression",
 ]

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,26 +22,30 @@ from .._validation import (
     SeedLike,
     check_axes,
     check_count,
-    check_flag,
-    check_open_probability,
     check_random_state,
     check_resamples,
 )
 from .._vocabulary import (
     LEVEL,
-    N_RESAMPLES,
     N_VARIANCE_RESAMPLES,
     ROLE_RENAMES,
     interval_columns,
+    moved_options,
     renamed_arguments,
 )
 from ..data import AuditData
 from ..models.base import SamplerWarning
+from .estimators import (
+    ESTIMATORS,
+    EmpiricalBayes,
+    HierarchicalBayes,
+    StructuredRegression,
+    resolve_estimators,
+)
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical, pinned_down
-from .shrinkage import EB_INTERVALS, empirical_bayes, james_stein, standard_intervals
+from .shrinkage import empirical_bayes, james_stein, standard_intervals
 from .structured import (
-    check_rblpr_options,
     drop_target_copies,
     goodness_of_fit,
     group_features,
@@ -48,8 +53,6 @@ from .structured import (
 )
 
 __all__ = ["ESTIMATORS", "DisaggregatedResult", "disaggregated_evaluation"]
-
-ESTIMATORS = ("standard", "james_stein", "empirical_bayes", "structured", "hierarchical")
 
 
 def truncate_to_range(values, metric):
@@ -373,12 +376,16 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     mixing). The fits that showed each case are in the commits that added the advice."""
     advice = ""
     if diag["divergences"] > 0:
-        advice = f"; a larger `hb_target_accept` (now {target_accept}) usually removes them"
+        advice = (
+            "; a larger target acceptance (HierarchicalBayes(target_accept=...), now "
+            f"{target_accept}) usually removes them"
+        )
         centred = json.loads(idata.posterior.attrs.get("centred_main_effects", "[]"))
         if main_effects == "auto" and centred:
             advice += (
                 f"; if not, the main effects of {centred} are sampled partially centred "
-                "(hb_main_effects='auto'), and hb_main_effects='non-centred' may remove "
+                "(main_effects='auto'), and HierarchicalBayes(main_effects='non-centred') may "
+                "remove "
                 "them, at the price of slower mixing where their values have many rows"
             )
     worst = _worst_r_hat(idata)
@@ -393,7 +400,8 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     ):
         said = (
             f"; the largest R-hat is in the main effect of {attribute!r}, whose values "
-            "all have many rows: hb_main_effects='centred' usually mixes it better"
+            "all have many rows: HierarchicalBayes(main_effects='centred') usually mixes it "
+            "better"
         )
         if main_effects == "auto":  # partially centred already: either way may help
             said += (
@@ -404,16 +412,35 @@ def _sampler_advice(idata, diag, labels, sizes, *, target_accept, main_effects, 
     if diag["divergences"] == 0:
         advice += (
             f"; the largest R-hat is in `{worst}`, and with no divergent transitions that is "
-            f"slow mixing: more draws (`hb_draws`, now {draws}) usually bring it under "
-            f"{_arviz.R_HAT_MAX}"
+            f"slow mixing: more draws (HierarchicalBayes(draws=...), now {draws}) usually "
+            f"bring it under {_arviz.R_HAT_MAX}"
         )
     return advice
 
 
+#: the flat options the estimators now carry: old keyword -> where it lives now
+MOVED_OPTIONS = {
+    "n_resamples": "StructuredRegression(n_resamples=...)",
+    "n_bootstrap": "StructuredRegression(n_resamples=...)",
+    "interactions": "StructuredRegression(interactions=...)",
+    "explanatory": "StructuredRegression(explanatory=...)",
+    "outcome_rates": "StructuredRegression(outcome_rates=...)",
+    "sr_interval": "StructuredRegression(interval=...)",
+    "sr_ridge": "StructuredRegression(ridge=...)",
+    "eb_interval": "EmpiricalBayes(interval=...)",
+    "hb_draws": "HierarchicalBayes(draws=...)",
+    "hb_tune": "HierarchicalBayes(tune=...)",
+    "hb_chains": "HierarchicalBayes(chains=...)",
+    "hb_target_accept": "HierarchicalBayes(target_accept=...)",
+    "hb_main_effects": "HierarchicalBayes(main_effects=...)",
+    "hb_point_estimate": "HierarchicalBayes(point_estimate=...)",
+}
+
+
+@moved_options(MOVED_OPTIONS, into="estimators")
 @renamed_arguments(
     **ROLE_RENAMES,
     levels="level",
-    n_bootstrap="n_resamples",
     n_bootstrap_variance="n_variance_resamples",
 )
 def disaggregated_evaluation(
@@ -428,22 +455,9 @@ def disaggregated_evaluation(
         "fpr",
         "fnr",
     ),
-    estimators: Sequence[str] = ESTIMATORS,
+    estimators: Sequence[Any] = ESTIMATORS,
     level: float | Sequence[float] = LEVEL,
     n_variance_resamples: int = N_VARIANCE_RESAMPLES,
-    n_resamples: int = N_RESAMPLES,
-    interactions: bool = False,
-    explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None,
-    outcome_rates: bool = True,
-    sr_interval: str = "percentile",
-    sr_ridge: str | float = "groups",
-    eb_interval: str = "prasad_rao",
-    hb_draws: int = 1000,
-    hb_tune: int = 1000,
-    hb_chains: int = 4,
-    hb_target_accept: float = 0.95,
-    hb_main_effects: str = "auto",
-    hb_point_estimate: str = "mean",
     pos_label: object | None = None,
     random_state: SeedLike = None,
 ) -> DisaggregatedResult:
@@ -466,75 +480,25 @@ def disaggregated_evaluation(
         callable is named by its ``__name__``; a dict ``{name: metric}`` names them
         (two metrics of one name, such as two lambdas, are an error).
     estimators : list
-        Any of "standard" (intervals from the pooled variance, eq. 7, truncated to
-        [0, 1] for rates and AUC, as every estimator's are), "james_stein",
-        "empirical_bayes" (with intervals, see ``eb_interval``), "structured" (lasso, rBLPR
-        intervals) and "hierarchical" (PyMC; central credible intervals, one-sided
-        from 0 or to 1 for a count metric whose rows in a group are all on one
-        side, so that a rate of exactly 0 or 1 can be covered).  An attribute value
-        that no row carries (an unused category) is left out of the hierarchical
-        fit, and its groups are drawn as new levels from the fitted scales.
+        Names among "standard", "james_stein", "empirical_bayes", "structured" and
+        "hierarchical" (each with its defaults), or estimator objects carrying their
+        options: :class:`~bayesfair.disaggregated.Standard` (intervals from the pooled
+        variance, eq. 7), :class:`~bayesfair.disaggregated.JamesStein`,
+        :class:`~bayesfair.disaggregated.EmpiricalBayes` (``interval=``),
+        :class:`~bayesfair.disaggregated.StructuredRegression` (lasso with rBLPR
+        intervals; ``ridge=``, ``interval=``, features, ``n_resamples=``) and
+        :class:`~bayesfair.disaggregated.HierarchicalBayes` (PyMC; ``draws=``,
+        ``chains=``, ...). Every estimator's intervals of a rate or an AUC are truncated
+        to [0, 1]; hierarchical Bayes' are central credible intervals, one-sided from 0 or
+        to 1 for a count metric whose rows in a group are all on one side, so that a rate
+        of exactly 0 or 1 can be covered. An attribute value that no row carries (an
+        unused category) is left out of the hierarchical fit, and its groups are drawn as
+        new levels from the fitted scales.
     level : float or list of float, default 0.9
         Interval level, or levels (the first is the one in ``table``; ``intervals``
         holds them all).
-    n_variance_resamples : int
+    n_variance_resamples : int, default 200
         Bootstrap resamples per group for the pooled variance (eq. 6).
-    n_resamples : int
-        Residual-bootstrap replicates of rBLPR.
-    interactions, explanatory, outcome_rates
-        Structured-regression features besides group and attribute indicators:
-        pairwise attribute interactions, group means of functions of the data
-        frame, and the group's outcome rate.  A feature that is an exact linear
-        function of a metric's standard estimates (the outcome rate of the base rate)
-        is left out of that metric's fit, with a warning.
-    sr_interval : {"percentile", "basic"}
-        rBLPR interval of structured regression (see
-        :func:`~bayesfair.disaggregated.structured.structured_regression`).
-    sr_ridge : {"groups", "rows"} or float
-        Partial ridge of rBLPR: ``"groups"`` (default) gives tighter intervals that
-        cover where the features explain the small groups; ``"rows"`` intervals close
-        to the standard width that cover conservatively where they do not (see
-        :func:`~bayesfair.disaggregated.structured.structured_regression`).  The default's
-        95% intervals are not calibrated for small groups: on Herlihy et al.'s diabetes
-        population they covered 0.89 (FPR), 0.91 (selection rate) and 0.92 (accuracy),
-        0.84 for groups of at most 10 rows; ``"rows"`` covered 0.97-0.99 (notebook 07).
-    eb_interval : {"prasad_rao", "posterior"}
-        Empirical Bayes' interval: ``"prasad_rao"`` (default) adds to the posterior variance
-        the uncertainty of the estimated mean and spread of the groups (Prasad and Rao's
-        mean squared error, as in small-area estimation); ``"posterior"`` is the paper's
-        plug-in posterior interval (Appendix B), which has zero width wherever the spread
-        is estimated as 0 (see :func:`~bayesfair.disaggregated.shrinkage.empirical_bayes`).
-        Neither is calibrated group by group: both hold their level only on average over
-        groups drawn from the normal model, and a group far from the others' mean is
-        shrunk towards it and missed (95% intervals covered 0.67-0.93 by metric on
-        Herlihy et al.'s diabetes population, 0.47 for the quarter of groups farthest from
-        the median: notebook 07, ``herlihy.simulate`` on ``herlihy.population(name="diabetes")``).
-        The hierarchical model's intervals are (0.95-0.96 there).
-    hb_draws, hb_tune, hb_chains : int
-        NUTS settings of the hierarchical model.
-    hb_target_accept : float
-        NUTS's target acceptance rate for the count model (the Fay-Herriot model uses at
-        least 0.99).  Divergent transitions, which the results' ``diagnostics`` and a
-        ``SamplerWarning`` report, usually go when it is raised towards 0.99, at the cost
-        of smaller steps.
-    hb_main_effects : {"auto", "non-centred", "centred"}
-        Coordinates in which NUTS samples the attributes' main effects (the model is the
-        same).  Non-centred suits the usual audit, where small groups say little;
-        centred suits large data where every value of an attribute has many rows, where
-        non-centred main-effect scales mix slowly (an R-hat above 1.01 on a
-        ``sigma_<attribute>``), but it diverges where a scale rests on few or poorly
-        measured contrasts (on the simulated Adult audit).  ``"auto"`` (default) samples
-        the main effects of an attribute with three or more values, each with 1,000 rows
-        or more, partially centred, with a weight per metric from how much the data say
-        about the effects and how far apart they are, and the others non-centred (the
-        measurements behind this rule: ``models/cards/hierarchical_bayes.md``).  See
-        :func:`~bayesfair.disaggregated.hierarchical.fit_hierarchical`.
-    hb_point_estimate : {"mean", "median"}
-        Posterior summary reported as the hierarchical estimate (as ArviZ's
-        ``point_estimate``).  The mean minimises expected squared error, the median
-        expected absolute error; the median also always lies inside the central
-        credible interval and is pulled less by the long tail of a rate's posterior
-        near 0 or 1.
     pos_label : optional
         The value of ``outcome`` that means 1, when it is not coded as bool or 0/1
         (for example ``">50K"``); it applies to ``decision`` too when that column is
@@ -545,17 +509,25 @@ def disaggregated_evaluation(
     -------
     DisaggregatedResult
 
+    Notes
+    -----
+    The four role arguments are the package's input contract (an ``AuditData`` brings
+    them); every estimator's options live in its object, so that adding an estimator adds
+    no argument here. The options' old flat names (``hb_draws=``, ``sr_ridge=``, ...) fail
+    with a message naming the object that carries them now.
+
     Examples
     --------
     >>> import numpy as np, pandas as pd
+    >>> from bayesfair.disaggregated import EmpiricalBayes
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"a": rng.choice(["x", "y"], 400), "b": rng.choice(["u", "v"], 400),
     ...                    "y": rng.integers(0, 2, 400), "d": rng.integers(0, 2, 400)})
     >>> res = disaggregated_evaluation(df, protected=["a", "b"], outcome="y", decision="d",
     ...                                metrics=["selection_rate"],
-    ...                                estimators=["standard", "james_stein"], random_state=0)
+    ...                                estimators=["standard", EmpiricalBayes()], random_state=0)
     >>> sorted(res.table["estimator"].unique())
-    ['james_stein', 'standard']
+    ['empirical_bayes', 'standard']
     """
     if isinstance(data, AuditData):
         data, roles = data.rows_frame()
@@ -568,40 +540,63 @@ def disaggregated_evaluation(
             "disaggregated_evaluation needs `protected` and `outcome` (column names) "
             "with a DataFrame; an AuditData brings them"
         )
-    if eb_interval not in EB_INTERVALS:
-        raise ValueError(f"`eb_interval` must be one of {EB_INTERVALS}, got {eb_interval!r}")
-    if hb_point_estimate not in ("mean", "median"):
-        raise ValueError(
-            f"`hb_point_estimate` must be 'mean' or 'median', got {hb_point_estimate!r}"
-        )
-    check_open_probability(hb_target_accept, "hb_target_accept")
-    check_resamples(n_resamples, "n_resamples", minimum=2)
+    ests = resolve_estimators(estimators)
     check_resamples(n_variance_resamples, "n_variance_resamples", minimum=2)
-    check_count(hb_draws, "hb_draws")
-    check_count(hb_tune, "hb_tune")  # NUTS adapts while tuning (nutpie panics without)
-    check_count(hb_chains, "hb_chains")
-    if hb_main_effects not in ("auto", "non-centred", "centred"):
-        raise ValueError(
-            f"`hb_main_effects` must be 'auto', 'non-centred' or 'centred', got {hb_main_effects!r}"
-        )
+    levels = _levels(level)
     rng = check_random_state(random_state)
     gd = GroupedData.from_frame(data, protected, outcome, decision, score, pos_label)
-    if not len(estimators):
-        raise ValueError(f"`estimators` must name at least one of {ESTIMATORS}")
-    unknown = set(estimators) - set(ESTIMATORS)
-    if unknown:
-        raise ValueError(f"unknown estimator(s) {sorted(unknown)}; choose from {ESTIMATORS}")
-    # checked whether or not structured regression runs: a misspelt option is a mistake
-    check_rblpr_options(sr_interval, sr_ridge, names=("sr_interval", "sr_ridge"))
-    check_flag(interactions, "interactions")
-    check_flag(outcome_rates, "outcome_rates")
-    if not metrics:
-        raise ValueError("`metrics` must name at least one metric")
+    names, metrics = _metric_names(metrics, gd)
+    out = _Rows(gd, levels)
+    sr = ests.get("structured")
+    sr_run = _StructuredRun(gd, sr) if sr is not None else None
+    degenerate: dict[str, str] = {}
+    for name, m in zip(names, metrics, strict=True):
+        s = gd.estimate(m)
+        out.std[name] = s
+        bv = gd.bootstrap_variance(m, n_variance_resamples, rng)
+        sigma2 = pooled_sigma2(out.n, bv) if np.any(np.isfinite(bv) & (out.n > 0)) else np.nan
+        out.sigma2[name] = sigma2
+        why = _degenerate(s, out.n, sigma2)
+        if why:
+            degenerate[name] = why
+            _degenerate_rows(out, ests, name, m, s, sigma2)
+        else:
+            _shrinkage_rows(out, ests, name, m, s, sigma2)
+            if sr_run is not None:
+                sr_run.add(out, name, m, s, sigma2, rng)
+    idatas = {}
+    if "hierarchical" in ests:
+        idatas = _hierarchical_rows(out, ests["hierarchical"], names, metrics, rng)
+    if degenerate:
+        _warn_degenerate(degenerate)
+    diagnostics = _diagnostics(idatas, gd, out.n, ests.get("hierarchical"))
+    eb = ests.get("empirical_bayes", EmpiricalBayes())
+    return DisaggregatedResult(
+        table=pd.DataFrame(out.rows),
+        intervals=pd.DataFrame(out.irows),
+        sigma2=out.sigma2,
+        level=levels[0],
+        structured=sr_run.info if sr_run is not None else {},
+        idata=idatas,
+        diagnostics=diagnostics,
+        grouped=gd,
+        eb_interval=eb.interval,
+    )
+
+
+def _levels(level: float | Sequence[float]) -> list[float]:
     levels = [level] if isinstance(level, Real) else list(level)
     if not levels or not all(
         isinstance(lv, Real) and not isinstance(lv, bool) and 0 < lv < 1 for lv in levels
     ):
         raise ValueError(f"`level` must be a number in (0, 1), or a list of them, got {level!r}")
+    return levels
+
+
+def _metric_names(metrics, gd: GroupedData) -> tuple[list[str], list]:
+    """The metrics' names and the metrics (names or callables), checked against the data."""
+    if not metrics:
+        raise ValueError("`metrics` must name at least one metric")
     if isinstance(metrics, Mapping):
         names, metrics = [str(k) for k in metrics], list(metrics.values())
     else:
@@ -617,216 +612,233 @@ def disaggregated_evaluation(
     missing = [f"{m} needs {gd.missing_column(m)}" for m in metrics if gd.missing_column(m)]
     if missing:
         raise ValueError("; ".join(missing) + ": give the column or leave the metric out")
-    n = gd.sizes().astype(float)
-    labels = gd.group_names()
-    rows, irows = [], []
-    sigma2s, sr_info, idatas = {}, {}, {}
+    return names, metrics
 
-    def add(metric, est, values, ivals: dict):
-        defined = np.isfinite(std[metric])
+
+class _Rows:
+    """The result's two tables, filled one (metric, estimator) at a time."""
+
+    def __init__(self, gd: GroupedData, levels: list[float]) -> None:
+        self.gd, self.levels = gd, levels
+        self.n = gd.sizes().astype(float)
+        self.labels = gd.group_names()
+        self.rows: list[dict] = []
+        self.irows: list[dict] = []
+        self.std: dict[str, np.ndarray] = {}
+        self.sigma2: dict[str, float] = {}
+
+    def add(self, metric: str, est: str, values: np.ndarray, ivals: dict) -> None:
+        """``ivals``: ``{level: (lower, upper)}`` (empty for an estimator without one)."""
+        gd, lv0 = self.gd, self.levels[0]
+        defined = np.isfinite(self.std[metric])
+        nan = np.full(gd.n_groups, np.nan)
+        lo, hi = ivals.get(lv0, (nan, nan))
         for a in range(gd.n_groups):
-            lo, hi = ivals.get(levels[0], (np.full(gd.n_groups, np.nan),) * 2)
-            rows.append(
+            group, n = self.labels[a], int(self.n[a])
+            self.rows.append(
                 {
-                    "group": labels[a],
+                    "group": group,
                     **gd.labels.iloc[a].to_dict(),
-                    "n": int(n[a]),
+                    "n": n,
                     "metric": metric,
                     "estimator": est,
                     "estimate": values[a],
-                    **interval_columns(lo[a], hi[a], levels[0]),
+                    **interval_columns(lo[a], hi[a], lv0),
                     "defined": bool(defined[a]),
                 }
             )
             for lv, (l2, h2) in ivals.items():
-                irows.append(
+                self.irows.append(
                     {
-                        "group": labels[a],
-                        "n": int(n[a]),
+                        "group": group,
+                        "n": n,
                         "metric": metric,
                         "estimator": est,
                         **interval_columns(l2[a], h2[a], lv),
                     }
                 )
 
-    # structured regression's features: group means over all rows, and in cross-validation
-    # over each fold's training rows; the explanatory functions run once, not per metric
-    # and fold (only their per-row values are needed)
-    per_row = {}
-    if "structured" in estimators:
-        per_row = {name: fn(gd.frame) for name, fn in (explanatory or {}).items()}
 
-    def sr_features(rows: np.ndarray | None = None) -> pd.DataFrame:
-        return group_features(
-            gd,
-            rows=rows,
-            interactions=interactions,
-            explanatory=per_row,
-            outcome_rates=outcome_rates,
+def _degenerate(s: np.ndarray, n: np.ndarray, sigma2: float) -> str | None:
+    """Why a metric has nothing to shrink or no interval width, or None."""
+    n_defined = int(np.sum(np.isfinite(s) & (n > 0)))
+    if sigma2 > 0 and n_defined >= 2:
+        return None
+    if n_defined == 0:
+        return "no group has an estimate"
+    if sigma2 > 0:
+        return "only one group has an estimate"
+    if sigma2 == 0:
+        return (
+            "no group's bootstrap resamples vary (estimates of 0 or 1, or a constant "
+            "score), so the pooled variance (eq. 6) is 0"
         )
+    return "no group has two rows to bootstrap a variance from"
 
-    sr_all_rows = sr_features() if "structured" in estimators else None
 
-    std = {}
-    degenerate: dict[str, str] = {}  # metric -> why it has no pooled variance / no shrinkage
-    for name, m in zip(names, metrics, strict=True):
-        s = gd.estimate(m)
-        std[name] = s
-        n_defined = int(np.sum(np.isfinite(s) & (n > 0)))
-        bv = gd.bootstrap_variance(m, n_variance_resamples, rng)
-        sigma2 = pooled_sigma2(n, bv) if np.any(np.isfinite(bv) & (n > 0)) else np.nan
-        sigma2s[name] = sigma2
-        if not sigma2 > 0 or n_defined < 2:
-            # no group has a bootstrap variance, or every group's estimate is 0 or 1 (the
-            # pooled variance model sees no noise: nothing to shrink, no interval width),
-            # or a single group has an estimate (nothing to shrink it towards)
-            if n_defined == 0:
-                degenerate[name] = "no group has an estimate"
-            elif not sigma2 > 0:
-                degenerate[name] = (
-                    "no group's bootstrap resamples vary (estimates of 0 or 1, or a constant "
-                    "score), so the pooled variance (eq. 6) is 0"
-                    if sigma2 == 0
-                    else "no group has two rows to bootstrap a variance from"
-                )
-            else:
-                degenerate[name] = "only one group has an estimate"
-            nan = np.full(gd.n_groups, np.nan)
-            for est in ("standard", "james_stein", "empirical_bayes", "structured"):
-                if est not in estimators:
-                    continue
-                if est == "standard" and sigma2 > 0:
-                    ivals = {
-                        lv: _truncate_interval(standard_intervals(s, n, sigma2, lv), m)
-                        for lv in levels
-                    }
-                else:
-                    ivals = {lv: (nan, nan) for lv in levels} if est != "james_stein" else {}
-                add(name, est, s, ivals)
+def _degenerate_rows(out: _Rows, ests: dict, name: str, m, s, sigma2: float) -> None:
+    """The standard estimates under every shrinkage estimator's name, with the standard
+    intervals only where the pooled variance exists (nothing to shrink towards)."""
+    nan = np.full(out.gd.n_groups, np.nan)
+    for est in ("standard", "james_stein", "empirical_bayes", "structured"):
+        if est not in ests:
             continue
-        if "standard" in estimators:
-            add(
-                name,
-                "standard",
-                s,
-                {lv: _truncate_interval(standard_intervals(s, n, sigma2, lv), m) for lv in levels},
-            )
-        if "james_stein" in estimators:
-            add(name, "james_stein", james_stein(s, n, sigma2), {})
-        if "empirical_bayes" in estimators:
-            ivals = {}
-            for lv in levels:
-                est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv, eb_interval)
-                ivals[lv] = _truncate_interval((lo, hi), m)
-            add(name, "empirical_bayes", est, ivals)
-        if "structured" in estimators:
-            sr = structured_regression(
-                gd,
-                m,
-                s,
-                sigma2,
-                features=sr_all_rows,
-                fold_features=sr_features,
-                level=levels,
-                n_resamples=n_resamples,
-                interval=sr_interval,
-                ridge=sr_ridge,
-                rng=rng,
-            )
-            sr_info[name] = {
-                k: sr[k] for k in ("lam", "selected", "coef", "cv_loss", "lambdas", "dropped")
+        if est == "standard" and sigma2 > 0:
+            ivals = {
+                lv: _truncate_interval(standard_intervals(s, out.n, sigma2, lv), m)
+                for lv in out.levels
             }
-            # the linear model of a rate or an AUC is projected onto [0, 1]
-            ivals = {lv: _truncate_interval(iv, m) for lv, iv in sr["intervals"].items()}
-            add(name, "structured", truncate_to_range(sr["estimate"], m), ivals)
+        else:
+            ivals = {lv: (nan, nan) for lv in out.levels} if est != "james_stein" else {}
+        out.add(name, est, s, ivals)
 
-    if "hierarchical" in estimators:
-        is_count = [isinstance(m, str) and m in COUNT_METRICS for m in metrics]
-        cells = gd.cells() if any(is_count) else None
-        # a count metric that no group has a row of the denominator for (FPR where every
-        # outcome is positive) would be fitted from its prior alone: it gets no estimate
-        km_of = {i: gd.count_ratio(cells, metrics[i]) for i in range(len(metrics)) if is_count[i]}
-        count = [i for i, (_, m) in km_of.items() if np.sum(m) > 0]
-        other = [i for i in range(len(metrics)) if not is_count[i] and sigma2s[names[i]] > 0]
-        seed = int(rng.integers(2**31))
-        groups_post = {}
-        boundary = {}
-        if count:
-            km = [km_of[i] for i in count]
-            idata, th = fit_hierarchical(
-                gd.labels,
-                [names[i] for i in count],
-                k=np.array([x[0] for x in km]),
-                m=np.array([x[1] for x in km]),
-                draws=hb_draws,
-                tune=hb_tune,
-                chains=hb_chains,
-                target_accept=hb_target_accept,
-                main_effects=hb_main_effects,
-                sizes=n,
-                random_seed=seed,
-            )
-            idatas["binomial"] = idata
-            for j, i in enumerate(count):
-                groups_post[names[i]] = th[:, j, :]
-                boundary[names[i]] = km[j]
-        if other:
-            S = np.array([std[names[i]] for i in other])
-            SE = np.array([np.sqrt(sigma2s[names[i]] / np.maximum(n, 1)) for i in other])
-            idata, th = fit_hierarchical(
-                gd.labels,
-                [names[i] for i in other],
-                s=S,
-                se=SE,
-                draws=hb_draws,
-                tune=hb_tune,
-                chains=hb_chains,
-                target_accept=hb_target_accept,
-                main_effects=hb_main_effects,
-                sizes=n,
-                random_seed=seed + 1,
-            )
-            idatas["fay_herriot"] = idata
-            for j, i in enumerate(other):
-                # the Fay-Herriot model is Normal on the metric's own scale: an AUC's
-                # posterior is the projection of its draws onto [0, 1]
-                groups_post[names[i]] = truncate_to_range(th[:, j, :], metrics[i])
-        for name in names:
-            if name not in groups_post:  # no data for the model: see `count` and `other`
-                nan = np.full(gd.n_groups, np.nan)
-                add(name, "hierarchical", nan, {lv: (nan, nan) for lv in levels})
-                continue
-            post = groups_post[name]
-            ivals = {}
-            for lv in levels:
-                lo, hi = np.quantile(post, [(1 - lv) / 2, (1 + lv) / 2], axis=0)
-                if name in boundary:
-                    # a group whose every counted row is on one side (0 of m, or m of m)
-                    # gets the one-sided interval of the same posterior mass, reaching that
-                    # boundary (as the modified Jeffreys interval of Brown, Cai and DasGupta
-                    # reaches it): a central interval of a posterior on (0, 1) can never
-                    # contain a rate of exactly 0 or 1, which such data cannot rule out
-                    k, m = (np.asarray(v, dtype=float) for v in boundary[name])
-                    none, every = (m > 0) & (k == 0), (m > 0) & (k == m)
-                    lo = np.where(none, 0.0, np.where(every, np.quantile(post, 1 - lv, 0), lo))
-                    hi = np.where(every, 1.0, np.where(none, np.quantile(post, lv, 0), hi))
-                ivals[lv] = (lo, hi)
-            point = np.median(post, axis=0) if hb_point_estimate == "median" else post.mean(0)
-            add(name, "hierarchical", point, ivals)
 
-    if degenerate:
-        reasons = "; ".join(f"{k!r}: {v}" for k, v in degenerate.items())
-        warnings.warn(
-            f"metric(s) without a pooled variance or without two groups to shrink ({reasons}). "
-            "Their standard, James-Stein, empirical-Bayes and structured rows carry the "
-            "standard estimates, with intervals only where the pooled variance exists (the "
-            "standard ones). Hierarchical Bayes models the counts of a count metric and "
-            "still gives credible intervals if some group has rows in the metric's "
-            "denominator; a metric without such rows, or without counts and without a "
-            "pooled variance, gets no hierarchical estimate.",
-            UserWarning,
-            stacklevel=2,
+def _shrinkage_rows(out: _Rows, ests: dict, name: str, m, s, sigma2: float) -> None:
+    """Standard, James-Stein and empirical-Bayes estimates of one metric."""
+    n, levels = out.n, out.levels
+    if "standard" in ests:
+        ivals = {lv: _truncate_interval(standard_intervals(s, n, sigma2, lv), m) for lv in levels}
+        out.add(name, "standard", s, ivals)
+    if "james_stein" in ests:
+        out.add(name, "james_stein", james_stein(s, n, sigma2), {})
+    if "empirical_bayes" in ests:
+        ivals = {}
+        for lv in levels:
+            est, lo, hi, _ = empirical_bayes(s, n, sigma2, lv, ests["empirical_bayes"].interval)
+            ivals[lv] = _truncate_interval((lo, hi), m)
+        out.add(name, "empirical_bayes", est, ivals)
+
+
+class _StructuredRun:
+    """Structured regression of every metric with one estimator's options. Its features
+    are group means over all rows, and in cross-validation over each fold's training rows;
+    the explanatory functions run once, not per metric and fold (only their per-row values
+    are needed)."""
+
+    def __init__(self, gd: GroupedData, sr: StructuredRegression) -> None:
+        self.gd, self.sr = gd, sr
+        self.per_row = {name: fn(gd.frame) for name, fn in (sr.explanatory or {}).items()}
+        self.all_rows = self.features()
+        self.info: dict[str, dict] = {}
+
+    def features(self, rows: np.ndarray | None = None) -> pd.DataFrame:
+        return group_features(
+            self.gd,
+            rows=rows,
+            interactions=self.sr.interactions,
+            explanatory=self.per_row,
+            outcome_rates=self.sr.outcome_rates,
         )
+
+    def add(self, out: _Rows, name: str, m, s, sigma2: float, rng) -> None:
+        res = structured_regression(
+            self.gd,
+            m,
+            s,
+            sigma2,
+            features=self.all_rows,
+            fold_features=self.features,
+            level=out.levels,
+            n_resamples=self.sr.n_resamples,
+            interval=self.sr.interval,
+            ridge=self.sr.ridge,
+            rng=rng,
+        )
+        keys = ("lam", "selected", "coef", "cv_loss", "lambdas", "dropped")
+        self.info[name] = {k: res[k] for k in keys}
+        # the linear model of a rate or an AUC is projected onto [0, 1]
+        ivals = {lv: _truncate_interval(iv, m) for lv, iv in res["intervals"].items()}
+        out.add(name, "structured", truncate_to_range(res["estimate"], m), ivals)
+
+
+def _hierarchical_rows(out: _Rows, hb: HierarchicalBayes, names, metrics, rng) -> dict:
+    """Hierarchical Bayes' estimates and intervals of every metric; its InferenceData by
+    model (``"binomial"`` for the count metrics, ``"fay_herriot"`` for the others)."""
+    gd, n = out.gd, out.n
+    is_count = [isinstance(m, str) and m in COUNT_METRICS for m in metrics]
+    cells = gd.cells() if any(is_count) else None
+    # a count metric that no group has a row of the denominator for (FPR where every
+    # outcome is positive) would be fitted from its prior alone: it gets no estimate
+    km_of = {i: gd.count_ratio(cells, metrics[i]) for i in range(len(metrics)) if is_count[i]}
+    count = [i for i, (_, m) in km_of.items() if np.sum(m) > 0]
+    other = [i for i in range(len(metrics)) if not is_count[i] and out.sigma2[names[i]] > 0]
+    seed = int(rng.integers(2**31))
+    nuts = dict(
+        draws=hb.draws,
+        tune=hb.tune,
+        chains=hb.chains,
+        target_accept=hb.target_accept,
+        main_effects=hb.main_effects,
+        sizes=n,
+    )
+    posts, boundary, idatas = {}, {}, {}
+    if count:
+        km = [km_of[i] for i in count]
+        k, m = np.array([x[0] for x in km]), np.array([x[1] for x in km])
+        idata, th = fit_hierarchical(
+            gd.labels, [names[i] for i in count], k=k, m=m, random_seed=seed, **nuts
+        )
+        idatas["binomial"] = idata
+        for j, i in enumerate(count):
+            posts[names[i]] = th[:, j, :]
+            boundary[names[i]] = km[j]
+    if other:
+        S = np.array([out.std[names[i]] for i in other])
+        SE = np.array([np.sqrt(out.sigma2[names[i]] / np.maximum(n, 1)) for i in other])
+        idata, th = fit_hierarchical(
+            gd.labels, [names[i] for i in other], s=S, se=SE, random_seed=seed + 1, **nuts
+        )
+        idatas["fay_herriot"] = idata
+        for j, i in enumerate(other):
+            # the Fay-Herriot model is Normal on the metric's own scale: an AUC's
+            # posterior is the projection of its draws onto [0, 1]
+            posts[names[i]] = truncate_to_range(th[:, j, :], metrics[i])
+    for name in names:
+        if name not in posts:  # no data for the model: see `count` and `other`
+            nan = np.full(gd.n_groups, np.nan)
+            out.add(name, "hierarchical", nan, {lv: (nan, nan) for lv in out.levels})
+            continue
+        post = posts[name]
+        ivals = {lv: _credible(post, lv, boundary.get(name)) for lv in out.levels}
+        point = np.median(post, axis=0) if hb.point_estimate == "median" else post.mean(0)
+        out.add(name, "hierarchical", point, ivals)
+    return idatas
+
+
+def _credible(post: np.ndarray, lv: float, km: tuple | None) -> tuple:
+    """Central credible interval of each group's draws. With the counts ``km`` of a count
+    metric, a group whose every counted row is on one side (0 of m, or m of m) gets the
+    one-sided interval of the same posterior mass, reaching that boundary (as the modified
+    Jeffreys interval of Brown, Cai and DasGupta reaches it): a central interval of a
+    posterior on (0, 1) can never contain a rate of exactly 0 or 1, which such data
+    cannot rule out."""
+    lo, hi = np.quantile(post, [(1 - lv) / 2, (1 + lv) / 2], axis=0)
+    if km is None:
+        return lo, hi
+    k, m = (np.asarray(v, dtype=float) for v in km)
+    none, every = (m > 0) & (k == 0), (m > 0) & (k == m)
+    lo = np.where(none, 0.0, np.where(every, np.quantile(post, 1 - lv, 0), lo))
+    hi = np.where(every, 1.0, np.where(none, np.quantile(post, lv, 0), hi))
+    return lo, hi
+
+
+def _warn_degenerate(degenerate: dict[str, str]) -> None:
+    reasons = "; ".join(f"{k!r}: {v}" for k, v in degenerate.items())
+    warnings.warn(
+        f"metric(s) without a pooled variance or without two groups to shrink ({reasons}). "
+        "Their standard, James-Stein, empirical-Bayes and structured rows carry the "
+        "standard estimates, with intervals only where the pooled variance exists (the "
+        "standard ones). Hierarchical Bayes models the counts of a count metric and "
+        "still gives credible intervals if some group has rows in the metric's "
+        "denominator; a metric without such rows, or without counts and without a "
+        "pooled variance, gets no hierarchical estimate.",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def _diagnostics(idatas: dict, gd: GroupedData, n: np.ndarray, hb) -> dict:
+    """Sampler diagnostics of every hierarchical fit, warning with advice on problems."""
     diagnostics = {}
     for name, idata in idatas.items():
         diag = _arviz.diagnostics(idata, _model_variables(idata))
@@ -838,23 +850,13 @@ def disaggregated_evaluation(
                 diag,
                 gd.labels,
                 n,
-                target_accept=hb_target_accept,
-                main_effects=hb_main_effects,
-                draws=hb_draws,
+                target_accept=hb.target_accept,
+                main_effects=hb.main_effects,
+                draws=hb.draws,
             )
             warnings.warn(
                 f"hierarchical model ({name}): " + ", ".join(problems) + advice,
                 SamplerWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-    return DisaggregatedResult(
-        table=pd.DataFrame(rows),
-        intervals=pd.DataFrame(irows),
-        sigma2=sigma2s,
-        level=levels[0],
-        structured=sr_info,
-        idata=idatas,
-        diagnostics=diagnostics,
-        grouped=gd,
-        eb_interval=eb_interval,
-    )
+    return diagnostics

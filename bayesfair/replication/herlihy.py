@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from .. import _arviz
-from .._vocabulary import ROLE_RENAMES, renamed_arguments
+from .._vocabulary import ROLE_RENAMES, moved_options, renamed_arguments
 from ..datasets import load_adult, load_diabetes
 from ..datasets.diabetes import (
     CLINICAL_CATEGORICAL,
@@ -40,7 +41,16 @@ from ..datasets.diabetes import (
     clinical_features,
     heart_failure,
 )
-from ..disaggregated import disaggregated_evaluation
+from ..disaggregated import (
+    EmpiricalBayes,
+    HierarchicalBayes,
+    JamesStein,
+    Standard,
+    StructuredRegression,
+    disaggregated_evaluation,
+    resolve_estimators,
+)
+from ..disaggregated.evaluate import MOVED_OPTIONS
 from ..disaggregated.groups import GroupedData, needed_column
 from ..models.base import SamplerWarning
 
@@ -309,52 +319,74 @@ def _stratified(
     return pop.iloc[np.concatenate(take)].reset_index(drop=True)
 
 
-@renamed_arguments(
-    **ROLE_RENAMES,
-    levels="level",
-    n_bootstrap="n_resamples",
+def simulation_estimators(
+    pop: pd.DataFrame | None = None, *, draws: int = 500, chains: int = 2, n_resamples: int = 500
+) -> list:
+    """The estimators :func:`simulate` runs by default: standard, James-Stein, empirical
+    Bayes, structured regression with pairwise attribute interactions (on Adult they cut
+    its error for five of six metrics and raise its coverage) and the population's
+    explanatory features, and hierarchical Bayes.
+
+    Parameters
+    ----------
+    pop : pandas.DataFrame, optional
+        The population: :data:`EXPLANATORY` where it has the Adult columns those read,
+        :data:`EXPLANATORY_DIABETES` where it has the diabetes population's, otherwise
+        none (structured regression still has the outcome rates).
+    draws, chains : int, default 500, 2
+        NUTS draws (and tuning steps) and chains of hierarchical Bayes.
+    n_resamples : int, default 500
+        Residual-bootstrap replicates of structured regression's rBLPR intervals.
+
+    Returns
+    -------
+    list
+
+    Examples
+    --------
+    >>> from bayesfair.replication import herlihy
+    >>> [e.name for e in herlihy.simulation_estimators()]
+    ['standard', 'james_stein', 'empirical_bayes', 'structured', 'hierarchical']
+    """
+    explanatory = None if pop is None else _default_explanatory("auto", pop)
+    return [
+        Standard(),
+        JamesStein(),
+        EmpiricalBayes(),
+        StructuredRegression(interactions=True, explanatory=explanatory, n_resamples=n_resamples),
+        HierarchicalBayes(draws=draws, tune=draws, chains=chains),
+    ]
+
+
+@moved_options(
+    {
+        **MOVED_OPTIONS,
+        "hb_draws": "HierarchicalBayes(draws=..., tune=...)",
+        "n_resamples": "StructuredRegression(n_resamples=...)",
+    },
+    into="estimators",
 )
+@renamed_arguments(**ROLE_RENAMES, levels="level")
 def simulate(
     n_draws: int = 20,
     *,
     n_eval: int = 5000,
     metrics=None,
-    estimators=("standard", "james_stein", "empirical_bayes", "structured", "hierarchical"),
+    estimators: Sequence | None = None,
     level=(0.5, 0.8, 0.9, 0.95),
     data_home: str | os.PathLike | None = None,
-    hb_draws: int = 500,
-    hb_chains: int = 2,
-    n_resamples: int = 500,
     random_state: int = 0,
     pop_truth=None,
     protected: str | list[str] | None = None,
     outcome: str = "y",
     decision: str | None = "decision",
     score: str | None = "score",
-    explanatory="auto",
-    interactions: bool = True,
-    sr_ridge: str | float = "groups",
-    sr_interval: str = "percentile",
-    eb_interval: str = "prasad_rao",
-    hb_point_estimate: str = "mean",
-    hb_target_accept: float = 0.95,
-    hb_main_effects: str = "auto",
 ) -> pd.DataFrame:
     """Long table of every (draw, metric, group, estimator, level) with the truth.
 
-    ``explanatory`` (default ``"auto"``: :data:`EXPLANATORY` where the population has
-    the Adult columns it reads, otherwise none; ``None`` for none) and
-    ``interactions`` (pairwise attribute interactions, default on: on Adult they
-    cut structured regression's error for five of six metrics and raise its
-    coverage) are passed to structured regression, as are ``sr_ridge`` (the partial
-    ridge of its rBLPR intervals) and ``sr_interval`` (see
-    :func:`~bayesfair.disaggregated.structured.structured_regression`); ``eb_interval``
-    to empirical Bayes;
-    ``hb_point_estimate`` ("mean" or "median"), ``hb_target_accept`` and
-    ``hb_main_effects`` to the hierarchical model (see
-    :func:`~bayesfair.disaggregated.disaggregated_evaluation`).
     Each draw is a stratified evaluation set of ``n_eval`` rows of the population
-    (:func:`population`, or yours: ``pop_truth``), evaluated by every estimator.
+    (:func:`population`, or yours: ``pop_truth``), evaluated by every estimator
+    (:func:`~bayesfair.disaggregated.disaggregated_evaluation`).
 
     The hierarchical models' NUTS diagnostics of every draw are in
     ``attrs["hb_diagnostics"]``: records of draw, model, divergences, largest R-hat
@@ -370,16 +402,16 @@ def simulate(
     metrics : sequence of str, optional
         Metric names (default :data:`METRICS`, less AUC without ``score`` and the
         decision's metrics without ``decision``).
-    estimators : sequence of str
-        As :func:`~bayesfair.disaggregated.disaggregated_evaluation` takes them.
+    estimators : sequence, optional
+        Names or estimator objects, as
+        :func:`~bayesfair.disaggregated.disaggregated_evaluation` takes them; a name
+        stands for the estimator of :func:`simulation_estimators` of the population
+        (structured regression with interactions and the population's explanatory
+        features, hierarchical Bayes at 2 x 500 draws), and the default is all five.
     level : sequence of float
         Confidence levels of the intervals.
     data_home : path, optional
         Where the Adult files are.
-    hb_draws, hb_chains : int
-        NUTS settings of the hierarchical model.
-    n_resamples : int, default 500
-        Bootstrap replicates (pooled variance, rBLPR).
     random_state : int, default 0
     pop_truth : DataFrame or tuple, optional
         The population: ``(pop, truth)`` of :func:`population`, to reuse it across
@@ -393,23 +425,30 @@ def simulate(
     outcome, decision, score : str
         The population's outcome, decision and score columns (``decision`` or ``score``
         may be None when no metric needs it).
-    explanatory : mapping, "auto" or None, default "auto"
-    interactions : bool, default True
-    sr_ridge, sr_interval, eb_interval, hb_point_estimate, hb_target_accept, hb_main_effects
-        See above.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``draw``, ``metric``, ``group``, ``estimator``, ``level``, ``n``,
         ``defined``, ``estimate``, ``lower``, ``upper`` and ``truth``.
+
+    Notes
+    -----
+    Twelve parameters: the population (``pop_truth`` or ``data_home``, with its four
+    column roles), the evaluation design (``n_draws``, ``n_eval``, ``metrics``,
+    ``level``, ``random_state``) and the estimators, whose options they carry.
     """
     roles = (outcome, decision, score)
     metrics = _available_metrics(decision, score) if metrics is None else metrics
     pop, truth, sensitive = _resolve_population(
         pop_truth, data_home, random_state, protected, roles, metrics
     )
-    explanatory = _default_explanatory(explanatory, pop)
+    defaults = {e.name: e for e in simulation_estimators(pop)}
+    if estimators is None:
+        estimators = list(defaults.values())
+    else:  # a name takes the simulation's default estimator of that name
+        estimators = [defaults.get(e, e) if isinstance(e, str) else e for e in estimators]
+    hb = resolve_estimators(estimators).get("hierarchical")
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
     out, diagnostics = [], []
     for d in range(n_draws):
@@ -422,20 +461,8 @@ def simulate(
                 sensitive,
                 *roles,
                 metrics=list(metrics),
-                estimators=list(estimators),
+                estimators=estimators,
                 level=list(level),
-                n_resamples=n_resamples,
-                hb_draws=hb_draws,
-                hb_tune=hb_draws,
-                hb_chains=hb_chains,
-                explanatory=explanatory,
-                interactions=interactions,
-                sr_ridge=sr_ridge,
-                sr_interval=sr_interval,
-                eb_interval=eb_interval,
-                hb_point_estimate=hb_point_estimate,
-                hb_target_accept=hb_target_accept,
-                hb_main_effects=hb_main_effects,
                 random_state=int(rng.integers(2**31)),
             )
         for model, diag in res.diagnostics.items():
@@ -457,10 +484,14 @@ def simulate(
         n_div = int(sum(r["divergences"] for r in diagnostics))
         advice = []
         if any(r > _arviz.R_HAT_MAX for r in r_hats):
-            advice.append("more `hb_draws` or `hb_chains` would tighten the R-hats")
+            advice.append(
+                "more draws or chains (HierarchicalBayes(draws=..., chains=...)) would "
+                "tighten the R-hats"
+            )
         if n_div:
             advice.append(
-                f"a larger `hb_target_accept` (now {hb_target_accept}) removes divergences"
+                "a larger target acceptance (HierarchicalBayes(target_accept=...), now "
+                f"{hb.target_accept}) removes divergences"
             )
         warnings.warn(
             f"hierarchical models: divergences or R-hat above {_arviz.R_HAT_MAX} in {len(bad)} "

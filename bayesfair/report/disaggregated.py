@@ -99,7 +99,7 @@ def add_disaggregated_section(
                 "al.'s own population (UCI diabetes, 20 evaluation sets of 5,000) they covered "
                 "0.89 (FPR), 0.91 (selection rate) and 0.92 (accuracy) of all groups, and 0.84 "
                 "of groups of at most 10 rows; on the Adult simulation 0.89 for AUC. "
-                "disaggregated_evaluation(..., sr_ridge='rows') gives conservative ones "
+                "StructuredRegression(ridge='rows') gives conservative ones "
                 "(0.97-0.99, as wide as the standard intervals); the hierarchical model's "
                 "covered 0.95-0.96."
             )
@@ -123,7 +123,7 @@ def add_disaggregated_section(
             eb_text = (
                 "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
                 "treat the estimated mean and spread of the groups as known, and have zero "
-                "width where the spread is estimated as 0 (eb_interval='prasad_rao' adds the "
+                "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') adds the "
                 "uncertainty of both)."
             )
         else:
@@ -131,7 +131,7 @@ def add_disaggregated_section(
                 "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
                 "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
                 "error); the paper's plug-in posterior intervals "
-                "(disaggregated_evaluation(..., eb_interval='posterior')) treat both as known "
+                "(EmpiricalBayes(interval='posterior')) treat both as known "
                 "and have zero width where the spread is estimated as 0."
             )
         eb_text += (

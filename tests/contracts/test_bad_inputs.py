@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 import bayesfair as bf
+from bayesfair.disaggregated import EmpiricalBayes, HierarchicalBayes, StructuredRegression
 from bayesfair.frequentist import permutation_test_counts
 from bayesfair.models import (
     DirichletMultinomial,
@@ -641,9 +642,8 @@ for key, bad in [
     ("metrics", []),
     ("estimators", ["nope"]),
     ("estimators", []),
-    ("n_resamples", 1),
-    ("n_resamples", 10**9),
-    ("n_resamples", "x"),
+    ("n_variance_resamples", 1),
+    ("n_variance_resamples", "x"),
     ("random_state", -1),
     ("level", 1.5),
     ("level", 0),
@@ -730,19 +730,24 @@ for method, arg in [("table_for", "nope"), ("group_sizes", "nope")]:
     case(f"AuditData.{method}-by", lambda m=method, a=arg: getattr(DATA, m)(a), "by")
 for method in ["counts", "probabilities"]:
     case(f"AuditData.{method}-role", lambda m=method: getattr(DATA, m)("nope"), "role")
-for key, bad in [
-    ("hb_draws", 0),
-    ("hb_main_effects", "x"),
-    ("eb_interval", "x"),
-    ("sr_ridge", "x"),
-    ("hb_target_accept", 1.5),
-    ("hb_chains", 0),
+# the per-group estimators' options, checked where they are given (their objects)
+for cls, key, bad in [
+    (HierarchicalBayes, "draws", 0),
+    (HierarchicalBayes, "main_effects", "x"),
+    (HierarchicalBayes, "target_accept", 1.5),
+    (HierarchicalBayes, "chains", 0),
+    (HierarchicalBayes, "point_estimate", "x"),
+    (EmpiricalBayes, "interval", "x"),
+    (StructuredRegression, "ridge", "x"),
+    (StructuredRegression, "interval", "x"),
+    (StructuredRegression, "n_resamples", 1),
+    (StructuredRegression, "n_resamples", 10**9),
+    (StructuredRegression, "n_resamples", "x"),
+    (StructuredRegression, "explanatory", [1]),
 ]:
     case(
-        f"disaggregated_evaluation-{key}-{bad!r}",
-        lambda key=key, bad=bad: bf.disaggregated_evaluation(
-            DF, **DIS, estimators=["standard", "hierarchical"], **{key: bad}
-        ),
+        f"{cls.__name__}-{key}-{bad!r}",
+        lambda cls=cls, key=key, bad=bad: cls(**{key: bad}),
         key,
     )
 for cls, key, bad in [

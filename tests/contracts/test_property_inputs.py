@@ -142,7 +142,6 @@ def _calls(frame: pd.DataFrame, names: list[str]):
                 p,
                 metrics=["fpr"],
                 estimators=["standard", "james_stein"],
-                n_resamples=2,
             ),
         ),
     ]

@@ -2,6 +2,7 @@
 every capability are reachable from the top level."""
 
 import bayesfair as bf
+from bayesfair.disaggregated import StructuredRegression
 
 
 def test_all_names_exist_and_are_documented():
@@ -169,16 +170,8 @@ def test_switches_must_be_true_or_false():
             lambda v: correlation_permutation_test(y, df["score"], n_resamples=9, studentize=v),
         ],
         "include_empty": [lambda v: bf.empirical_fairness(data, pseudo_count=1.0, include_empty=v)],
-        "interactions": [
-            lambda v: bf.disaggregated_evaluation(
-                df, ["g"], "y", "d", estimators=["standard"], interactions=v
-            )
-        ],
-        "outcome_rates": [
-            lambda v: bf.disaggregated_evaluation(
-                df, ["g"], "y", "d", estimators=["standard"], outcome_rates=v
-            )
-        ],
+        "interactions": [lambda v: StructuredRegression(interactions=v)],
+        "outcome_rates": [lambda v: StructuredRegression(outcome_rates=v)],
     }
     for name, fns in calls.items():
         for fn in fns:

@@ -150,7 +150,6 @@ def _lower(name: str):
         (lambda d, kw: bf.DirichletMultinomial().fit(d, **kw), "target", "role"),
         (lambda d, kw: bf.posterior_fairness(None, **kw), "prob", "level"),
         (lambda d, kw: bf.disaggregated_evaluation(d, **kw), "levels", "level"),
-        (lambda d, kw: bf.disaggregated_evaluation(d, **kw), "n_bootstrap", "n_resamples"),
         (lambda d, kw: bf.disaggregated_evaluation(d, **kw), "sensitive_features", "protected"),
         (lambda d, kw: bf.disaggregated_evaluation(d, **kw), "y_true", "outcome"),
         (lambda d, kw: bf.conditional_bias_scan(d, **kw), "protected", "protected_class"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -15,7 +16,11 @@ import pytest
 
 from bayesfair import AuditData, SamplerWarning, _arviz
 from bayesfair.disaggregated import (
+    EmpiricalBayes,
     GroupedData,
+    HierarchicalBayes,
+    Standard,
+    StructuredRegression,
     disaggregated_evaluation,
     empirical_bayes,
     goodness_of_fit,
@@ -26,10 +31,21 @@ from bayesfair.disaggregated import (
     structured_regression,
 )
 from bayesfair.disaggregated._lasso import _columns, lambda_max, lasso_cd
+from bayesfair.disaggregated.evaluate import MOVED_OPTIONS
 from bayesfair.metrics import group_rates
 
 #: a short hierarchical fit for tests that compare its output, not its accuracy
-SMALL_HB = dict(estimators=["hierarchical"], hb_draws=200, hb_tune=300, hb_chains=2, random_state=0)
+SMALL_HB = dict(estimators=[HierarchicalBayes(draws=200, tune=300, chains=2)], random_state=0)
+
+
+def _simulation_estimators(pop_truth, *names: str, n_resamples: int = 200) -> list:
+    """herlihy.simulation_estimators of a population (structured regression with its
+    explanatory features and interactions), those named."""
+    from bayesfair.replication import herlihy
+
+    pop = pop_truth[0] if isinstance(pop_truth, tuple) else pop_truth
+    found = herlihy.simulation_estimators(pop, n_resamples=n_resamples)
+    return [e for e in found if e.name in names]
 
 
 def _frame(n=3000, seed=0):
@@ -271,27 +287,33 @@ def test_bad_input_is_named():
             ValueError, match=r"`level` must be a number in \(0, 1\), or a list of them"
         ):
             disaggregated_evaluation(df, ["race"], "y", "d", level=bad)
-    with pytest.raises(ValueError, match="`sr_ridge`"):
-        disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="cols", level=0.95)
-    with pytest.raises(ValueError, match="`eb_interval`"):
-        disaggregated_evaluation(df, ["race"], "y", "d", eb_interval="plugin", level=0.95)
-    with pytest.raises(ValueError, match="`sr_interval`"):
-        disaggregated_evaluation(df, ["race"], "y", "d", sr_interval="bca", level=0.95)
-    for arg, bad, expected in [
-        ("n_resamples", 0, "an integer of at least 2"),
-        ("n_variance_resamples", 1.0, "an integer of at least 2"),
-        ("hb_draws", 0, "a positive integer"),
-        ("hb_chains", True, "a positive integer"),
-        ("hb_tune", 0, "a positive integer"),  # nutpie panicked: 'early_end < num_tune'
-        ("hb_tune", -1, "a positive integer"),
-    ]:
-        with pytest.raises(ValueError, match=f"`{arg}` must be {expected}, got {bad!r}"):
-            disaggregated_evaluation(df, ["race"], "y", "d", **{arg: bad}, level=0.95)
+    with pytest.raises(ValueError, match="`ridge`"):
+        StructuredRegression(ridge="cols")
+    with pytest.raises(ValueError, match="EmpiricalBayes: `interval`"):
+        EmpiricalBayes(interval="plugin")
+    with pytest.raises(ValueError, match="`interval`"):
+        StructuredRegression(interval="bca")
+    with pytest.raises(TypeError, match=r"StructuredRegression\(ridge=\.\.\.\)"):
+        disaggregated_evaluation(df, ["race"], "y", "d", sr_ridge="rows", level=0.95)
+    with pytest.raises(ValueError, match="`n_resamples` must be an integer of at least 2"):
+        StructuredRegression(n_resamples=0)
+    with pytest.raises(ValueError, match="`n_variance_resamples` must be an integer of at least"):
+        disaggregated_evaluation(df, ["race"], "y", "d", n_variance_resamples=1.0)
+    for arg, bad in [("draws", 0), ("chains", True), ("tune", 0), ("tune", -1)]:
+        # tune=0: nutpie panicked ('early_end < num_tune')
+        with pytest.raises(ValueError, match=f"`{arg}` must be a positive integer, got {bad!r}"):
+            HierarchicalBayes(**{arg: bad})
     with pytest.raises(ValueError, match="`estimators` must name at least one of"):
         disaggregated_evaluation(df, ["race"], "y", "d", estimators=[], level=0.95)
+    with pytest.raises(ValueError, match="names 'standard' twice"):
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=["standard", Standard()])
+    with pytest.raises(TypeError, match="an estimator is a name"):
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=[object()])
+    with pytest.raises(ValueError, match="unknown estimator 'lasso'"):
+        disaggregated_evaluation(df, ["race"], "y", "d", estimators=["lasso"])
     for bad in (1.5, 0, True, "0.9"):
-        with pytest.raises(ValueError, match=r"`hb_target_accept` must be a number in \(0, 1\)"):
-            disaggregated_evaluation(df, ["race"], "y", "d", hb_target_accept=bad, level=0.95)
+        with pytest.raises(ValueError, match=r"`target_accept` must be a number in \(0, 1\)"):
+            HierarchicalBayes(target_accept=bad)
     with pytest.raises(ValueError, match="protected column 'race' has 1 missing value"):
         disaggregated_evaluation(
             df.assign(race=df.race.where(df.index > 0)), ["race"], "y", "d", level=0.95
@@ -321,10 +343,7 @@ def test_base_rate_needs_no_decisions():
         "y",
         score="score",
         metrics=["base_rate", "auc"],
-        estimators=["standard", "james_stein", "hierarchical"],
-        hb_draws=100,
-        hb_tune=100,
-        hb_chains=2,
+        estimators=["standard", "james_stein", HierarchicalBayes(draws=100, tune=100, chains=2)],
         random_state=0,
         level=0.95,
     )
@@ -599,9 +618,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
         "y",
         "d",
         metrics=["fpr", "fnr"],
-        estimators=["structured"],
-        explanatory={"mean_score": mean_score},
-        n_resamples=10,
+        estimators=[StructuredRegression(explanatory={"mean_score": mean_score}, n_resamples=10)],
         random_state=0,
         level=0.95,
     )
@@ -785,9 +802,7 @@ def test_hierarchical_intervals_cover_on_synthetic_populations(kind):
                 "y",
                 "d",
                 metrics=["selection_rate"],
-                estimators=["standard", "hierarchical"],
-                hb_draws=500,
-                hb_chains=2,
+                estimators=["standard", HierarchicalBayes(draws=500, chains=2)],
                 random_state=r,
                 level=0.95,
             )
@@ -814,8 +829,7 @@ def test_undefined_groups_are_reported_not_dropped():
         "y",
         "d",
         metrics=["fnr"],
-        estimators=["standard", "james_stein", "structured"],
-        n_resamples=20,
+        estimators=["standard", "james_stein", StructuredRegression(n_resamples=20)],
         random_state=0,
         level=0.95,
     )
@@ -890,8 +904,12 @@ def test_a_metric_with_no_pooled_variance_warns_and_keeps_every_group():
             "y",
             "d",
             metrics=["fnr", "accuracy"],
-            estimators=["standard", "james_stein", "empirical_bayes", "structured"],
-            n_resamples=20,
+            estimators=[
+                "standard",
+                "james_stein",
+                "empirical_bayes",
+                StructuredRegression(n_resamples=20),
+            ],
             random_state=0,
             level=0.95,
         )
@@ -961,9 +979,8 @@ def test_callable_metric_and_auc_run():
         "d",
         "score",
         metrics=["auc", mean_score],
-        estimators=["standard", "empirical_bayes", "structured"],
+        estimators=["standard", "empirical_bayes", StructuredRegression(n_resamples=30)],
         n_variance_resamples=30,
-        n_resamples=30,
         random_state=0,
         level=0.95,
     )
@@ -1072,11 +1089,14 @@ def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():
             "score",
             metrics=["selection_rate", "fnr", "auc", mean_score10],
             level=[0.95, 0.5],
+            estimators=[
+                "standard",
+                "james_stein",
+                "empirical_bayes",
+                StructuredRegression(n_resamples=30),
+                HierarchicalBayes(draws=100, tune=100, chains=2),
+            ],
             n_variance_resamples=30,
-            n_resamples=30,
-            hb_draws=100,
-            hb_tune=100,
-            hb_chains=2,
             random_state=0,
         )
     iv = res.intervals.dropna(subset=["lower"])
@@ -1101,10 +1121,7 @@ def test_hierarchical_runs_and_shrinks():
         "d",
         "score",
         metrics=["selection_rate", "auc"],
-        estimators=["standard", "hierarchical"],
-        hb_draws=200,
-        hb_tune=300,
-        hb_chains=2,
+        estimators=["standard", HierarchicalBayes(draws=200, tune=300, chains=2)],
         random_state=0,
         level=0.95,
     )
@@ -1136,12 +1153,18 @@ def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
     """``hb_point_estimate`` picks the posterior mean (default) or median of theta; the
     posterior itself does not change with it (same seed)."""
     df = _frame(2000)
-    kw = dict(metrics=["selection_rate"], **SMALL_HB)
+    kw = dict(metrics=["selection_rate"], random_state=0, level=0.95)
+    hb = HierarchicalBayes(draws=200, tune=300, chains=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        mean = disaggregated_evaluation(df, ["race", "sex"], "y", "d", **kw, level=0.95)
+        mean = disaggregated_evaluation(df, ["race", "sex"], "y", "d", estimators=[hb], **kw)
         med = disaggregated_evaluation(
-            df, ["race", "sex"], "y", "d", hb_point_estimate="median", **kw, level=0.95
+            df,
+            ["race", "sex"],
+            "y",
+            "d",
+            estimators=[dataclasses.replace(hb, point_estimate="median")],
+            **kw,
         )
     for res, how in ((mean, "mean"), (med, "median")):
         th = res.idata["binomial"].posterior["theta"].sel(measure="selection_rate")
@@ -1152,10 +1175,8 @@ def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
         mean.estimates("selection_rate")["hierarchical"],
         med.estimates("selection_rate")["hierarchical"],
     )
-    with pytest.raises(ValueError, match="hb_point_estimate"):
-        disaggregated_evaluation(
-            df, ["race", "sex"], "y", "d", hb_point_estimate="mode", **kw, level=0.95
-        )
+    with pytest.raises(ValueError, match="`point_estimate` must be 'mean' or 'median'"):
+        HierarchicalBayes(point_estimate="mode")
 
 
 def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_side():
@@ -1170,11 +1191,8 @@ def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_sid
         "y",
         "d",
         metrics=["fpr"],
-        estimators=["hierarchical"],
+        estimators=[HierarchicalBayes(draws=300, tune=300, chains=2)],
         level=[0.95, 0.5],
-        hb_draws=300,
-        hb_tune=300,
-        hb_chains=2,
         random_state=0,
     )
     t = res.table.set_index("group")
@@ -1219,11 +1237,9 @@ def test_simulation_on_adult(data_home):
         sim = herlihy.simulate(
             5,
             data_home=data_home,
-            hb_draws=300,
-            hb_chains=2,
-            n_resamples=300,
             metrics=("selection_rate", "fpr"),
-            estimators=("standard", "hierarchical"),  # the two whose claims are asserted
+            # the two whose claims are asserted
+            estimators=("standard", HierarchicalBayes(draws=300, tune=300, chains=2)),
             random_state=1,
         )
     diag = pd.DataFrame(sim.attrs["hb_diagnostics"])  # one binomial fit per draw
@@ -1232,8 +1248,8 @@ def test_simulation_on_adult(data_home):
     said = [str(w.message) for w in caught if issubclass(w.category, SamplerWarning)]
     assert len(said) == (1 if (diag.divergences > 0).any() or (diag.r_hat_max > 1.01).any() else 0)
     if said:
-        assert ("hb_draws" in said[0]) == (diag.r_hat_max > 1.01).any()
-        assert ("hb_target_accept" in said[0]) == (diag.divergences > 0).any()
+        assert ("HierarchicalBayes(draws" in said[0]) == (diag.r_hat_max > 1.01).any()
+        assert ("target_accept" in said[0]) == (diag.divergences > 0).any()
     mae, _ = herlihy.summarise(sim)
     small = mae.set_index(["metric", "estimator"])["small"]
     cut = {
@@ -1296,9 +1312,10 @@ def test_simulation_on_the_diabetes_population(diabetes_population):
     sim = herlihy.simulate(
         20,
         pop_truth=diabetes_population,
-        estimators=("standard", "james_stein", "empirical_bayes", "structured"),
+        estimators=_simulation_estimators(
+            diabetes_population, "standard", "james_stein", "empirical_bayes", "structured"
+        ),
         level=[0.95],
-        n_resamples=200,
         random_state=1,
     )
     mae, _ = herlihy.summarise(sim)
@@ -1333,9 +1350,8 @@ def test_structured_intervals_cover_on_the_diabetes_population(diabetes_populati
         10,
         pop_truth=diabetes_population,
         metrics=("selection_rate", "fpr"),
-        estimators=("standard", "structured"),
+        estimators=_simulation_estimators(diabetes_population, "standard", "structured"),
         level=[0.95],
-        n_resamples=200,
         random_state=1,
     )
     coverage = _at_95(sim).loc["structured", "coverage"]
@@ -1359,11 +1375,8 @@ def test_hierarchical_model_on_the_diabetes_population(diabetes_population):
             5,
             pop_truth=diabetes_population,
             metrics=("selection_rate", "fpr"),
-            estimators=("standard", "hierarchical"),
+            estimators=("standard", HierarchicalBayes(draws=300, tune=300, chains=2)),
             level=[0.95],
-            hb_draws=300,
-            hb_chains=2,
-            n_resamples=200,
             random_state=1,
         )
     mae, _ = herlihy.summarise(sim)
@@ -1491,8 +1504,10 @@ def test_lasso_path_oracle_matches_structured_regression_and_simulate():
     from bayesfair.replication import herlihy
 
     pt = _herlihy_like_population(3)
-    kw = dict(n_eval=800, pop_truth=pt, random_state=4, explanatory=None)
-    table, path = herlihy.lasso_path_oracle(3, return_path=True, n_lambdas=12, **kw)
+    kw = dict(n_eval=800, pop_truth=pt, random_state=4)
+    table, path = herlihy.lasso_path_oracle(
+        3, return_path=True, n_lambdas=12, explanatory=None, **kw
+    )
     t = table.set_index(["metric", "estimator"])
     sim = herlihy.simulate(3, estimators=("standard",), metrics=("selection_rate", "fpr"), **kw)
     mae, _ = herlihy.summarise(sim)
@@ -1634,7 +1649,8 @@ def test_random_small_audits_run_and_keep_every_group(seed):
     df["d"] = (rng.random(n) < rng.choice([0.02, 0.5, 0.98])).astype(int)
     df["s"] = rng.random(n) + df["y"]
     metrics = ["selection_rate", "fpr", "fnr", "ppv", "accuracy", "auc"]
-    estimators = ["standard", "james_stein", "empirical_bayes", "structured"]
+    names = ["standard", "james_stein", "empirical_bayes", "structured"]
+    estimators = [*names[:3], StructuredRegression(n_resamples=20)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a degenerate metric warns by name
         res = disaggregated_evaluation(
@@ -1646,7 +1662,6 @@ def test_random_small_audits_run_and_keep_every_group(seed):
             metrics=metrics,
             estimators=estimators,
             n_variance_resamples=20,
-            n_resamples=20,
             random_state=seed,
             level=0.95,
         )
@@ -1752,7 +1767,7 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
     the same (``-k closed_form_density`` checks the densities): the group estimates agree
     within Monte Carlo error."""
     levels = list(itertools.product("xyz", "xyz", "xyz"))
-    kw = dict(estimators=["hierarchical"], hb_draws=500, hb_tune=500, hb_chains=2)
+    hb = HierarchicalBayes(draws=500, tune=500, chains=2)
     advised = 0
     for seed in range(3):
         rng = np.random.default_rng(seed)
@@ -1773,9 +1788,8 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
                     "y",
                     "d",
                     metrics=["selection_rate"],
-                    hb_main_effects=how,
+                    estimators=[dataclasses.replace(hb, main_effects=how)],
                     random_state=seed,
-                    **kw,
                     level=0.95,
                 )
             idata = res.idata["binomial"]
@@ -1788,7 +1802,7 @@ def test_hierarchical_main_effects_mix_when_the_data_pin_them_down():
             said = " ".join(str(w.message) for w in caught)
             if how == "non-centred":
                 if _arviz_worst_is_main_effect(idata):
-                    assert "hb_main_effects='centred'" in said, said
+                    assert "HierarchicalBayes(main_effects='centred')" in said, said
                     advised += 1
             else:
                 # the main effects mix: their scales' R-hat, and any R-hat the warning
@@ -1843,19 +1857,19 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     labels = pd.DataFrame({"race": ["x", "y", "z"], "sex": ["f", "m", "f"]})
     kw = dict(target_accept=0.95, main_effects="non-centred", draws=1000)
     said = _sampler_advice(idata, {"divergences": 0}, labels, np.full(3, 50), **kw)
-    assert "`sigma_race`" in said and "`hb_draws`, now 1000" in said
-    assert "hb_target_accept" not in said and "centred" not in said
+    assert "`sigma_race`" in said and "HierarchicalBayes(draws=...), now 1000" in said
+    assert "target_accept" not in said and "centred" not in said
     said = _sampler_advice(idata, {"divergences": 3}, labels, np.full(3, 50), **kw)
-    assert "`hb_target_accept` (now 0.95)" in said and "hb_draws" not in said
+    assert "HierarchicalBayes(target_accept=...), now 0.95" in said and "draws" not in said
     # the same R-hat where every race has thousands of rows: centring, not more draws
     said = _sampler_advice(idata, {"divergences": 0}, labels, np.full(3, 5000), **kw)
-    assert "hb_main_effects='centred'" in said and "hb_draws" not in said
+    assert "HierarchicalBayes(main_effects='centred')" in said and "draws" not in said
     assert "non-centred" not in said  # the user's choice was non-centred
     # under "auto" (partially centred already) either way out, with when each helps
     said = _sampler_advice(
         idata, {"divergences": 0}, labels, np.full(3, 5000), **dict(kw, main_effects="auto")
     )
-    assert "hb_main_effects='centred' usually mixes it better where the groups" in said
+    assert "main_effects='centred') usually mixes it better where the groups" in said
     assert "'non-centred' where they do (interactions, group effects)" in said
     # nothing to advise when R-hat is fine
     calm = _arviz.from_draws({"sigma_race": rng.normal(1.0, 0.3, (4, 500))})
@@ -1866,9 +1880,9 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     part.posterior.attrs["centred_main_effects"] = '["race"]'
     auto = dict(kw, main_effects="auto")
     said = _sampler_advice(part, {"divergences": 5}, labels, np.full(3, 5000), **auto)
-    assert "`hb_target_accept` (now 0.95)" in said
+    assert "HierarchicalBayes(target_accept=...), now 0.95" in said
     assert "main effects of ['race'] are sampled partially centred" in said
-    assert "hb_main_effects='non-centred'" in said
+    assert "HierarchicalBayes(main_effects='non-centred')" in said
     for quiet in (dict(auto, main_effects="centred"), kw):  # not auto: nothing partial
         assert "non-centred" not in _sampler_advice(
             part, {"divergences": 5}, labels, np.full(3, 5000), **quiet
@@ -1878,12 +1892,33 @@ def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     )
 
 
-def test_hb_main_effects_is_checked():
+def test_main_effects_is_checked():
+    with pytest.raises(ValueError, match="`main_effects` must be one of"):
+        HierarchicalBayes(main_effects="centered")
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_OPTIONS))
+def test_an_option_that_moved_into_its_estimator_fails_naming_it(old):
+    """The flat options (hb_draws=, sr_ridge=, ...) fail in one line that names the
+    estimator object carrying them now, before any work."""
     df = _frame(300)
-    with pytest.raises(
-        ValueError, match="`hb_main_effects` must be 'auto', 'non-centred' or 'centred'"
-    ):
-        disaggregated_evaluation(df, ["race"], "y", "d", hb_main_effects="centered", level=0.95)
+    with pytest.raises(TypeError, match=re.escape(MOVED_OPTIONS[old])):
+        disaggregated_evaluation(df, ["race"], "y", "d", **{old: 1})
+
+
+def test_names_and_objects_are_the_same_estimators():
+    """estimators=["standard", "empirical_bayes"] and their objects give the same table;
+    the rows come in the package's order whatever the order given."""
+    df = _frame(800)
+    kw = dict(metrics=["fpr"], random_state=0, n_variance_resamples=20)
+    by_name = disaggregated_evaluation(
+        df, ["race", "sex"], "y", "d", estimators=["empirical_bayes", "standard"], **kw
+    )
+    by_object = disaggregated_evaluation(
+        df, ["race", "sex"], "y", "d", estimators=[Standard(), EmpiricalBayes()], **kw
+    )
+    pd.testing.assert_frame_equal(by_name.table, by_object.table)
+    assert by_name.table["estimator"].iloc[0] == "standard"
 
 
 def test_auto_centring_weights_follow_information_and_spread():
@@ -2047,9 +2082,10 @@ def test_simulation_harness_runs_on_any_population():
         pop_truth=pop,
         **roles,
         metrics=metrics,
-        estimators=("standard", "james_stein", "structured"),
+        estimators=_simulation_estimators(
+            pop, "standard", "james_stein", "structured", n_resamples=40
+        ),
         n_eval=600,
-        n_resamples=40,
         random_state=0,
     )
     assert set(sim.group) == set(truth.index) and set(sim.metric) == set(metrics)
@@ -2069,7 +2105,6 @@ def test_simulation_harness_runs_on_any_population():
         **{**roles, "score": None},
         estimators=("standard",),
         n_eval=600,
-        n_resamples=40,
     )
     assert set(no_score.metric) == set(herlihy.METRICS) - {"auc"}
     table = herlihy.lasso_path_oracle(2, pop_truth=pop, **roles, n_eval=600, n_lambdas=8)

@@ -355,9 +355,10 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     assert [kw["draws"] for kw in seen["hlr"]] == [60, 60]  # labels and decisions
     assert [kw["tune"] for kw in seen["hlr"]] == [60, 60]
     assert [kw["random_state"] for kw in seen["hlr"]] == [6, 16]
-    hb = seen["hb"]
-    assert (hb["hb_draws"], hb["hb_tune"], hb["hb_main_effects"]) == (60, 60, "non-centred")
-    assert hb["random_state"] == 5 and "hierarchical" in hb["estimators"]
+    kw = seen["hb"]
+    hb = next(e for e in kw["estimators"] if isinstance(e, dis.HierarchicalBayes))
+    assert (hb.draws, hb.tune, hb.main_effects) == (60, 60, "non-centred")
+    assert kw["random_state"] == 5
     assert seen["frequentist_tests"] == seen["scan_audit_data"] == 5
     for bad in (["--draws", "0"], ["--draws", "many"], ["--hb-main-effects", "centered"]):
         with pytest.raises(SystemExit) as exit_:
@@ -512,7 +513,8 @@ def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
     html = out.read_text()
     assert "Subgroup scan (Conditional Bias Scan)" in html
     assert "Per-group estimates for small groups" in html and "structured" in html
-    assert "sr_ridge=&#x27;rows&#x27;" in html  # the caveat on structured regression's intervals
+    # the caveat on structured regression's intervals
+    assert "StructuredRegression(ridge=&#x27;rows&#x27;)" in html
     assert "P(flagged rate higher | data)" in html
 
 
@@ -664,6 +666,7 @@ def test_per_group_section_names_groups_without_rows():
     them and says that structured regression's interval there is the surface's alone, and
     says nothing when every group has rows."""
     from bayesfair import disaggregated_evaluation
+    from bayesfair.disaggregated import StructuredRegression
     from bayesfair.report.disaggregated import add_disaggregated_section
     from bayesfair.report.html import Report
 
@@ -671,8 +674,9 @@ def test_per_group_section_names_groups_without_rows():
     df = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 2000), "b": rng.choice(["u", "v"], 2000)})
     df["y"] = 0
     df["d"] = (rng.random(2000) < 0.2 + 0.4 * ((df.a == "y") & (df.b == "u"))).astype(int)
-    kw = dict(metrics=["fpr"], estimators=["standard", "structured"], random_state=0)
-    kw.update(n_variance_resamples=30, n_resamples=50)
+    sr = StructuredRegression(n_resamples=50)
+    kw = dict(metrics=["fpr"], estimators=["standard", sr], random_state=0)
+    kw.update(n_variance_resamples=30)
     full = disaggregated_evaluation(df, ["a", "b"], "y", "d", **kw)
     assert "have no rows" not in add_disaggregated_section(Report("t"), full).to_html()
     gone = df[~((df.a != "x") & (df.b == "v"))].assign(

@@ -1,0 +1,253 @@
+"""The per-group estimators of :func:`~bayesfair.disaggregated.disaggregated_evaluation`,
+each carrying its own options (as scikit-learn's estimators do), so that the evaluation
+takes a list of them instead of prefixed arguments.
+
+``estimators=["standard", "hierarchical"]`` and
+``estimators=[Standard(), HierarchicalBayes()]`` are the same; pass an object to change an
+option: ``HierarchicalBayes(draws=500, chains=2)``, ``StructuredRegression(ridge="rows")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_count, check_flag, check_open_probability, check_resamples
+from .._vocabulary import N_RESAMPLES
+from .shrinkage import EB_INTERVALS
+from .structured import check_rblpr_options
+
+__all__ = [
+    "ESTIMATORS",
+    "EmpiricalBayes",
+    "HierarchicalBayes",
+    "JamesStein",
+    "Standard",
+    "StructuredRegression",
+    "resolve_estimators",
+]
+
+#: the estimators' names, in the order of the paper (and of the result's tables)
+ESTIMATORS = ("standard", "james_stein", "empirical_bayes", "structured", "hierarchical")
+MAIN_EFFECTS = ("auto", "non-centred", "centred")
+
+
+@dataclass(frozen=True)
+class Standard:
+    """The group's own estimate, with an interval from the pooled variance (eq. 7).
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import Standard
+    >>> Standard().name
+    'standard'
+    """
+
+    name: ClassVar[str] = "standard"
+
+
+@dataclass(frozen=True)
+class JamesStein:
+    """James-Stein shrinkage of the groups' estimates towards their mean (no interval).
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import JamesStein
+    >>> JamesStein().name
+    'james_stein'
+    """
+
+    name: ClassVar[str] = "james_stein"
+
+
+@dataclass(frozen=True)
+class EmpiricalBayes:
+    """Empirical Bayes under a normal model of the groups (Appendix B).
+
+    Parameters
+    ----------
+    interval : {"prasad_rao", "posterior"}, default "prasad_rao"
+        ``"prasad_rao"`` adds to the posterior variance the uncertainty of the estimated
+        mean and spread of the groups (Prasad and Rao's mean squared error, as in
+        small-area estimation); ``"posterior"`` is the paper's plug-in posterior interval,
+        which has zero width wherever the spread is estimated as 0 (see
+        :func:`~bayesfair.disaggregated.shrinkage.empirical_bayes`). Neither is calibrated
+        group by group: both hold their level only on average over groups drawn from the
+        normal model, and a group far from the others' mean is shrunk towards it and
+        missed (notebook 07 measures it on Herlihy et al.'s diabetes population).
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import EmpiricalBayes
+    >>> EmpiricalBayes(interval="posterior").interval
+    'posterior'
+    """
+
+    interval: str = "prasad_rao"
+    name: ClassVar[str] = "empirical_bayes"
+
+    def __post_init__(self) -> None:
+        if self.interval not in EB_INTERVALS:
+            raise ValueError(
+                f"EmpiricalBayes: `interval` must be one of {EB_INTERVALS}, got {self.interval!r}"
+            )
+
+
+@dataclass(frozen=True)
+class StructuredRegression:
+    """Structured regression: a lasso of the groups' estimates on group features, with
+    rBLPR intervals (residual bootstrap of the lasso-selected, partially ridged fit).
+
+    Parameters
+    ----------
+    interval : {"percentile", "basic"}, default "percentile"
+        The rBLPR interval (see
+        :func:`~bayesfair.disaggregated.structured.structured_regression`).
+    ridge : {"groups", "rows"} or float, default "groups"
+        The partial ridge of rBLPR: ``"groups"`` gives tighter intervals that cover where
+        the features explain the small groups; ``"rows"`` intervals close to the standard
+        width that cover conservatively where they do not. The default's intervals are not
+        calibrated for small groups where the features do not explain them (notebook 07
+        measures both on Herlihy et al.'s diabetes population).
+    interactions : bool, default False
+        Add pairwise attribute interactions to the features.
+    explanatory : mapping, optional
+        ``{name: f(frame) -> per-row values}``: their group means are features.
+    outcome_rates : bool, default True
+        Add the group's outcome rate to the features (left out, with a warning, of a
+        metric it is an exact linear function of, such as the base rate).
+    n_resamples : int, default 999
+        Residual-bootstrap replicates of rBLPR.
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import StructuredRegression
+    >>> StructuredRegression(ridge="rows").ridge
+    'rows'
+    """
+
+    interval: str = "percentile"
+    ridge: str | float = "groups"
+    interactions: bool = False
+    explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None
+    outcome_rates: bool = True
+    n_resamples: int = N_RESAMPLES
+    name: ClassVar[str] = "structured"
+
+    def __post_init__(self) -> None:
+        check_rblpr_options(self.interval, self.ridge)
+        check_flag(self.interactions, "interactions")
+        check_flag(self.outcome_rates, "outcome_rates")
+        check_resamples(self.n_resamples, "n_resamples", minimum=2)
+        if self.explanatory is not None and not isinstance(self.explanatory, Mapping):
+            raise TypeError(
+                "StructuredRegression: `explanatory` must be None or a mapping "
+                f"{{name: f(frame) -> per-row values}}, got {type(self.explanatory).__name__}"
+            )
+
+
+@dataclass(frozen=True)
+class HierarchicalBayes:
+    """Fully Bayesian hierarchical model of the groups (PyMC, NUTS): binomial counts for a
+    count metric, a Fay-Herriot model of the standard estimates otherwise, with main
+    effects of every attribute and a group effect.
+
+    Parameters
+    ----------
+    draws, tune, chains : int, default 1000, 1000, 4
+        NUTS settings.
+    target_accept : float, default 0.95
+        NUTS's target acceptance rate for the count model (the Fay-Herriot model uses at
+        least 0.99). Divergent transitions, which the result's ``diagnostics`` and a
+        ``SamplerWarning`` report, usually go when it is raised towards 0.99.
+    main_effects : {"auto", "non-centred", "centred"}, default "auto"
+        Coordinates in which NUTS samples the attributes' main effects (the model is the
+        same). Non-centred suits the usual audit, where small groups say little; centred
+        suits large data where every value of an attribute has many rows; ``"auto"``
+        samples the main effects of an attribute with three or more values, each with
+        1,000 rows or more, partially centred, the others non-centred (see
+        :func:`~bayesfair.disaggregated.hierarchical.fit_hierarchical` and
+        ``models/cards/hierarchical_bayes.md``).
+    point_estimate : {"mean", "median"}, default "mean"
+        The posterior summary reported as the estimate (as ArviZ's ``point_estimate``):
+        the mean minimises expected squared error, the median expected absolute error and
+        always lies inside the central credible interval.
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import HierarchicalBayes
+    >>> HierarchicalBayes(draws=500, chains=2).chains
+    2
+    """
+
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    target_accept: float = 0.95
+    main_effects: str = "auto"
+    point_estimate: str = "mean"
+    name: ClassVar[str] = "hierarchical"
+
+    def __post_init__(self) -> None:
+        check_count(self.draws, "draws")
+        check_count(self.tune, "tune")  # NUTS adapts while tuning (nutpie panics without)
+        check_count(self.chains, "chains")
+        check_open_probability(self.target_accept, "target_accept")
+        if self.main_effects not in MAIN_EFFECTS:
+            raise ValueError(
+                f"HierarchicalBayes: `main_effects` must be one of {MAIN_EFFECTS}, got "
+                f"{self.main_effects!r}"
+            )
+        if self.point_estimate not in ("mean", "median"):
+            raise ValueError(
+                "HierarchicalBayes: `point_estimate` must be 'mean' or 'median', got "
+                f"{self.point_estimate!r}"
+            )
+
+
+_CLASSES = {c.name: c for c in (Standard, JamesStein, EmpiricalBayes, StructuredRegression)}
+_CLASSES["hierarchical"] = HierarchicalBayes
+
+
+def resolve_estimators(estimators: Sequence[Any]) -> dict[str, Any]:
+    """``{name: estimator}`` of names (each with its defaults) and estimator objects.
+
+    Parameters
+    ----------
+    estimators : sequence
+        Names among :data:`ESTIMATORS` and objects of the classes of this module.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import HierarchicalBayes, resolve_estimators
+    >>> list(resolve_estimators(["standard", HierarchicalBayes(draws=200)]))
+    ['standard', 'hierarchical']
+    """
+    if isinstance(estimators, (str, *_CLASSES.values())):
+        estimators = [estimators]
+    out: dict[str, Any] = {}
+    for e in estimators:
+        if isinstance(e, str):
+            if e not in _CLASSES:
+                raise ValueError(f"unknown estimator {e!r}; choose from {ESTIMATORS}")
+            e = _CLASSES[e]()
+        elif not isinstance(e, tuple(_CLASSES.values())):
+            raise TypeError(
+                f"an estimator is a name among {ESTIMATORS} or one of Standard(), JamesStein(), "
+                "EmpiricalBayes(...), StructuredRegression(...), HierarchicalBayes(...); got "
+                f"{type(e).__name__}"
+            )
+        if e.name in out:
+            raise ValueError(f"`estimators` names {e.name!r} twice")
+        out[e.name] = e
+    if not out:
+        raise ValueError(f"`estimators` must name at least one of {ESTIMATORS}")
+    return out
