@@ -314,8 +314,8 @@ _non_negative_int = _int_at_least(0, "a non-negative integer")
 def _add_audit_options(p: argparse.ArgumentParser, seed: int | None) -> None:
     """The options of :func:`bayesfair.audit` that ``demo`` and ``audit`` share: the
     vocabulary's (seed, level, resamples, pseudo-count) and the Bayesian fits' (the names
-    the SamplerWarning's advice uses are those of the Python API: hb_draws is --draws,
-    hb_main_effects --hb-main-effects)."""
+    the SamplerWarning's advice uses are those of the Python API: HierarchicalBayes'
+    draws are --draws, its main_effects --hb-main-effects)."""
     p.add_argument(
         "--pseudo-count",
         type=float,
