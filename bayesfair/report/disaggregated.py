@@ -123,8 +123,8 @@ def add_disaggregated_section(
             eb_text = (
                 "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
                 "treat the estimated mean and spread of the groups as known, and have zero "
-                "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') adds the "
-                "uncertainty of both)."
+                "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') "
+                "adds the uncertainty of both)."
             )
         else:
             eb_text = (
