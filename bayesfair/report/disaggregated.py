@@ -90,58 +90,86 @@ def add_disaggregated_section(
             "it, the data cannot speak for that group on their own."
         )
     )
-    if "structured" in have:
+    for text in _caveats(result, have):
+        sec.add(Text(text))
+    shown = list(metrics or dict.fromkeys(result.table["metric"]))
+    _add_plots(sec, result, shown, have)
+    for metric in shown:
+        sec.add(Text(f"{metric}, group by group:"))
         sec.add(
-            Text(
-                "Structured regression's intervals (residual bootstrap lasso + partial ridge) "
-                "carry the uncertainty of the fitted surface, not how far a small group departs "
-                "from it, so they are not calibrated for small groups: at 95%, on Herlihy et "
-                "al.'s own population (UCI diabetes, 20 evaluation sets of 5,000) they covered "
-                "0.89 (FPR), 0.91 (selection rate) and 0.92 (accuracy) of all groups, and 0.84 "
-                "of groups of at most 10 rows; on the Adult simulation 0.89 for AUC. "
-                "StructuredRegression(ridge='rows') gives conservative ones "
-                "(0.97-0.99, as wide as the standard intervals); the hierarchical model's "
-                "covered 0.95-0.96."
+            Table(
+                _metric_table(result, metric),
+                caption=(
+                    f"{metric}: every estimator's estimate and {result.level:.0%} interval "
+                    "(none for James-Stein, which has no standard interval); groups by size."
+                ),
             )
+        )
+    _add_fit_tables(sec, result)
+    return report
+
+
+def _caveats(result: DisaggregatedResult, have: Sequence[str]) -> list[str]:
+    """What the structured and empirical-Bayes intervals do not promise, and the groups
+    without rows, for the estimators the result has."""
+    out = []
+    if "structured" in have:
+        out.append(
+            "Structured regression's intervals (residual bootstrap lasso + partial ridge) "
+            "carry the uncertainty of the fitted surface, not how far a small group departs "
+            "from it, so they are not calibrated for small groups: at 95%, on Herlihy et "
+            "al.'s own population (UCI diabetes, 20 evaluation sets of 5,000) they covered "
+            "0.89 (FPR), 0.91 (selection rate) and 0.92 (accuracy) of all groups, and 0.84 "
+            "of groups of at most 10 rows; on the Adult simulation 0.89 for AUC. "
+            "StructuredRegression(ridge='rows') gives conservative ones "
+            "(0.97-0.99, as wide as the standard intervals); the hierarchical model's "
+            "covered 0.95-0.96."
         )
         empty = result.grouped.sizes() == 0
         if empty.any():
             names = result.grouped.group_names()
             listed = "; ".join(str(names[i]) for i in np.flatnonzero(empty)[:5])
             more = f" and {int(empty.sum()) - 5} more" if empty.sum() > 5 else ""
-            sec.add(
-                Text(
-                    f"{int(empty.sum())} group(s) have no rows ({listed}{more}): their "
-                    "model-based estimates come from the other groups alone. Structured "
-                    "regression's interval there is the fitted surface's only, and says nothing "
-                    "of how far the group itself departs from it; the hierarchical model's "
-                    "interval includes that departure (its group effect)."
-                )
+            out.append(
+                f"{int(empty.sum())} group(s) have no rows ({listed}{more}): their "
+                "model-based estimates come from the other groups alone. Structured "
+                "regression's interval there is the fitted surface's only, and says nothing "
+                "of how far the group itself departs from it; the hierarchical model's "
+                "interval includes that departure (its group effect)."
             )
     if "empirical_bayes" in set(result.table["estimator"]):
-        if result.eb_interval == "posterior":
-            eb_text = (
-                "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
-                "treat the estimated mean and spread of the groups as known, and have zero "
-                "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') "
-                "adds the uncertainty of both)."
-            )
-        else:
-            eb_text = (
-                "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
-                "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
-                "error); the paper's plug-in posterior intervals "
-                "(EmpiricalBayes(interval='posterior')) treat both as known "
-                "and have zero width where the spread is estimated as 0."
-            )
-        eb_text += (
-            " They are calibrated only on average over groups drawn from its normal model: a "
-            "group far from the others' mean is shrunk towards it and its interval misses (on "
-            "the diabetes simulation, 95% intervals covered 0.67-0.93 by metric, 0.47 for the "
-            "quarter of groups farthest from the median); do not read them group by group."
+        out.append(_empirical_bayes_caveat(result.eb_interval))
+    return out
+
+
+def _empirical_bayes_caveat(interval: str) -> str:
+    if interval == "posterior":
+        text = (
+            "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
+            "treat the estimated mean and spread of the groups as known, and have zero "
+            "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') "
+            "adds the uncertainty of both)."
         )
-        sec.add(Text(eb_text + " Hierarchical Bayes integrates over both."))
-    shown = list(metrics or dict.fromkeys(result.table["metric"]))
+    else:
+        text = (
+            "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
+            "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
+            "error); the paper's plug-in posterior intervals "
+            "(EmpiricalBayes(interval='posterior')) treat both as known "
+            "and have zero width where the spread is estimated as 0."
+        )
+    return text + (
+        " They are calibrated only on average over groups drawn from its normal model: a "
+        "group far from the others' mean is shrunk towards it and its interval misses (on "
+        "the diabetes simulation, 95% intervals covered 0.67-0.93 by metric, 0.47 for the "
+        "quarter of groups farthest from the median); do not read them group by group."
+        " Hierarchical Bayes integrates over both."
+    )
+
+
+def _add_plots(sec, result: DisaggregatedResult, shown: Sequence[str], have: Sequence[str]):
+    """Figure 1 of every metric: the estimators side by side, groups by size (at most
+    :data:`MAX_PLOTTED_GROUPS`, the smallest)."""
     n_plot = min(result.grouped.n_groups, MAX_PLOTTED_GROUPS)
     left_out = (
         f" The {n_plot} smallest of {result.grouped.n_groups} groups; the result's table "
@@ -157,17 +185,10 @@ def add_disaggregated_section(
         result.plot(metric, estimators=have, ax=ax, labels="group", max_groups=n_plot)
         ax.set_title(literal(metric))
         sec.add(Figure(fig, caption=f"{metric}: {' vs '.join(have)} by group.{left_out}"))
-    for metric in shown:
-        sec.add(Text(f"{metric}, group by group:"))
-        sec.add(
-            Table(
-                _metric_table(result, metric),
-                caption=(
-                    f"{metric}: every estimator's estimate and {result.level:.0%} interval "
-                    "(none for James-Stein, which has no standard interval); groups by size."
-                ),
-            )
-        )
+
+
+def _add_fit_tables(sec, result: DisaggregatedResult) -> None:
+    """The pooled variances and, when fitted, hierarchical Bayes' NUTS diagnostics."""
     sig = pd.DataFrame(
         {"metric": list(result.sigma2), "pooled sigma^2": list(result.sigma2.values())}
     )
@@ -190,4 +211,3 @@ def add_disaggregated_section(
                 float_format="{:.3f}",
             )
         )
-    return report
