@@ -1,4 +1,5 @@
-"""Fairness metrics: the array core (epsilon-DF, gamma-SF), empirical estimates, group rates."""
+"""Fairness metrics: the array core (epsilon-DF, gamma-SF), empirical estimates, group rates
+and the intervals of rates and of their differences."""
 
 from .empirical import FairnessEstimate, bias_amplification, empirical_fairness
 from .fairness import (
@@ -9,6 +10,13 @@ from .fairness import (
     gamma_sf_argmax,
     outcome_probabilities,
     sf_bias_amplification,
+)
+from .rate_intervals import (
+    jeffreys_difference,
+    jeffreys_interval,
+    newcombe_difference,
+    posterior_probability_higher,
+    wilson_interval,
 )
 from .rates import RATE_DEFINITIONS, group_auc, group_rates
 
@@ -24,6 +32,11 @@ __all__ = [
     "gamma_sf_argmax",
     "group_auc",
     "group_rates",
+    "jeffreys_difference",
+    "jeffreys_interval",
+    "newcombe_difference",
     "outcome_probabilities",
+    "posterior_probability_higher",
     "sf_bias_amplification",
+    "wilson_interval",
 ]

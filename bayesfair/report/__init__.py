@@ -6,12 +6,7 @@ from .disaggregated import add_disaggregated_section
 from .frequentist import add_frequentist_section, frequentist_tests
 from .html import Figure, KeyValues, Report, Section, Table, Text
 from .intervals import add_interval_section, interval_check_words
-from .plots import (
-    jeffreys_interval,
-    plot_group_rates,
-    plot_posterior_boxes,
-    plot_posterior_rates,
-)
+from .plots import plot_group_rates, plot_posterior_boxes, plot_posterior_rates
 from .scan import add_scan_section, scan_audit_data
 
 __all__ = [
@@ -30,7 +25,6 @@ __all__ = [
     "audit_answers",
     "frequentist_tests",
     "interval_check_words",
-    "jeffreys_interval",
     "plot_group_rates",
     "plot_posterior_boxes",
     "plot_posterior_rates",

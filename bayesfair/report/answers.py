@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta, binomtest
 
 from ..calibration import table_name
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, group_rates, outcome_probabilities
+from ..metrics.rate_intervals import jeffreys_difference, newcombe_difference
 from .html import Report, Section, Table, Text
 from .intervals import interval_check_words
 
@@ -29,46 +29,6 @@ __all__ = ["add_answers_section", "audit_answers"]
 
 #: intersections with fewer rows than this are "small": too few to speak for on their own
 SMALL_GROUP = 30
-
-
-def wilson_interval(k: float, n: float, level: float) -> tuple[float, float]:
-    """Wilson's score interval of a proportion ``k / n`` (scipy's ``binomtest``).
-
-    Parameters
-    ----------
-    k, n : float
-        Successes and trials (whole numbers, ``n`` > 0).
-    level : float
-        Confidence level.
-
-    Returns
-    -------
-    tuple of float
-    """
-    ci = binomtest(round(k), round(n)).proportion_ci(confidence_level=level, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
-def newcombe_difference(k1, n1, k2, n2, level: float) -> tuple[float, float]:
-    """Newcombe's hybrid score interval of ``k1/n1 - k2/n2`` (his method 10): the Wilson
-    intervals of the two rates combined; it keeps its level in small groups and near 0 or 1,
-    where the Wald interval does not (Newcombe, Stat. Med. 17, 1998)."""
-    p1, p2 = k1 / n1, k2 / n2
-    l1, u1 = wilson_interval(k1, n1, level)
-    l2, u2 = wilson_interval(k2, n2, level)
-    d = p1 - p2
-    return d - math.hypot(p1 - l1, u2 - p2), d + math.hypot(u1 - p1, p2 - l2)
-
-
-def jeffreys_difference(k1, n1, k2, n2, level: float, seed: int = 0) -> tuple[float, float]:
-    """Equal-tailed posterior interval of ``r1 - r2`` with independent Jeffreys priors,
-    Beta(1/2, 1/2), on the two rates (20,000 seeded Monte Carlo draws)."""
-    rng = np.random.default_rng(seed)
-    d = beta.rvs(k1 + 0.5, n1 - k1 + 0.5, size=20_000, random_state=rng) - beta.rvs(
-        k2 + 0.5, n2 - k2 + 0.5, size=20_000, random_state=rng
-    )
-    lo, hi = np.quantile(d, [0.5 - level / 2, 0.5 + level / 2])
-    return float(lo), float(hi)
 
 
 def _fmt(x: float) -> str:

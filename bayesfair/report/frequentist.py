@@ -12,84 +12,22 @@ from .._validation import SeedLike, check_instance
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
 from ..frequentist import intersectional_permutation_test, permutation_test
+from ..metrics.rate_intervals import probability_higher, rate_and_rest
 from ..metrics.rates import RATE_DEFINITIONS
 from .html import Report, Table, Text
 
-__all__ = ["add_frequentist_section", "frequentist_tests", "posterior_probability_higher"]
-
-
-def posterior_probability_higher(
-    data: AuditData, metric: str, by, group: str, n_draws: int = 20_000, seed: int = 0
-) -> float:
-    """Posterior probability that ``group``'s rate exceeds the rate of the other rows of
-    ``by`` (independent Jeffreys Beta(1/2, 1/2) priors on the two rates): the Bayesian
-    statement to read beside a p-value.
-
-    Parameters
-    ----------
-    data : AuditData
-        With a decision.
-    metric : str
-        A rate of :data:`bayesfair.metrics.RATE_DEFINITIONS`.
-    by : str or list of str
-        Protected columns defining the groups.
-    group : str
-        The group's label.
-    n_draws : int, default 20000
-        Monte Carlo draws of the two rates.
-    seed : int, default 0
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    >>> from bayesfair.datasets import make_gaussian_threshold
-    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> from bayesfair.report.frequentist import posterior_probability_higher
-    >>> round(posterior_probability_higher(data, "fpr", "sex", "1"), 3)  # sex 1's FPR is lower
-    0.0
-    """
-    if metric not in RATE_DEFINITIONS:
-        raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
-    t = data.table_for(by)
-    if group not in set(t["intersection"]):
-        raise ValueError(
-            f"`group` {group!r} is not a group of {by!r}; the groups are "
-            f"{t['intersection'].tolist()[:10]}"
-        )
-    return _probability_higher(*_group_and_rest(t, metric, group), n_draws, seed)
-
-
-def _probability_higher(group: tuple, rest: tuple, n_draws: int = 20_000, seed: int = 0) -> float:
-    """P(rate of ``group`` > rate of ``rest``), each a (numerator, denominator) pair, under
-    independent Jeffreys priors, by ``n_draws`` Monte Carlo draws."""
-    (kg, ng), (kr, nr) = group, rest
-    rng = np.random.default_rng(seed)
-    a = rng.beta(kg + 0.5, ng - kg + 0.5, n_draws)
-    b = rng.beta(kr + 0.5, nr - kr + 0.5, n_draws)
-    return float(np.mean(a > b))
-
-
-def _group_and_rest(t: pd.DataFrame, metric: str, group: str) -> tuple[tuple, tuple]:
-    """(numerator, denominator) of ``metric`` in ``group`` and in the other rows of ``t``."""
-    num, den = RATE_DEFINITIONS[metric]
-    k = t[list(num)].sum(axis=1).to_numpy(float)
-    n = t[list(den)].sum(axis=1).to_numpy(float)
-    is_g = (t["intersection"] == group).to_numpy()
-    return (k[is_g].sum(), n[is_g].sum()), (k[~is_g].sum(), n[~is_g].sum())
+__all__ = ["add_frequentist_section", "frequentist_tests"]
 
 
 def _flagged(data: AuditData, metric: str, by, group: str) -> dict:
     """The flagged group, its rate and the other rows' rate, and the posterior probability
     that its rate is the higher one."""
-    (kg, ng), (kr, nr) = counts = _group_and_rest(data.table_for(by), metric, group)
+    (kg, ng), (kr, nr) = counts = rate_and_rest(data.table_for(by), metric, group)
     return {
         "flagged group": group,
         "its rate": kg / ng if ng else np.nan,
         "rest's rate": kr / nr if nr else np.nan,
-        "P(flagged rate higher | data)": _probability_higher(*counts),
+        "P(flagged rate higher | data)": probability_higher(*counts),
     }
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
-from scipy.stats import beta
 
 from .._plotting import literal, literals
 from .._validation import check_count
 from .._vocabulary import LEVEL, renamed_arguments
 from ..data import AuditData
+from ..metrics.rate_intervals import jeffreys_interval
 
-__all__ = ["jeffreys_interval", "plot_group_rates", "plot_posterior_boxes", "plot_posterior_rates"]
+__all__ = ["plot_group_rates", "plot_posterior_boxes", "plot_posterior_rates"]
 
 #: The most intersections the report's per-intersection charts show (the largest; AuditData.table
 #: and a model's summary() have every one): a quarter of an inch each, so 4,096 intersections
@@ -25,38 +25,6 @@ def chart_rows_note(n_groups: int, where: str) -> str:
     if n_groups <= MAX_CHART_ROWS:
         return ""
     return f" The {MAX_CHART_ROWS} largest of {n_groups} intersections; {where} has every one."
-
-
-def jeffreys_interval(
-    k: np.ndarray, n: np.ndarray, level: float = LEVEL
-) -> tuple[np.ndarray, np.ndarray]:
-    """Jeffreys interval for binomial proportions (NaN where n = 0).
-
-    Parameters
-    ----------
-    k, n : array_like
-        Successes and trials.
-    level : float, default 0.9
-        Interval mass.
-
-    Returns
-    -------
-    lower, upper : numpy.ndarray
-
-    Examples
-    --------
-    >>> from bayesfair.report import jeffreys_interval
-    >>> lo, hi = jeffreys_interval([0, 5], [10, 10])
-    >>> float(lo[0]), round(float(hi[1]), 3)
-    (0.0, 0.738)
-    """
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
-    a = (1 - level) / 2
-    with np.errstate(invalid="ignore"):
-        lo = np.where(k > 0, beta.ppf(a, k + 0.5, n - k + 0.5), 0.0)
-        hi = np.where(k < n, beta.ppf(1 - a, k + 0.5, n - k + 0.5), 1.0)
-    return np.where(n > 0, lo, np.nan), np.where(n > 0, hi, np.nan)
 
 
 def plot_group_rates(

@@ -139,7 +139,7 @@ def test_the_report_answers_first(frame):
 
 
 def test_newcombe_interval_by_hand():
-    from bayesfair.report.answers import newcombe_difference, wilson_interval
+    from bayesfair.metrics import newcombe_difference, wilson_interval
 
     # Newcombe (1998), Table II, example (a): 56/70 - 48/80, 95%: 0.0524 to 0.3339
     lo, hi = newcombe_difference(56, 70, 48, 80, 0.95)

@@ -521,7 +521,7 @@ def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
 def test_posterior_probability_beside_pvalues():
     from scipy import stats
 
-    from bayesfair.report.frequentist import posterior_probability_higher
+    from bayesfair.metrics import posterior_probability_higher
 
     df = pd.DataFrame(
         {
