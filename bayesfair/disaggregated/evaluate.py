@@ -18,6 +18,7 @@ from .._names import safe_names
 from .._plotting import literal, literals
 from .._repr import compact_repr
 from .._result import ResultMixin, worst_diagnostics
+from .._sampling import SamplerWarning
 from .._validation import (
     SeedLike,
     check_axes,
@@ -34,7 +35,6 @@ from .._vocabulary import (
     renamed_arguments,
 )
 from ..data import AuditData
-from ..models.base import SamplerWarning
 from .estimators import (
     ESTIMATORS,
     EmpiricalBayes,

@@ -394,7 +394,7 @@ def fit_hierarchical(
 
 def _sample(prob: _Problem, *, draws, tune, chains, target_accept, random_seed):
     """NUTS draws of ``prob`` and the draws of its group values (see ``fit_hierarchical``)."""
-    from ..models.base import sample_nuts
+    from .._sampling import sample_nuts
     from ._hb_logp import hierarchical_nutpie_model
 
     binomial, M, data_vals = prob.binomial, prob.M, prob.data

@@ -7,9 +7,10 @@ exactly, HierarchicalCounts by nested Laplace), returns itself from
 dims chain x draw x intersection).
 """
 
+from .._sampling import SamplerWarning
 from ._design import Design, design_from
 from .averaging import ModelAverage, model_average
-from .base import FairnessModel, SamplerWarning
+from .base import FairnessModel
 from .conjugate import DirichletMultinomial, NaiveBayes
 from .evaluation import negative_cross_entropy
 from .fairness import PosteriorFairness, posterior_fairness

@@ -1,12 +1,11 @@
-"""The base class of the Bayesian models of P(y|s): configuration, fit, inference backends."""
+"""The base class of the Bayesian models of P(y|s): configuration, fit (NUTS, ADVI or MAP),
+diagnostics and summaries. The sampler back-end is :mod:`bayesfair._sampling`, the MAP
+objective :mod:`bayesfair.models._map`."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import warnings
-from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -15,12 +14,14 @@ from scipy.special import gammaln, xlog1py, xlogy
 from scipy.stats import binom
 
 from .. import _arviz
+from .._sampling import SamplerWarning, _have_nutpie, quiet_pytensor, sample_nuts
 from .._validation import SeedLike, check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, interval_columns, renamed_arguments
 from ..data import AuditData, as_audit_data
 from ._design import Design, design_from
+from ._map import _MAP_CACHE, _MapObjective
 
-__all__ = ["FairnessModel", "SamplerWarning", "sample_nuts"]
+__all__ = ["FairnessModel", "binomial_loglik"]
 
 METHODS = ("nuts", "advi", "map")
 ADVI_OPTIMIZERS = ("adam", "adagrad_window")
@@ -28,217 +29,11 @@ ADVI_STARTS = ("auto", "initial", "map", "best")
 #: standard deviation of every variational factor of an ADVI run started at the MAP
 ADVI_MAP_START_SIGMA = 0.1
 _NUTPIE_CACHE: dict[tuple, Any] = {}
-_MAP_CACHE: dict[tuple, Any] = {}
-
-
-def _minimize(cost, x0: np.ndarray, max_restarts: int = 5):
-    """L-BFGS-B on ``cost`` (value and gradient), restarted from its own end point while
-    the gradient is not yet small and a restart still lowers the cost: L-BFGS-B can stop
-    on its relative-reduction test far from a stationary point (HLR's joint MAP is tested
-    to end at one: ``tests/models/test_models.py -k marginal_mode_in_every``)."""
-    from scipy.optimize import minimize
-
-    res = minimize(cost, x0, jac=True, method="L-BFGS-B")
-    for _ in range(max_restarts):
-        if np.max(np.abs(res.jac), initial=0.0) < 1e-3:
-            break
-        again = minimize(cost, res.x, jac=True, method="L-BFGS-B")
-        if not again.fun < res.fun - 1e-9 * max(1.0, abs(res.fun)):
-            break
-        res = again
-    return res
-
-
-class _MapObjective:
-    """The MAP problem of one model structure, compiled once: the log density (without
-    Jacobian, as ``pymc.find_MAP``) and its gradient over the unconstrained values, and
-    ``p`` as a function of them.  The counts are ``pm.Data``, set before each solve."""
-
-    def __init__(self, model) -> None:
-        from pymc.blocking import DictToArrayBijection
-
-        self.model = model
-        self.start = model.initial_point()
-        raveled = DictToArrayBijection.map(self.start)
-        self.x0, self.info = raveled.data, raveled.point_map_info
-        # the log density and its gradient (raveled in the start point's order) by one
-        # compiled call: an optimiser asks for both at every step
-        import pytensor
-        import pytensor.tensor as pt
-
-        values = {v.name: v for v in model.value_vars}
-        wrt = [values[name] for name, *_ in self.info]
-        logp = model.logp(jacobian=False)
-        grad = pt.concatenate([g.ravel() for g in pytensor.grad(logp, wrt)])
-        self.logp_dlogp = DictToArrayBijection.mapf(
-            model.compile_fn([logp, grad], inputs=wrt, on_unused_input="ignore"), self.start
-        )
-        # ``p`` as a graph of the value variables (model["p"] itself would draw its
-        # random inputs); unobserved_value_vars rewrites deterministics that way
-        p_graph = next(v for v in model.unobserved_value_vars if v.name == "p")
-        self.p_fn = model.compile_fn(
-            p_graph, inputs=model.value_vars, on_unused_input="ignore", point_fn=True
-        )
-
-    def solve(
-        self, n: np.ndarray, k: np.ndarray, restarts: int = 0, jitter: float = 0.0, rng=None
-    ) -> dict[str, np.ndarray]:
-        """The MAP (a point: value variable name -> value) from the model's initial
-        point and from ``restarts`` random starts (each coordinate of the initial point
-        plus Normal(0, ``jitter``) noise); the start that reaches the highest log
-        density wins.  A non-convex model needs restarts: a ReLU network started
-        with every weight 0 sits on a stationary point (no unit is active, so no
-        gradient reaches any weight)."""
-        import pymc as pm
-        from pymc.blocking import DictToArrayBijection, RaveledVars
-
-        with self.model:
-            pm.set_data({"n": n, "k": k})
-        info = self.info
-
-        def cost(x):
-            lp, grad = self.logp_dlogp(RaveledVars(x, info))
-            return -float(lp), -np.asarray(grad, dtype=float)
-
-        starts = [self.x0.copy()]
-        if restarts:
-            rng = np.random.default_rng(rng)
-            starts += [self.x0 + rng.normal(0.0, jitter, self.x0.shape) for _ in range(restarts)]
-        best = min((_minimize(cost, x) for x in starts), key=lambda r: r.fun)
-        return DictToArrayBijection.rmap(RaveledVars(best.x, info), self.start)
-
-    def p(self, point: dict[str, np.ndarray]) -> np.ndarray:
-        """P(y=1|s) at ``point``."""
-        return np.asarray(self.p_fn(point), dtype=float)
-
-    def constrained(self, point: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``point`` as the free variables' own values (name -> value), the form
-        ``pymc.fit(start=...)`` takes: it transforms them itself, and fails on some
-        transformed values given directly (a zero-sum vector's, in PyMC 5)."""
-        if not hasattr(self, "_constrained_fn"):
-            graphs = {v.name: v for v in self.model.unobserved_value_vars}
-            self._names = [rv.name for rv in self.model.free_RVs]
-            self._constrained_fn = self.model.compile_fn(
-                [graphs[n] for n in self._names],
-                inputs=self.model.value_vars,
-                on_unused_input="ignore",
-                point_fn=True,
-            )
-        return dict(zip(self._names, self._constrained_fn(point), strict=True))
 
 
 def _final_loss(loss: np.ndarray) -> float:
     """An ADVI run's final loss: the mean over its last tenth of iterations."""
     return float(loss[-max(1, len(loss) // 10) :].mean())
-
-
-class SamplerWarning(UserWarning):
-    """Divergences, R-hat above 1.01 or low ESS in a fit; or nutpie sampling the
-    compiled PyMC model because it does not take the package's compiled densities."""
-
-
-@functools.cache
-def _warn_once(message: str) -> None:
-    """A :class:`SamplerWarning` once per process and message."""
-    warnings.warn(message, SamplerWarning, stacklevel=4)
-
-
-def _have_nutpie() -> bool:
-    try:
-        import nutpie  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def sample_nuts(
-    pymc_model: Callable[[], Any],
-    closed_form: Callable[[], Any] | None = None,
-    *,
-    draws: int,
-    tune: int,
-    chains: int,
-    seed: int,
-    target_accept: float = 0.8,
-    use_nutpie: bool | None = None,
-    compile_nutpie: Callable[[], Any] | None = None,
-):
-    """NUTS draws of a model, with the fastest backend at hand.
-
-    With nutpie (``use_nutpie`` None: when installed): on ``closed_form()``, a model
-    from the package's compiled densities (:mod:`bayesfair._nutpie`), when given,
-    not None, and the installed nutpie takes it; otherwise on ``compile_nutpie()`` (default:
-    ``nutpie.compile_pymc_model(pymc_model())``).  Without: PyMC's sampler on
-    ``pymc_model()``.  Returns the ``arviz.InferenceData``.
-    """
-    import pymc as pm
-
-    if use_nutpie is None:
-        use_nutpie = _have_nutpie()
-    if use_nutpie:
-        import nutpie
-
-        from .._nutpie import available, unavailable_reason
-
-        if closed_form is not None and not available():
-            _warn_once(
-                "bayesfair's compiled densities are off: "
-                f"{unavailable_reason()}; compiling the PyMC model instead, which is "
-                "slower to start (same posterior)"
-            )
-        compiled = closed_form() if closed_form is not None and available() else None
-        closed = compiled is not None
-        if compiled is None:
-            if compile_nutpie is not None:
-                compiled = compile_nutpie()
-            else:
-                compiled = nutpie.compile_pymc_model(pymc_model())
-        return nutpie.sample(
-            compiled,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            seed=seed,
-            target_accept=target_accept,
-            progress_bar=False,
-            # the closed-form densities run in Python callbacks, which take the GIL on
-            # every call: chains in parallel threads only wait for each other
-            cores=1 if closed else chains,
-            # as PyMC's sampler (discard_tuned_samples): the tuning draws are not posterior
-            # draws, and kept they stored every variable (every group's rate) twice
-            save_warmup=False,
-        )
-    with pymc_model():
-        return pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=1,
-            random_seed=seed,
-            target_accept=target_accept,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
-
-
-@contextmanager
-def quiet_pytensor():
-    """PyMC's FutureWarnings and PyTensor's notes that its C backend links no BLAS, which
-    the package's C-compiled functions (MAP and ADVI objectives) do not need: they
-    multiply matrices of one row per intersection, and NUTS compiles through numba.  The
-    notes are a UserWarning and, for a graph with a general matrix product (the neural
-    network's layers), a log record of the ``pytensor.tensor.blas`` logger at WARNING
-    level, which the logger's level hides here and only here."""
-    blas_log = logging.getLogger("pytensor.tensor.blas")
-    level = blas_log.level
-    blas_log.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            warnings.filterwarnings("ignore", "PyTensor could not link to a BLAS", UserWarning)
-            yield
-    finally:
-        blas_log.setLevel(level)
 
 
 def binomial_loglik(p: np.ndarray, design: Design) -> np.ndarray:

@@ -7,11 +7,12 @@ from typing import Any
 import numpy as np
 
 from .. import _arviz
+from .._sampling import quiet_pytensor
 from .._validation import check_real
 from ._design import Design
 from ._fastlogp import MarginalLayout, logistic_nutpie_model
 from ._laplace import EmpiricalBayesPoint, hlr_empirical_bayes
-from .base import FairnessModel, quiet_pytensor
+from .base import FairnessModel
 
 __all__ = ["HierarchicalLogisticRegression", "LogisticRegression", "NeuralNetwork"]
 

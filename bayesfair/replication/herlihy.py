@@ -33,6 +33,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from .. import _arviz
+from .._sampling import SamplerWarning
 from .._vocabulary import ROLE_RENAMES, moved_options, renamed_arguments
 from ..datasets import load_adult, load_diabetes
 from ..datasets.diabetes import (
@@ -52,7 +53,6 @@ from ..disaggregated import (
 )
 from ..disaggregated.evaluate import MOVED_OPTIONS
 from ..disaggregated.groups import GroupedData, needed_column
-from ..models.base import SamplerWarning
 
 __all__ = [
     "DIABETES_PROTECTED",

@@ -174,7 +174,7 @@ def _ihat_layout(X, W1, W0, prior_scale):
 
 
 def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
-    from ..models.base import sample_nuts
+    from .._sampling import sample_nuts
 
     idata = sample_nuts(
         lambda: _ihat_model(X, W1, W0, names, prior_scale),

@@ -1729,9 +1729,9 @@ def test_hierarchical_new_level_draws_match_the_model_with_the_value():
     """Brute force: with one attribute, the draws for a value without rows equal in
     distribution those of the model that keeps the value (sampled long, at
     target_accept 0.99, across the ridge the value adds)."""
+    from bayesfair._sampling import sample_nuts
     from bayesfair.disaggregated._hb_logp import hierarchical_nutpie_model
     from bayesfair.disaggregated.hierarchical import _Problem, fit_hierarchical
-    from bayesfair.models.base import sample_nuts
 
     rng = np.random.default_rng(3)
     labels = pd.DataFrame({"a": list("vwxyz")})

@@ -592,7 +592,7 @@ def test_neural_network_map_leaves_the_all_zero_start(synth):
     """The MAP of a ReLU network started at all-zero weights stays there (no unit is
     active, so no gradient reaches a weight) and predicts one rate for every group;
     the random restarts find a point estimate that follows the data."""
-    from bayesfair.models.base import _MAP_CACHE
+    from bayesfair.models._map import _MAP_CACHE
 
     data = synth.audit_data()
     emp = data.probabilities(pseudo_count=0)[:, 1]
@@ -1297,7 +1297,7 @@ def test_pytensor_blas_note_is_silenced_only_where_the_package_compiles():
     """PyTensor's "could not link to a BLAS" note (raised once a C-compiled MAP or ADVI
     graph holds a matrix product, as HLR's on five attributes does) is silenced around
     the package's own compilation; other warnings pass, and outside it nothing changes."""
-    from bayesfair.models.base import quiet_pytensor
+    from bayesfair._sampling import quiet_pytensor
 
     note = "PyTensor could not link to a BLAS installation. Operations ... degraded."
     with warnings.catch_warnings(record=True) as seen:
@@ -1316,7 +1316,7 @@ def test_pytensor_blas_log_record_is_silenced_only_where_the_package_compiles(ca
     even on error), other loggers' warnings pass."""
     import logging
 
-    from bayesfair.models.base import quiet_pytensor
+    from bayesfair._sampling import quiet_pytensor
 
     blas = logging.getLogger("pytensor.tensor.blas")
     before = blas.level
@@ -1402,8 +1402,8 @@ def test_falling_back_from_the_closed_form_says_so(monkeypatch):
     stand-in for nutpie's compilation, to keep the test fast) and warns."""
     pytest.importorskip("nutpie")
     import bayesfair._nutpie as compiled_densities
+    from bayesfair._sampling import sample_nuts
     from bayesfair.models._fastlogp import logistic_nutpie_model
-    from bayesfair.models.base import sample_nuts
 
     design = design_from(make_gaussian_threshold(n_rows=500, random_state=0).audit_data())
     args = dict(mu=0.0, sigma=1.0, effects="sum_to_zero")
