@@ -281,54 +281,13 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
 
     ``small`` shrinks draws and replicates for a smoke run (the test suite uses it).
     """
-    from .models import DirichletMultinomial, HierarchicalLogisticRegression
-    from .replication import boxer, foulds
+    name = spec.study["name"]
+    if name == "herlihy-simulation":
+        return _herlihy_simulation(spec, data_home, small)
+    if name == "boxer-table4":
+        from .replication import boxer
 
-    st, inf = spec.study, spec.inference
-    if st["name"] == "herlihy-simulation":
-        from .replication import herlihy
-
-        own = {}
-        if "population" in st:  # one of the harness's (load_spec refuses it beside [data])
-            own = dict(
-                pop_truth=herlihy.population(
-                    data_home, int(st.get("seed", 1)), name=str(st["population"])
-                )
-            )
-        if spec.data:  # a population of one's own (checked by load_spec)
-            cols = spec.columns
-            own = dict(
-                pop_truth=spec.csv_frame(),
-                protected=cols["protected"],
-                outcome=cols["outcome"],
-                decision=cols.get("decision"),
-                score=cols.get("score"),
-            )
-        if "pop_truth" not in own:  # the Adult population, built once for both uses
-            own["pop_truth"] = herlihy.population(data_home, int(st.get("seed", 1)))
-        pop = own["pop_truth"]
-        pop = pop[0] if isinstance(pop, tuple) else pop
-        metrics = herlihy._available_metrics(
-            own.get("decision", "decision"), own.get("score", "score")
-        )
-        sim = herlihy.simulate(
-            2 if small else int(st.get("draws", 20)),
-            metrics=metrics[:2] if small else metrics,
-            n_eval=int(st.get("n_eval", 5000)),
-            estimators=herlihy.simulation_estimators(
-                pop,
-                draws=100 if small else int(inf.get("draws", 500)),
-                chains=2 if small else int(inf.get("chains", 2)),
-                n_resamples=50 if small else int(st.get("bootstrap", 500)),
-            ),
-            data_home=data_home,
-            random_state=int(st.get("seed", 1)),
-            **own,
-        )
-        mae, cov = herlihy.summarise(sim)
-        cov95 = cov[cov["level"] == 0.95].drop(columns=["level", "n"])
-        return mae.merge(cov95, on=["metric", "estimator"], how="left")
-    if st["name"] == "boxer-table4":
+        st = spec.study
         return boxer.table4(
             data_home=data_home,
             n_restarts=20 if small else int(st.get("restarts", 150)),
@@ -337,6 +296,58 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
             n_jobs=int(st.get("n_jobs", 1)),
             random_state=int(st.get("seed", 0)),
         )
+    return _foulds_study(spec, data_home, small)
+
+
+def _herlihy_simulation(spec: AuditSpec, data_home, small: bool):
+    """Herlihy et al.'s simulation on the harness's population (``population =``), the
+    Adult one, or the spec's own data; the small groups' errors and the 95% coverage."""
+    from .replication import herlihy
+
+    st, inf = spec.study, spec.inference
+    seed = int(st.get("seed", 1))
+    own: dict = {}
+    if "population" in st:  # one of the harness's (load_spec refuses it beside [data])
+        own["pop_truth"] = herlihy.population(data_home, seed, name=str(st["population"]))
+    if spec.data:  # a population of one's own (checked by load_spec)
+        cols = spec.columns
+        own = dict(
+            pop_truth=spec.csv_frame(),
+            protected=cols["protected"],
+            outcome=cols["outcome"],
+            decision=cols.get("decision"),
+            score=cols.get("score"),
+        )
+    if "pop_truth" not in own:  # the Adult population, built once for both uses
+        own["pop_truth"] = herlihy.population(data_home, seed)
+    pop = own["pop_truth"]
+    pop = pop[0] if isinstance(pop, tuple) else pop
+    metrics = herlihy._available_metrics(own.get("decision", "decision"), own.get("score", "score"))
+    sim = herlihy.simulate(
+        2 if small else int(st.get("draws", 20)),
+        metrics=metrics[:2] if small else metrics,
+        n_eval=int(st.get("n_eval", 5000)),
+        estimators=herlihy.simulation_estimators(
+            pop,
+            draws=100 if small else int(inf.get("draws", 500)),
+            chains=2 if small else int(inf.get("chains", 2)),
+            n_resamples=50 if small else int(st.get("bootstrap", 500)),
+        ),
+        data_home=data_home,
+        random_state=seed,
+        **own,
+    )
+    mae, cov = herlihy.summarise(sim)
+    cov95 = cov[cov["level"] == 0.95].drop(columns=["level", "n"])
+    return mae.merge(cov95, on=["metric", "estimator"], how="left")
+
+
+def _foulds_study(spec: AuditSpec, data_home, small: bool):
+    """Foulds et al.'s Tables 2 and 3, the COMPAS case study, or the calibration study."""
+    from .models import DirichletMultinomial, HierarchicalLogisticRegression
+    from .replication import foulds
+
+    st, inf = spec.study, spec.inference
     if small:  # a smoke run: every code path, little sampling, no neural network
         draws, chains, dnn, dnn_iter = 100, 2, False, 0
     else:
@@ -350,12 +361,11 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
     if name == "foulds-table2":
         return foulds.table2(st["dataset"], models=models, data_home=data_home, random_state=seed)
     if name == "foulds-table3":
-        reps = 2 if small else int(st.get("replicates", 10))
         return foulds.table3(
             st["dataset"],
             models=models,
             data_home=data_home,
-            replicates=reps,
+            replicates=2 if small else int(st.get("replicates", 10)),
             random_state=seed,
             point_estimates=st.get("point_estimates", "map"),
         )
@@ -366,7 +376,6 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
             random_state=seed,
         )
         return pf.summary()
-    reps = 5 if small else int(st.get("replicates", 50))
     factories = {
         "EDF": lambda s: DirichletMultinomial(pseudo_count=0.5, draws=draws, random_state=s),
         "HLR": lambda s: HierarchicalLogisticRegression(
@@ -374,5 +383,8 @@ def run_study(spec: AuditSpec, data_home: str | os.PathLike | None = None, small
         ),
     }
     return foulds.calibration_study(
-        factories, replicates=reps, n_rows=int(st.get("n_rows", 7214)), random_state=seed
+        factories,
+        replicates=5 if small else int(st.get("replicates", 50)),
+        n_rows=int(st.get("n_rows", 7214)),
+        random_state=seed,
     )
