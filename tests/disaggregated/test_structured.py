@@ -1,0 +1,474 @@
+"""Structured regression: the lasso, its features, the rBLPR intervals with the partial ridge,
+cross-validation and the lasso-path oracle."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from disaggregated_helpers import (
+    _abc_groups,
+    _additive_population,
+    _frame,
+    _herlihy_like_population,
+    _lasso_kkt_gap,
+    _rows_of,
+    _truth_of,
+)
+
+from bayesfair.disaggregated import (
+    GroupedData,
+    StructuredRegression,
+    disaggregated_evaluation,
+    goodness_of_fit,
+    group_features,
+    pooled_sigma2,
+    structured_regression,
+)
+from bayesfair.disaggregated._lasso import _columns, lambda_max, lasso_cd
+
+
+def test_lasso_column_index_lists_every_nonzero_in_row_order():
+    """The lasso's sweeps read the features through their nonzeros by column; brute force
+    on a sparse C-ordered matrix with empty columns and a dense one."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 25)) * (rng.random((40, 25)) < 0.2)
+    X[:, 3] = 0.0
+    X[:, 7] = rng.normal(size=40)
+    start, rows, vals = _columns(X)
+    assert start[0] == 0 and start[-1] == np.count_nonzero(X)
+    for j in range(X.shape[1]):
+        nz = np.flatnonzero(X[:, j])
+        np.testing.assert_array_equal(rows[start[j] : start[j + 1]], nz)
+        np.testing.assert_array_equal(vals[start[j] : start[j + 1]], X[nz, j])
+
+
+def test_lasso_matches_scikit_learn():
+    from sklearn.linear_model import Lasso
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(32, 12))
+    y = X[:, 0] - 0.5 * X[:, 3] + rng.normal(0, 0.3, 32)
+    w = rng.uniform(0.5, 3, 32)
+    for lam in (0.01, 0.1, 0.5):
+        ref = Lasso(alpha=lam, tol=1e-12, max_iter=100_000).fit(X, y, sample_weight=w)
+        b0, th = lasso_cd(X, y, w, lam, np.zeros(12))
+        np.testing.assert_allclose(th, ref.coef_, atol=1e-6)
+        assert b0 == pytest.approx(ref.intercept_, abs=1e-6)
+    b0, th = lasso_cd(X, y, w, lambda_max(X, y, w) * 1.0001, np.zeros(12))
+    assert np.all(th == 0)
+    # the sweeps visit only a column's nonzeros, with the intercept profiled out: indicators
+    # beside dense columns far from mean 0 and a constant column, from a warm start that
+    # gives the constant column a coefficient, still solve scikit-learn's problem
+    Xm = np.column_stack([np.eye(4)[rng.integers(0, 4, 32)], 50 + X[:, :3], np.full(32, 2.0)])
+    theta0 = rng.normal(size=Xm.shape[1])
+    for lam in (0.005, 0.05):
+        ref = Lasso(alpha=lam, tol=1e-12, max_iter=100_000).fit(Xm, y, sample_weight=w)
+        b0, th = lasso_cd(Xm, y, w, lam, theta0)
+        np.testing.assert_allclose(b0 + Xm @ th, ref.predict(Xm), atol=1e-6)
+        assert th[-1] == 0
+
+
+def test_lasso_converges_on_collinear_group_indicators():
+    """Structured regression's features are exactly collinear (an attribute value's
+    indicator is the sum of its groups' identities).  At small penalties plain coordinate
+    descent crawls there (it stops at its sweep cap far from optimal); the extrapolated
+    sweeps reach the lasso's optimality conditions, with the objective of a run 40 times
+    longer, and on a well-conditioned problem change nothing."""
+    rng = np.random.default_rng(2)
+    codes = np.array(list(itertools.product(range(3), repeat=4)))  # 81 groups
+    X = np.hstack([np.eye(81)] + [np.eye(3)[codes[:, a]] for a in range(4)])
+    y = 0.3 + 0.05 * (codes == 2).sum(1) + rng.normal(0, 0.02, 81)
+    w = rng.uniform(20, 400, 81)
+    lam = lambda_max(X, y, w) * 1e-4
+    b0, th = lasso_cd(X, y, w, lam, np.zeros(X.shape[1]))
+    plain = lasso_cd(X, y, w, lam, np.zeros(X.shape[1]), 10_000, 1e-10, 10**9)
+    scale = lam
+    assert _lasso_kkt_gap(X, y, w, lam, b0, th) < 1e-4 * scale
+    assert _lasso_kkt_gap(X, y, w, lam, *plain) > 1e-2 * scale  # the cap, not optimality
+
+    def objective(b, t):
+        ws = w / w.sum()
+        return 0.5 * np.sum(ws * (y - b - X @ t) ** 2) + lam * np.abs(t).sum()
+
+    long_run = lasso_cd(X, y, w, lam, np.zeros(X.shape[1]), 400_000, 1e-13, 10**9)
+    assert objective(b0, th) <= objective(*long_run) * (1 + 1e-9)
+    np.testing.assert_allclose(b0 + X @ th, long_run[0] + X @ long_run[1], atol=1e-6)
+    # where plain descent converges quickly the extrapolation never starts
+    Z = rng.normal(size=(32, 12))
+    yz = Z[:, 0] + rng.normal(0, 0.3, 32)
+    wz = rng.uniform(0.5, 3, 32)
+    fast = lasso_cd(Z, yz, wz, 0.05, np.zeros(12))
+    slow = lasso_cd(Z, yz, wz, 0.05, np.zeros(12), 10_000, 1e-10, 10**9)
+    np.testing.assert_array_equal(fast[1], slow[1])
+
+
+# ------------------------------------------------------------------ structured regression
+def test_structured_regression_limits():
+    df = _frame(4000)
+    gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", "d")
+    s = gd.estimate("selection_rate")
+    n = gd.sizes().astype(float)
+    rng = np.random.default_rng(0)
+    sigma2 = pooled_sigma2(n, gd.bootstrap_variance("selection_rate", 100, rng))
+    ok = np.isfinite(s)
+    tiny = structured_regression(
+        gd, "selection_rate", s, sigma2, lam=1e-10, n_resamples=10, rng=rng
+    )
+    np.testing.assert_allclose(tiny["estimate"][ok], s[ok], atol=1e-6)  # lambda -> 0
+    huge = structured_regression(gd, "selection_rate", s, sigma2, lam=1e6, n_resamples=10, rng=rng)
+    wmean = np.sum(n[ok] * s[ok]) / np.sum(n[ok])
+    np.testing.assert_allclose(huge["estimate"], wmean, atol=1e-10)  # lambda -> infinity
+    cv = structured_regression(gd, "selection_rate", s, sigma2, n_resamples=50, level=0.95, rng=rng)
+    assert cv["lambdas"].min() <= cv["lam"] <= cv["lambdas"].max()
+    lo, hi = cv["intervals"][0.95]
+    assert np.all(lo <= hi)
+
+
+@pytest.mark.slow
+def test_rblpr_intervals_cover_when_the_features_hold_the_truth():
+    """rBLPR 95% and 80% intervals of structured regression, 40 replicates of a population
+    whose group rates are additive in the attributes (1,280 group-replicates): coverage
+    within [0.92, 0.99] and [0.75, 0.92] with the default partial ridge, narrower than the
+    standard intervals; the conservative ``ridge="rows"`` covers at least as often with
+    wider intervals.  (Where the features miss real differences, as on the Adult
+    simulation, the default under-covers: notebook 04.)"""
+    rng0 = np.random.default_rng(2024)
+    hits = {"groups": {0.95: [], 0.8: []}, "rows": {0.95: [], 0.8: []}}
+    width = {"groups": [], "rows": []}
+    for _ in range(40):
+        seed = int(rng0.integers(2**31))
+        df, truth = _additive_population(seed)
+        gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", "d")
+        s, n = gd.estimate("selection_rate"), gd.sizes().astype(float)
+        rng = np.random.default_rng(seed)
+        sigma2 = pooled_sigma2(n, gd.bootstrap_variance("selection_rate", 100, rng))
+        tr = np.array([truth[tuple(r)] for r in gd.labels.itertuples(index=False)])
+        std_w = 2 * 1.959964 * np.sqrt(sigma2 / n)
+        feats = group_features(gd)
+        for ridge in hits:
+            out = structured_regression(
+                gd,
+                "selection_rate",
+                s,
+                sigma2,
+                features=feats,
+                level=(0.95, 0.8),
+                n_resamples=200,
+                ridge=ridge,
+                rng=np.random.default_rng(seed + 1),
+            )
+            for level, (lo, hi) in out["intervals"].items():
+                hits[ridge][level].extend((lo <= tr) & (tr <= hi))
+            lo, hi = out["intervals"][0.95]
+            width[ridge].extend((hi - lo) / std_w)
+    cov = {r: {lv: float(np.mean(h)) for lv, h in d.items()} for r, d in hits.items()}
+    rel = {r: float(np.mean(w)) for r, w in width.items()}
+    print("rBLPR coverage:", cov, "width relative to standard:", rel)
+    assert len(hits["groups"][0.95]) == 1280
+    assert 0.92 <= cov["groups"][0.95] <= 0.99
+    assert 0.75 <= cov["groups"][0.8] <= 0.92
+    assert rel["groups"] < 0.9
+    assert cov["rows"][0.95] >= cov["groups"][0.95] and rel["rows"] > rel["groups"]
+
+
+def test_partial_ridge_argument_is_checked():
+    df = _frame(800)
+    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
+    s = gd.estimate("selection_rate")
+    for bad, err in (
+        ("cols", ValueError),
+        (-1.0, ValueError),
+        (np.inf, ValueError),
+        ([1], TypeError),
+    ):
+        with pytest.raises(err, match="ridge"):
+            structured_regression(
+                gd,
+                "selection_rate",
+                s,
+                0.2,
+                lam=0.01,
+                n_resamples=5,
+                ridge=bad,
+                rng=np.random.default_rng(0),
+            )
+
+
+@pytest.mark.parametrize("lam2", [0.0, 1e-5, 0.01])
+def test_partial_ridge_equals_the_penalised_least_squares_solution(lam2):
+    """rBLPR's partial ridge (Woodbury updates of one inverse for few selected coefficients,
+    the dense solve otherwise) against the minimiser of sum_i w_i (y_i - c0 - x_i c)^2 +
+    lam2 sum_{j not selected} c_j^2 (+ 1e-10 |c|^2) by least squares on the augmented system:
+    more features than rows (one identity feature per group), collinear columns, and
+    selections of every size."""
+    from bayesfair.disaggregated._lasso import PartialRidge
+
+    rng = np.random.default_rng(0)
+    for n, p, n_sel in [(40, 60, 3), (40, 60, 0), (40, 60, 35), (80, 20, 5), (30, 45, 12)]:
+        X = np.column_stack([np.eye(n)[:, : min(n, p)], rng.normal(size=(n, max(0, p - n)))])
+        X[:, -1] = X[:, -2] + X[:, -3]  # a collinear column
+        w = rng.uniform(0.5, 5.0, n)
+        ridge, dense = PartialRidge(X, w), PartialRidge(X, w, dense=True)
+        for _ in range(3):
+            y = rng.normal(size=n)
+            sel = np.zeros(p, bool)
+            sel[rng.choice(p, n_sel, replace=False)] = True
+            ws = w / w.sum()
+            xa = np.column_stack([np.ones(n), X])
+            pen = np.concatenate([[0.0], np.where(sel, 0.0, lam2)]) + 1e-10
+            aug = np.vstack([np.sqrt(ws)[:, None] * xa, np.diag(np.sqrt(pen))])
+            want = np.linalg.lstsq(aug, np.concatenate([np.sqrt(ws) * y, np.zeros(p + 1)]))[0]
+            for fit in (ridge, dense):
+                c0, c = fit.fit(y, sel, lam2)
+                got = np.concatenate([[c0], c])
+                np.testing.assert_allclose(xa @ got, xa @ want, atol=1e-7)
+                np.testing.assert_allclose(got, want, atol=1e-5 * max(1.0, np.abs(want).max()))
+        # the update, not its fallback, solved every case with few selected and lam2 > 0
+        assert ridge.dense_solves == (3 if lam2 == 0 or 2 * (n_sel + 1) >= p + 1 else 0)
+        assert dense.dense_solves == 3
+
+
+def test_cross_validation_computes_features_from_each_training_fold():
+    """Group means of the data (the outcome rate, explanatory features) are recomputed from
+    each fold's training rows: the held-out rows' outcomes must not reach the training fit
+    through the features.  The folds split every group's rows about evenly."""
+    df = _frame(3000)
+    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
+    s = gd.estimate("fpr")
+    seen = []
+
+    def features(rows=None):
+        if rows is not None:
+            seen.append(np.asarray(rows).copy())
+        return group_features(gd, rows=rows, outcome_rates=True)
+
+    structured_regression(
+        gd,
+        "fpr",
+        s,
+        0.2,
+        features=features(),
+        fold_features=features,
+        n_resamples=10,
+        rng=np.random.default_rng(0),
+    )
+    assert len(seen) == 10
+    held_out = np.vstack([~rows for rows in seen])
+    assert (held_out.sum(axis=0) == 1).all()  # every row is held out exactly once
+    for rows in seen:
+        kept = gd.sizes(rows) / gd.sizes()
+        assert np.all(np.abs(kept - 0.9) <= 0.1)
+    # the training fold's outcome rate is not the full data's
+    full = group_features(gd, outcome_rates=True)["P(Y=1)"]
+    assert not np.allclose(group_features(gd, rows=seen[0], outcome_rates=True)["P(Y=1)"], full)
+    # disaggregated_evaluation runs an explanatory function once, not per metric and fold
+    calls = []
+
+    def mean_score(frame):
+        calls.append(1)
+        return frame["score"].to_numpy()
+
+    res = disaggregated_evaluation(
+        df,
+        ["race", "sex"],
+        "y",
+        "d",
+        metrics=["fpr", "fnr"],
+        estimators=[StructuredRegression(explanatory={"mean_score": mean_score}, n_resamples=10)],
+        random_state=0,
+        level=0.95,
+    )
+    assert len(calls) == 1
+    assert "expl:mean_score" in res.structured["fpr"]["coef"].index
+    with pytest.raises(ValueError, match="must return the columns of `features`"):
+        structured_regression(
+            gd,
+            "fpr",
+            s,
+            0.2,
+            features=features(),
+            fold_features=lambda rows: group_features(gd, rows=rows),
+            n_resamples=10,
+            rng=np.random.default_rng(0),
+        )
+
+
+def test_features_and_goodness_of_fit():
+    df = _frame(4000)
+    rng = np.random.default_rng(3)
+    df["d"] = (rng.random(len(df)) < np.where(df.race == "B", 0.6, 0.2)).astype(int)
+    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
+    f = group_features(
+        gd,
+        interactions=True,
+        outcome_rates=True,
+        explanatory={"mean_score": lambda d: d["score"].to_numpy()},
+    )
+    assert "group[A, F]" in f and "race=A x sex=F" in f and "expl:mean_score" in f
+    # a feature returned as a Series in another row order was paired with the rows by
+    # position; the same values aligned give the same feature
+    aligned = group_features(gd, explanatory={"m": lambda d: d["score"]})["expl:m"]
+    np.testing.assert_allclose(aligned, f["expl:mean_score"])
+    with pytest.raises(ValueError, match="`data` and `explanatory feature 'm'` are pandas"):
+        group_features(gd, explanatory={"m": lambda d: d["score"].sort_values()})
+    # a feature with missing values failed in the lasso's SVD ('did not converge'); one of
+    # strings with numpy's message alone
+    gap = {"m": lambda d: d["score"].where(d.index > 2).to_numpy()}
+    with pytest.raises(ValueError, match="feature 'm' returned 3 missing or infinite value"):
+        group_features(gd, explanatory=gap)
+    with pytest.raises(ValueError, match="feature 'm' must return numbers"):
+        group_features(gd, explanatory={"m": lambda d: np.full(len(d), "a")})
+    s = gd.estimate("selection_rate")
+    n = gd.sizes().astype(float)
+    sigma2 = pooled_sigma2(
+        n, gd.bootstrap_variance("selection_rate", 100, np.random.default_rng(0))
+    )
+    sens = group_features(gd, identity=False)
+    gof = goodness_of_fit(
+        gd,
+        s,
+        sigma2,
+        {"intercept": pd.DataFrame(index=sens.index), "sens": sens},
+        [("sens", "intercept")],
+    )
+    # race B has a higher outcome rate, so the decision rate differs by race: sens helps
+    assert gof["pvalue"].iloc[0] < 0.01
+    # independent check of the F statistic by weighted least squares
+    w = n / sigma2
+    X1 = np.column_stack([np.ones(8), sens.to_numpy()])
+    r1 = s - X1 @ np.linalg.lstsq(X1 * np.sqrt(w)[:, None], s * np.sqrt(w), rcond=None)[0]
+    r0 = s - np.sum(w * s) / np.sum(w)
+    rss1, rss0 = np.sum(w * r1**2), np.sum(w * r0**2)
+    p1 = np.linalg.matrix_rank(X1)
+    F = ((rss0 - rss1) / (p1 - 1)) / (rss1 / (8 - p1))
+    assert gof["F"].iloc[0] == pytest.approx(F)
+
+
+def test_features_that_copy_the_metric_are_found():
+    from bayesfair.disaggregated.structured import target_copies
+
+    df = _frame(3000)
+    df["y_again"] = df["y"]
+    gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", "y_again")
+    feats = group_features(
+        gd,
+        outcome_rates=True,
+        explanatory={"mean_score": lambda d: d["score"].to_numpy()},
+    )
+    feats["P(Y=0)"] = 1 - feats["P(Y=1)"]  # an affine copy is a copy too
+    ok = np.isfinite(gd.estimate("base_rate")) & (gd.sizes() > 0)
+    for metric in ("base_rate", "selection_rate"):  # decisions equal to the outcome
+        assert target_copies(feats, gd.estimate(metric), ok) == ["P(Y=1)", "P(Y=0)"]
+    # indicators (the design) and a feature that merely correlates are kept
+    assert target_copies(feats, gd.estimate("accuracy"), ok) == []
+    assert target_copies(feats.iloc[:3], gd.estimate("base_rate")[:3], ok[:3]) == []
+
+
+@pytest.mark.slow
+def test_structured_intervals_of_the_base_rate_cover_without_the_outcome_rate_feature():
+    """With the default features, the base rate's own outcome-rate feature let the lasso fit
+    every group exactly: small groups' 95% intervals covered the truth in 0.50 of
+    group-draws (20 populations of 24 groups whose rates ignore the attributes, sizes 3 to
+    400), against 0.92 for the standard intervals.  Left out, it is 0.92 for both."""
+    cover = {"standard": [], "structured": []}
+    groups = _abc_groups()
+    for r in range(20):
+        rng = np.random.default_rng(r)
+        p = 1 / (1 + np.exp(-rng.normal(-1, 0.8, len(groups))))
+        g, df = _rows_of(groups, rng, 3, 400)
+        df["y"] = (rng.random(len(g)) < p[g]).astype(int)
+        df["d"] = (rng.random(len(g)) < 0.5).astype(int)
+        with pytest.warns(UserWarning, match=r"left out the feature\(s\) \['P\(Y=1\)'\]"):
+            res = disaggregated_evaluation(
+                df,
+                list("ABC"),
+                "y",
+                "d",
+                metrics=["base_rate"],
+                estimators=["standard", "structured"],
+                random_state=r,
+                level=0.95,
+            )
+        assert res.structured["base_rate"]["dropped"] == ["P(Y=1)"]
+        truth = _truth_of(groups, p)
+        t = res.table[res.table["n"] <= 25]
+        inside = (t["lower"] <= t["group"].map(truth)) & (t["group"].map(truth) <= t["upper"])
+        for est in cover:
+            cover[est].extend(inside[t["estimator"] == est])
+    rates = {est: float(np.mean(v)) for est, v in cover.items()}
+    print(f"small groups' 95% coverage of the base rate over 20 populations: {rates}")
+    assert len(cover["structured"]) > 150
+    assert rates["structured"] >= 0.85, rates
+    assert abs(rates["structured"] - rates["standard"]) < 0.06, rates
+    # the goodness of fit does not test the metric against itself either
+    with pytest.warns(UserWarning, match="goodness of fit of 'base_rate'"):
+        gof = res.goodness_of_fit("base_rate")
+    # (it was F = inf, p = 0); with no explanatory feature left there is no test
+    assert np.isnan(gof.set_index("model").loc["expl", "pvalue"])
+
+
+def test_lasso_path_oracle_matches_structured_regression_and_simulate():
+    """The oracle fits the evaluation sets of simulate() (its standard row equals
+    summarise's small-group error of the same draws), its path at every penalty is the
+    error of structured_regression at that penalty (brute force, one draw), and its
+    per-draw choice is never worse than one penalty for all draws, which is never worse
+    than any point of the path; summarise's small_interior leaves out true values of 0
+    or 1 and only those."""
+    from bayesfair.replication import herlihy
+
+    pt = _herlihy_like_population(3)
+    kw = dict(n_eval=800, pop_truth=pt, random_state=4)
+    table, path = herlihy.lasso_path_oracle(
+        3, return_path=True, n_lambdas=12, explanatory=None, **kw
+    )
+    t = table.set_index(["metric", "estimator"])
+    sim = herlihy.simulate(3, estimators=("standard",), metrics=("selection_rate", "fpr"), **kw)
+    mae, _ = herlihy.summarise(sim)
+    for m in ("selection_rate", "fpr"):
+        std = mae.set_index(["metric", "estimator"]).loc[(m, "standard")]
+        assert t.loc[(m, "standard"), "small"] == pytest.approx(std["small"], abs=1e-12)
+        per_draw = t.loc[(m, "lasso: best lambda per draw"), "small"]
+        common = t.loc[(m, "lasso: best lambda for all draws"), "small"]
+        assert per_draw <= common + 1e-12
+        assert common == pytest.approx(path[path.metric == m]["small"].min(), abs=1e-12)
+        # small_interior by hand
+        one = sim[(sim.metric == m) & (sim.estimator == "standard") & (sim.n <= 25)]
+        one = one.drop_duplicates(["draw", "group"])
+        one = one[one.defined & (one.truth > 0) & (one.truth < 1)]
+        assert std["small_interior"] == pytest.approx(
+            (one.estimate - one.truth).abs().mean(), abs=1e-12
+        )
+    with pytest.raises(ValueError, match="no true values"):
+        herlihy.lasso_path_oracle(1, metrics=("ppv",), **kw)
+    # brute force on the first draw: structured_regression at each penalty of the grid
+    _, one_path = herlihy.lasso_path_oracle(1, return_path=True, n_lambdas=12, **kw)
+    ev = herlihy._stratified(
+        pt[0], 800, np.random.default_rng(np.random.SeedSequence(4).spawn(1)[0])
+    )
+    gd = GroupedData.from_frame(ev, herlihy.SENSITIVE, "y", "decision", "score")
+    feats = group_features(gd, interactions=True, outcome_rates=True)
+    n = gd.sizes()
+    for m in ("selection_rate", "fpr"):
+        s = gd.estimate(m)
+        tr = pt[1].loc[gd.group_names(), m].to_numpy()
+        ok = np.isfinite(s) & (n > 0)
+        keep = ok & (n <= 25)
+        from bayesfair.disaggregated.structured import standardise_features
+
+        lmax = lambda_max(standardise_features(feats.to_numpy(float))[0][ok], s[ok], n[ok])
+        for ratio, small in one_path[one_path.metric == m][["lambda_ratio", "small"]].to_numpy():
+            sr = structured_regression(
+                gd,
+                m,
+                s,
+                1.0,
+                features=feats,
+                lam=lmax * ratio,
+                n_resamples=2,
+                rng=np.random.default_rng(0),
+            )
+            est = np.clip(sr["estimate"], 0, 1)
+            assert small == pytest.approx(np.abs(est[keep] - tr[keep]).mean(), abs=1e-7)
