@@ -19,7 +19,7 @@ compile once per machine (numba's on-disk cache) whatever the groups and metrics
 where ``nutpie.compile_pymc_model`` compiles each model structure in every process.
 The unconstrained vector is in the PyMC model's order (``alpha``; per block
 ``log sigma_b`` then ``v_b``, measures first; ``log sigma_group`` last for
-Fay-Herriot); ``tests/disaggregated/test_disaggregated.py`` checks density and gradient
+Fay-Herriot); ``tests/disaggregated/test_hierarchical_bayes.py`` checks density and gradient
 against PyMC's.
 """
 

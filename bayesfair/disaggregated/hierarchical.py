@@ -462,7 +462,7 @@ def _fit_with_unseen_levels(
     for a block with L_b observed values (an effect relative to the mean of the L_b
     observed ones), an interaction cell with one or two new values likewise, and the
     group effect Normal(0, sigma_group^2).  For a main effect this is the model that
-    keeps the value, integrated over the ridge (``tests/disaggregated/test_disaggregated.py -k
+    keeps the value, integrated over the ridge (``tests/disaggregated/test_hierarchical_bayes.py -k
     new_level`` compares the two by brute force); for an interaction cell the factor
     (1 + 1/L) bounds the variance from above, so those draws err on the wide side.
     Where an attribute has a single observed value, nothing in the data informs its

@@ -281,7 +281,7 @@ def structured_regression(
     * ``"groups"`` (default): n = number of groups with an estimate.  A small group's
       own indicator is shrunk almost entirely, so its interval is mostly the
       uncertainty of the regression surface: tight (on a well-specified additive
-      simulation, ``tests/disaggregated/test_disaggregated.py -k rblpr``, about 0.7 of the
+      simulation, ``tests/disaggregated/test_structured.py -k rblpr``, about 0.7 of the
       standard width with 95% coverage near 0.96), but it under-covers where the
       features miss real differences between small groups (on the Adult
       simulation, 0.89 for AUC).
