@@ -102,57 +102,68 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
             f"{path}: unknown section(s) {sorted(unknown)}; allowed {sorted(_SECTIONS)}"
         )
     _check_section_types(path, raw)
-    data = dict(raw.get("data", {}))
-    study = dict(raw.get("study", {}))
-    if study:
-        if study.get("name") not in STUDIES:
-            raise ValueError(
-                f"{path}: [study] name must be one of {STUDIES}, got {study.get('name')!r}"
-            )
-        inference = dict(raw.get("inference", {}))
-        _check_keys(path, "study", set(study) - {"name"}, _STUDY_KEYS[study["name"]])
-        _check_keys(path, "inference", set(inference), _INFERENCE_KEYS)
-        _check_values(path, "study", study)
-        _check_values(path, "inference", inference)
-        if study["name"] in ("foulds-table2", "foulds-table3") and study.get("dataset") not in (
-            "adult",
-            "compas",
-        ):
-            raise ValueError(
-                f"{path}: [study] {study['name']} needs dataset = 'adult' or 'compas', "
-                f"got {study.get('dataset')!r}"
-            )
-        if study.get("point_estimates", "map") not in ("map", "authors"):
-            raise ValueError(
-                f"{path}: [study] point_estimates must be 'map' or 'authors', "
-                f"got {study['point_estimates']!r}"
-            )
-        columns = dict(raw.get("columns", {}))
-        if data or columns:
-            _check_study_population(path, study["name"], data, columns)
-        if "population" in study:
-            from .replication.herlihy import POPULATIONS
+    if raw.get("study"):
+        return _study_spec(path, raw)
+    return _audit_spec(path, raw)
 
-            if study["population"] not in POPULATIONS:
-                raise ValueError(
-                    f"{path}: [study] population must be one of {POPULATIONS}, "
-                    f"got {study['population']!r}"
-                )
-            if data:
-                raise ValueError(
-                    f"{path}: [study] population = {study['population']!r} and [data] both name "
-                    "the simulation's population; keep one"
-                )
-        audit = raw.get("audit", {})
-        return AuditSpec(
-            name=str(audit.get("name", path.stem)),
-            data=data,
-            columns=columns,
-            published=raw.get("published", []),
-            path=path,
-            study=study,
-            inference=inference,
+
+def _study_spec(path: Path, raw: dict) -> AuditSpec:
+    """A ``[study]`` spec: a paper's reproduction, with its ``[inference]`` settings and,
+    for the simulation, a population (the harness's, or ``[data]`` of one's own)."""
+    data, study = dict(raw.get("data", {})), dict(raw["study"])
+    if study.get("name") not in STUDIES:
+        raise ValueError(
+            f"{path}: [study] name must be one of {STUDIES}, got {study.get('name')!r}"
         )
+    inference = dict(raw.get("inference", {}))
+    _check_keys(path, "study", set(study) - {"name"}, _STUDY_KEYS[study["name"]])
+    _check_keys(path, "inference", set(inference), _INFERENCE_KEYS)
+    _check_values(path, "study", study)
+    _check_values(path, "inference", inference)
+    if study["name"] in ("foulds-table2", "foulds-table3") and study.get("dataset") not in (
+        "adult",
+        "compas",
+    ):
+        raise ValueError(
+            f"{path}: [study] {study['name']} needs dataset = 'adult' or 'compas', "
+            f"got {study.get('dataset')!r}"
+        )
+    if study.get("point_estimates", "map") not in ("map", "authors"):
+        raise ValueError(
+            f"{path}: [study] point_estimates must be 'map' or 'authors', "
+            f"got {study['point_estimates']!r}"
+        )
+    columns = dict(raw.get("columns", {}))
+    if data or columns:
+        _check_study_population(path, study["name"], data, columns)
+    if "population" in study:
+        from .replication.herlihy import POPULATIONS
+
+        if study["population"] not in POPULATIONS:
+            raise ValueError(
+                f"{path}: [study] population must be one of {POPULATIONS}, "
+                f"got {study['population']!r}"
+            )
+        if data:
+            raise ValueError(
+                f"{path}: [study] population = {study['population']!r} and [data] both name "
+                "the simulation's population; keep one"
+            )
+    return AuditSpec(
+        name=str(raw.get("audit", {}).get("name", path.stem)),
+        data=data,
+        columns=columns,
+        published=raw.get("published", []),
+        path=path,
+        study=study,
+        inference=inference,
+    )
+
+
+def _audit_spec(path: Path, raw: dict) -> AuditSpec:
+    """An audit spec: a data set (one of the package's, or a CSV with its ``[columns]``),
+    the metrics' options and the published numbers to compare with."""
+    data = dict(raw.get("data", {}))
     if data.get("dataset") not in _DATASETS:
         raise ValueError(
             f"{path}: [data] dataset must be one of {_DATASETS}, got {data.get('dataset')!r}"
@@ -173,9 +184,8 @@ def load_spec(path: str | os.PathLike) -> AuditSpec:
     published = raw.get("published", [])
     if not isinstance(published, list):
         raise ValueError(f"{path}: [[published]] must be an array of tables")
-    audit = raw.get("audit", {})
     return AuditSpec(
-        name=str(audit.get("name", path.stem)),
+        name=str(raw.get("audit", {}).get("name", path.stem)),
         data=data,
         columns=columns,
         metrics=dict(raw.get("metrics", {})),
