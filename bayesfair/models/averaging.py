@@ -123,67 +123,13 @@ class ModelAverage(FairnessModel):
         -------
         self
         """
-        given = self.models
-        if isinstance(given, Mapping):  # name -> model: the weights carry the names
-            names = [str(k) for k in given]
-            models = list(given.values())
-        elif isinstance(given, (str, pd.DataFrame, np.ndarray)) or not isinstance(given, Iterable):
-            raise TypeError(
-                "`models` must be a list of fitted bayesfair models (or a dict name -> model), "
-                f"got {type(given).__name__}"
-            )
-        else:
-            models = list(given)
-            names = None
-        bad = [type(m).__name__ for m in models if not isinstance(m, FairnessModel)]
-        if bad:
-            raise TypeError(f"`models` must hold fitted bayesfair models only, got {bad}")
+        names, models = _named_models(self.models)
         check_seed(self.random_state)
         if self.averaging not in METHODS:
             raise ValueError(f"`method` must be one of {METHODS}, got {self.averaging!r}")
-        if len(models) < 2:
-            raise ValueError("model averaging needs at least two fitted models")
-        for m in models:
-            m._check_fitted()
-        d = models[0].design_
-        for m in models[1:]:
-            if m.design_.role != d.role:
-                raise ValueError(
-                    "all models must model the same role, got "
-                    f"{sorted({x.design_.role for x in models})}"
-                )
-            if not _same_table(m.design_, d):
-                raise ValueError("all models must be fitted on the same table")
-        if data is not None:
-            given = data if isinstance(data, Design) else design_from(data, role)
-            if given.role != d.role or not _same_table(given, d):
-                raise ValueError(
-                    f"`data` (role {given.role!r}) is not the table the models were "
-                    f"fitted on (role {d.role!r}): model averaging does not refit its "
-                    "models; fit each model on the new data, or call fit() without data"
-                )
+        d = _common_design(models, data, role)
         names = names or unique_names(models)
-        self.comparison_ = None
-        if self.averaging == "bma":
-            # Foulds et al. Section 4: P(M_k | D) proportional to prod_(y,s) P(y | s, M_k) with
-            # the posterior predictive, under a uniform prior over models.
-            ll = np.array([_predictive_loglik(m) for m in models])
-            w = np.exp(ll - ll.max())
-        else:
-            for m in models:
-                if m.p_draws_.shape[0] * m.p_draws_.shape[1] < 2:
-                    raise ValueError(
-                        f"{names[models.index(m)]} has one draw (MAP): LOO needs a posterior"
-                    )
-            method = {
-                "stacking": "stacking",
-                "pseudo-bma": "pseudo-BMA",
-                "bb-pseudo-bma": "BB-pseudo-BMA",
-            }[self.averaging]
-            comp = _arviz.compare(dict(zip(names, (m.idata_ for m in models), strict=True)), method)
-            self.comparison_ = comp
-            w = comp.loc[names, "weight"].to_numpy(dtype=float)
-        w = w / w.sum()
+        w = self._weights(models, names)
         self.weights_ = pd.Series(w, index=names, name="weight")
         rng = np.random.default_rng(self.random_state)
         counts = rng.multinomial(self.draws, w)
@@ -207,6 +153,30 @@ class ModelAverage(FairnessModel):
         _arviz.add_binomial_groups(self.idata_, d.n, d.k, d.labels)
         self.warnings_, self.diagnostics_ = [], {}
         return self
+
+    def _weights(self, models: list, names: list[str]) -> np.ndarray:
+        """The models' weights, summing to 1; ``comparison_`` set for the LOO methods."""
+        self.comparison_ = None
+        if self.averaging == "bma":
+            # Foulds et al. Section 4: P(M_k | D) proportional to prod_(y,s) P(y | s, M_k) with
+            # the posterior predictive, under a uniform prior over models.
+            ll = np.array([_predictive_loglik(m) for m in models])
+            w = np.exp(ll - ll.max())
+        else:
+            for m in models:
+                if m.p_draws_.shape[0] * m.p_draws_.shape[1] < 2:
+                    raise ValueError(
+                        f"{names[models.index(m)]} has one draw (MAP): LOO needs a posterior"
+                    )
+            method = {
+                "stacking": "stacking",
+                "pseudo-bma": "pseudo-BMA",
+                "bb-pseudo-bma": "BB-pseudo-BMA",
+            }[self.averaging]
+            comp = _arviz.compare(dict(zip(names, (m.idata_ for m in models), strict=True)), method)
+            self.comparison_ = comp
+            w = comp.loc[names, "weight"].to_numpy(dtype=float)
+        return w / w.sum()
 
     def predict_proba(self) -> np.ndarray:
         """The mixture's posterior predictive: the weighted mean of the models'.
@@ -282,3 +252,47 @@ def model_average(
     1.0
     """
     return ModelAverage(models, method, **kwargs).fit()
+
+
+def _named_models(given) -> tuple[list[str] | None, list]:
+    """The models (fitted bayesfair models), with their names when given as a dict."""
+    if isinstance(given, Mapping):  # name -> model: the weights carry the names
+        names, models = [str(k) for k in given], list(given.values())
+    elif isinstance(given, (str, pd.DataFrame, np.ndarray)) or not isinstance(given, Iterable):
+        raise TypeError(
+            "`models` must be a list of fitted bayesfair models (or a dict name -> model), "
+            f"got {type(given).__name__}"
+        )
+    else:
+        names, models = None, list(given)
+    bad = [type(m).__name__ for m in models if not isinstance(m, FairnessModel)]
+    if bad:
+        raise TypeError(f"`models` must hold fitted bayesfair models only, got {bad}")
+    return names, models
+
+
+def _common_design(models: list, data, role: str) -> Design:
+    """The table every model was fitted on (the same one, for the same role), checked
+    against ``data`` when given: averaging does not refit."""
+    if len(models) < 2:
+        raise ValueError("model averaging needs at least two fitted models")
+    for m in models:
+        m._check_fitted()
+    d = models[0].design_
+    for m in models[1:]:
+        if m.design_.role != d.role:
+            raise ValueError(
+                "all models must model the same role, got "
+                f"{sorted({x.design_.role for x in models})}"
+            )
+        if not _same_table(m.design_, d):
+            raise ValueError("all models must be fitted on the same table")
+    if data is not None:
+        given = data if isinstance(data, Design) else design_from(data, role)
+        if given.role != d.role or not _same_table(given, d):
+            raise ValueError(
+                f"`data` (role {given.role!r}) is not the table the models were "
+                f"fitted on (role {d.role!r}): model averaging does not refit its "
+                "models; fit each model on the new data, or call fit() without data"
+            )
+    return d
