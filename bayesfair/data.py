@@ -458,34 +458,7 @@ class AuditData:
         0            a  2          1   1   1
         1            b  2          2   1   0
         """
-        if not isinstance(table, pd.DataFrame):
-            raise TypeError(f"`table` must be a pandas DataFrame, got {type(table).__name__}")
-        protected_cols = as_column_list(protected, "protected")
-        if not protected_cols:
-            raise ValueError("`protected` must name at least one sensitive attribute column")
-        require_columns(table, protected_cols, "protected")
-        require_columns(table, ["n", "positives"], "count")
-        cells = [c for c in ("tp", "fp", "fn", "tn") if c in table.columns]
-        if cells and len(cells) < 4:
-            raise ValueError(
-                f"`table` has the confusion cells {cells} but not "
-                f"{[c for c in ('tp', 'fp', 'fn', 'tn') if c not in cells]}: give all four "
-                "for the decision's counts, or none"
-            )
-        if "decision_positives" in table.columns and not cells:
-            raise ValueError(
-                "`table` has decision_positives but not the confusion cells tp, fp, fn, tn, "
-                "which the rates need: aggregate_counts(..., decision=...) gives them"
-            )
-        for arg, value in (("outcome", outcome), ("decision", decision), ("score", score)):
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"`{arg}` must be a name (str), got {value!r}")
-        if decision is not None and not cells:
-            raise ValueError("`decision` names the decision, but `table` has no tp, fp, fn, tn")
-        if score is not None and not {"score_sum", "mean_score"} & set(table.columns):
-            raise ValueError("`score` names the score, but `table` has no score_sum or mean_score")
-        if len(table) == 0:
-            raise ValueError("`table` has no rows; an audit needs counts")
+        protected_cols, cells = _check_count_table(table, protected, outcome, decision, score)
         encoded, dims = _encode_all(table, protected_cols, categories)
         G = math.prod(dims)
         idx = (
@@ -493,53 +466,11 @@ class AuditData:
             if len(encoded) == 1
             else np.ravel_multi_index(tuple(e.codes for e in encoded), dims)
         )
-        whole = {}
-        for col in ["n", "positives", *cells]:
-            v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
-            bad = ~is_whole_count(v)
-            if bad.any():
-                first = table[col].to_numpy()[bad][:1].tolist()[0]
-                raise ValueError(
-                    f"count column {col!r} must hold non-negative whole numbers; "
-                    f"{int(bad.sum())} row(s) do not (first: {first!r})"
-                )
-            whole[col] = np.bincount(idx, weights=v, minlength=G).round().astype(np.int64)
-            if whole[col].max(initial=0) >= MAX_COUNT:
-                raise ValueError(
-                    f"count column {col!r} adds up to {int(whole[col].max())} for an "
-                    f"intersection, at or above 2**53 = {MAX_COUNT}, beyond which floating "
-                    "point does not hold every whole number: the rates would lose precision"
-                )
-        counts = {"n": whole["n"], "positives": whole["positives"]}
-        rules = [("positives <= n", (counts["positives"] <= counts["n"]).all())]
+        counts = _summed_counts(table, cells, idx, G)
         if cells:
-            tp, fp, fn, tn = (whole[c] for c in ("tp", "fp", "fn", "tn"))
-            rules += [
-                ("tp + fp + fn + tn == n", np.array_equal(tp + fp + fn + tn, counts["n"])),
-                ("tp + fn == positives", np.array_equal(tp + fn, counts["positives"])),
-            ]
-            if "decision_positives" in table.columns:
-                given = pd.to_numeric(table["decision_positives"], errors="coerce")
-                summed = np.bincount(idx, weights=given.to_numpy(float), minlength=G)
-                rules.append(("tp + fp == decision_positives", np.array_equal(tp + fp, summed)))
-            counts.update(decision_positives=tp + fp, tp=tp, fp=fp, fn=fn, tn=tn)
             decision = decision or "decision"
-        broken = [rule for rule, ok in rules if not ok]
-        if broken:
-            raise ValueError(f"`table`'s counts break {broken[0]} for some intersection")
-        if counts["n"].sum() == 0:
-            raise ValueError("`table` counts no rows; an audit needs data")
         if "score_sum" in table.columns or "mean_score" in table.columns:
-            # AuditData.table gives the mean score (NaN where a group has no rows)
-            col = "score_sum" if "score_sum" in table.columns else "mean_score"
-            v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
-            if col == "mean_score":
-                rows = pd.to_numeric(table["n"]).to_numpy(dtype=float)
-                v = np.where(rows > 0, v * rows, 0.0)
-            if not np.isfinite(v).all():
-                raise ValueError(f"column {col!r} must hold finite numbers (where n > 0)")
-            _check_score_sums(v, pd.to_numeric(table["n"]).to_numpy(dtype=float), col)
-            counts["score_sum"] = np.bincount(idx, weights=v, minlength=G)
+            counts["score_sum"] = _summed_scores(table, idx, G)
             score = score or "score"
         self = cls.__new__(cls)
         self.frame = None
@@ -815,3 +746,92 @@ class AuditData:
         if self.frame is None:
             parts.append("counts only")
         return "AuditData(" + ", ".join(parts) + ")"
+
+
+def _check_count_table(table, protected, outcome, decision, score) -> tuple[list[str], list[str]]:
+    """The protected columns and the confusion cells of a count table, after checking that
+    its columns and the roles named agree (:meth:`AuditData.from_counts`)."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"`table` must be a pandas DataFrame, got {type(table).__name__}")
+    protected_cols = as_column_list(protected, "protected")
+    if not protected_cols:
+        raise ValueError("`protected` must name at least one sensitive attribute column")
+    require_columns(table, protected_cols, "protected")
+    require_columns(table, ["n", "positives"], "count")
+    cells = [c for c in ("tp", "fp", "fn", "tn") if c in table.columns]
+    if cells and len(cells) < 4:
+        raise ValueError(
+            f"`table` has the confusion cells {cells} but not "
+            f"{[c for c in ('tp', 'fp', 'fn', 'tn') if c not in cells]}: give all four "
+            "for the decision's counts, or none"
+        )
+    if "decision_positives" in table.columns and not cells:
+        raise ValueError(
+            "`table` has decision_positives but not the confusion cells tp, fp, fn, tn, "
+            "which the rates need: aggregate_counts(..., decision=...) gives them"
+        )
+    for arg, value in (("outcome", outcome), ("decision", decision), ("score", score)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"`{arg}` must be a name (str), got {value!r}")
+    if decision is not None and not cells:
+        raise ValueError("`decision` names the decision, but `table` has no tp, fp, fn, tn")
+    if score is not None and not {"score_sum", "mean_score"} & set(table.columns):
+        raise ValueError("`score` names the score, but `table` has no score_sum or mean_score")
+    if len(table) == 0:
+        raise ValueError("`table` has no rows; an audit needs counts")
+    return protected_cols, cells
+
+
+def _summed_counts(table: pd.DataFrame, cells: list[str], idx: np.ndarray, G: int) -> dict:
+    """Rows, positives (and the confusion cells) per intersection, summed over the table's
+    rows of each (whole numbers, checked to agree with each other)."""
+    whole = {}
+    for col in ["n", "positives", *cells]:
+        v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
+        bad = ~is_whole_count(v)
+        if bad.any():
+            first = table[col].to_numpy()[bad][:1].tolist()[0]
+            raise ValueError(
+                f"count column {col!r} must hold non-negative whole numbers; "
+                f"{int(bad.sum())} row(s) do not (first: {first!r})"
+            )
+        whole[col] = np.bincount(idx, weights=v, minlength=G).round().astype(np.int64)
+        if whole[col].max(initial=0) >= MAX_COUNT:
+            raise ValueError(
+                f"count column {col!r} adds up to {int(whole[col].max())} for an "
+                f"intersection, at or above 2**53 = {MAX_COUNT}, beyond which floating "
+                "point does not hold every whole number: the rates would lose precision"
+            )
+    counts = {"n": whole["n"], "positives": whole["positives"]}
+    rules = [("positives <= n", (counts["positives"] <= counts["n"]).all())]
+    if cells:
+        tp, fp, fn, tn = (whole[c] for c in ("tp", "fp", "fn", "tn"))
+        rules += [
+            ("tp + fp + fn + tn == n", np.array_equal(tp + fp + fn + tn, counts["n"])),
+            ("tp + fn == positives", np.array_equal(tp + fn, counts["positives"])),
+        ]
+        if "decision_positives" in table.columns:
+            given = pd.to_numeric(table["decision_positives"], errors="coerce")
+            summed = np.bincount(idx, weights=given.to_numpy(float), minlength=G)
+            rules.append(("tp + fp == decision_positives", np.array_equal(tp + fp, summed)))
+        counts.update(decision_positives=tp + fp, tp=tp, fp=fp, fn=fn, tn=tn)
+    broken = [rule for rule, ok in rules if not ok]
+    if broken:
+        raise ValueError(f"`table`'s counts break {broken[0]} for some intersection")
+    if counts["n"].sum() == 0:
+        raise ValueError("`table` counts no rows; an audit needs data")
+    return counts
+
+
+def _summed_scores(table: pd.DataFrame, idx: np.ndarray, G: int) -> np.ndarray:
+    """The scores' sum per intersection, from a ``score_sum`` or a ``mean_score`` column
+    (AuditData.table gives the mean score, NaN where a group has no rows)."""
+    col = "score_sum" if "score_sum" in table.columns else "mean_score"
+    v = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)
+    if col == "mean_score":
+        rows = pd.to_numeric(table["n"]).to_numpy(dtype=float)
+        v = np.where(rows > 0, v * rows, 0.0)
+    if not np.isfinite(v).all():
+        raise ValueError(f"column {col!r} must hold finite numbers (where n > 0)")
+    _check_score_sums(v, pd.to_numeric(table["n"]).to_numpy(dtype=float), col)
+    return np.bincount(idx, weights=v, minlength=G)
