@@ -339,7 +339,13 @@ def _hb_eta(x, buf, mu, eff, eta) -> None:
 
 @numba.njit(cache=True, nogil=True)
 def hb_logp_and_grad(x, buf, grad) -> float:
-    """Log density (up to a constant) at ``x``; writes the gradient into ``grad``."""
+    """Log density (up to a constant) at ``x``; writes the gradient into ``grad``.
+
+    One function on purpose: nutpie calls it at every leapfrog step, and numba compiles it
+    (with the small ``_hb_*`` helpers it inlines) into one loop over metrics, blocks and
+    groups that accumulates the density and the gradient in place; the likelihood,
+    the priors and the chain rule through the block multipliers share its local arrays.
+    """
     m, g, nb, center, scale, levels, width, index, q0, d1, d2, mask, weight, identity = _hb_unpack(
         buf
     )

@@ -79,6 +79,16 @@ def _objective(u, ws, theta, lam):
 
 @nb.njit(cache=True)
 def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10, accel_after=100, accel_k=5):
+    """The module's lasso (see its docstring) from ``theta0``: coordinate sweeps over the
+    columns' nonzeros with the intercept profiled out, Anderson extrapolation every
+    ``accel_k`` sweeps after ``accel_after``, until the largest coordinate change is below
+    ``tol``; returns the intercept and the coefficients.
+
+    One function on purpose: numba compiles it into a single loop nest whose state (the
+    residual, its weighted mean, the extrapolation's history) stays in local arrays; split
+    into calls, each sweep would pass that state through function boundaries on problems
+    where a fit takes tens of microseconds.
+    """
     n, d = X.shape
     ws = w / w.sum()
     start, rows, vals = _columns(X)
