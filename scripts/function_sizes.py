@@ -1,0 +1,51 @@
+"""Functions of the package over 80 lines of code and public ones over 10 parameters.
+
+Issue 37's measures: lines of code exclude the docstring, parameters exclude ``self`` and
+``cls`` (``*args``/``**kwargs`` not counted). Run from the repository's root::
+
+    python scripts/function_sizes.py            # the package as it is
+    python scripts/function_sizes.py path/to/bayesfair
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+MAX_LINES = 80
+MAX_PARAMS = 10
+
+
+def _sizes(root: Path) -> tuple[list, list]:
+    long, many = [], []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            body = node.body
+            if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # the docstring
+            if body and body[-1].end_lineno - body[0].lineno + 1 > MAX_LINES:
+                long.append((body[-1].end_lineno - body[0].lineno + 1, f"{path}:{node.name}"))
+            a = node.args
+            params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+            params = [p for p in params if p not in ("self", "cls")]
+            if len(params) > MAX_PARAMS and not node.name.startswith("_"):
+                many.append((len(params), f"{path}:{node.name}"))
+    return sorted(long, reverse=True), sorted(many, reverse=True)
+
+
+def main() -> None:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "bayesfair")
+    long, many = _sizes(root)
+    print(f"functions over {MAX_LINES} lines of code: {len(long)}")
+    for n, where in long:
+        print(f"  {n:4d}  {where}")
+    print(f"public functions over {MAX_PARAMS} parameters: {len(many)}")
+    for n, where in many:
+        print(f"  {n:4d}  {where}")
+
+
+if __name__ == "__main__":
+    main()
