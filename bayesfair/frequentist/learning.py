@@ -454,37 +454,13 @@ def group_learning_curves(
     # the asymptote's interval resamples the repeats: one repeat would give it zero width
     check_count(n_repeats, "n_repeats", minimum=2)
     check_open_probability(level, "level")
-    check_same_index(X=X, y=y, group=group)
-    check_same_index(X_test=X_test, y_test=y_test, group_test=group_test)
-    warn_unused_categories(group, "group", "they get no learning curve")
-    X, y, group = _as_rows(X), np.asarray(y, float), np.asarray(group)
-    _check_lengths(X, y, group, ("X", "y", "group"))
-    if X_test is not None:
-        if y_test is None or group_test is None:
-            raise ValueError("give `y_test` and `group_test` with `X_test`")
-        X_test, y_test, group_test = _as_rows(X_test), np.asarray(y_test), np.asarray(group_test)
-        _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
-    else:
-        te, tr = _stratified_split(group, check_open_probability(test_size, "test_size"), rng)
-        X_test, y_test, group_test = _take(X, te), y[te], group[te]
-        X, y, group = _take(X, tr), y[tr], group[tr]
+    X, y, group, X_test, y_test, group_test = _train_and_test(
+        X, y, group, X_test, y_test, group_test, test_size, rng
+    )
     sizes = _training_sizes(sizes)
     if sizes.max() > len(y):
         raise ValueError(f"largest training size {sizes.max()} exceeds the {len(y)} training rows")
-    proba = loss in ("brier", "log")
-    if isinstance(loss, str) and loss in ROW_LOSSES:
-        loss_fn = ROW_LOSSES[loss]
-    elif callable(loss):
-        loss_fn = loss
-    else:
-        raise ValueError(
-            f"`loss` must be 'squared', 'zero_one', 'brier', 'log' or a callable, got {loss!r}"
-        )
-    if proba:
-        if not hasattr(estimator, "predict_proba"):
-            raise TypeError(f"loss={loss!r} needs an estimator with predict_proba")
-        if not np.isin(np.concatenate([y, np.asarray(y_test, float)]), (0, 1)).all():
-            raise ValueError(f"loss={loss!r} needs a 0/1 outcome `y`")
+    loss_fn, predict = _loss_and_prediction(loss, estimator, y, y_test)
     if len(np.unique(sizes)) < 3:
         warnings.warn(
             f"`sizes` has {len(np.unique(sizes))} distinct value(s); the curve delta + alpha "
@@ -493,15 +469,6 @@ def group_learning_curves(
             UserWarning,
             stacklevel=2,
         )
-
-    def predict(model, X_):
-        if not proba:
-            return model.predict(X_)
-        classes = list(model.classes_)
-        if 1 not in classes:  # a training sample with one class only
-            return np.zeros(len(X_))
-        return model.predict_proba(X_)[:, classes.index(1)]
-
     labels = sorted(pd.unique(group_test), key=str)
     untested = sorted(set(pd.unique(group).tolist()) - set(labels), key=str)
     if untested:
@@ -531,33 +498,78 @@ def group_learning_curves(
         for j, g in enumerate(labels)
     ]
     fits, boots = [], {}
-    a = (1 - level) / 2
     for j, g in enumerate(labels):
-        d, al, be = _fit_pow3(sizes.astype(float), arr[:, :, j].mean(axis=0))
-        losses, n_rows = row_loss[:, :, in_group[j]], len(in_group[j])
-        bd = []
-        for _ in range(200):  # resample the repeats and, with multinomial weights, the rows
-            pick = rng.integers(0, arr.shape[0], arr.shape[0])
-            weight = rng.multinomial(n_rows, np.full(n_rows, 1 / n_rows))
-            curve = losses[pick].mean(axis=0) @ weight / n_rows
-            bd.append(_fit_pow3(sizes.astype(float), curve)[0])
-        bd = np.asarray(bd)
-        bd = bd[np.isfinite(bd)]
-        boots[g] = bd
-        lo, hi = np.quantile(bd, [a, 1 - a]) if len(bd) else (np.nan, np.nan)
-        fits.append(
-            {
-                "group": g,
-                "delta": d,
-                "alpha": al,
-                "beta": be,
-                **interval_columns(lo, hi, level),
-                "loss_at_largest_n": arr[:, -1, j].mean(),
-            }
-        )
+        fit, boots[g] = _asymptote(sizes, arr[:, :, j], row_loss[:, :, in_group[j]], level, rng)
+        fits.append({"group": g, **fit})
     return LearningCurveResult(
         curves=pd.DataFrame(rows), fits=pd.DataFrame(fits), level=level, boot_deltas=boots
     )
+
+
+def _train_and_test(X, y, group, X_test, y_test, group_test, test_size, rng) -> tuple:
+    """The training and test rows, checked: the test set given, or a split stratified by
+    group (``test_size`` of each group's rows)."""
+    check_same_index(X=X, y=y, group=group)
+    check_same_index(X_test=X_test, y_test=y_test, group_test=group_test)
+    warn_unused_categories(group, "group", "they get no learning curve")
+    X, y, group = _as_rows(X), np.asarray(y, float), np.asarray(group)
+    _check_lengths(X, y, group, ("X", "y", "group"))
+    if X_test is not None:
+        if y_test is None or group_test is None:
+            raise ValueError("give `y_test` and `group_test` with `X_test`")
+        X_test, y_test, group_test = _as_rows(X_test), np.asarray(y_test), np.asarray(group_test)
+        _check_lengths(X_test, y_test, group_test, ("X_test", "y_test", "group_test"))
+        return X, y, group, X_test, y_test, group_test
+    te, tr = _stratified_split(group, check_open_probability(test_size, "test_size"), rng)
+    return _take(X, tr), y[tr], group[tr], _take(X, te), y[te], group[te]
+
+
+def _loss_and_prediction(loss, estimator, y, y_test) -> tuple:
+    """The per-row loss and what it is computed on: ``predict``, or P(y = 1) from
+    ``predict_proba`` for the Brier and log losses (which need a 0/1 outcome)."""
+    proba = loss in ("brier", "log")
+    if isinstance(loss, str) and loss in ROW_LOSSES:
+        loss_fn = ROW_LOSSES[loss]
+    elif callable(loss):
+        loss_fn = loss
+    else:
+        raise ValueError(
+            f"`loss` must be 'squared', 'zero_one', 'brier', 'log' or a callable, got {loss!r}"
+        )
+    if proba:
+        if not hasattr(estimator, "predict_proba"):
+            raise TypeError(f"loss={loss!r} needs an estimator with predict_proba")
+        if not np.isin(np.concatenate([y, np.asarray(y_test, float)]), (0, 1)).all():
+            raise ValueError(f"loss={loss!r} needs a 0/1 outcome `y`")
+
+    def predict(model, X_):
+        if not proba:
+            return model.predict(X_)
+        classes = list(model.classes_)
+        if 1 not in classes:  # a training sample with one class only
+            return np.zeros(len(X_))
+        return model.predict_proba(X_)[:, classes.index(1)]
+
+    return loss_fn, predict
+
+
+def _asymptote(sizes, curve, losses, level: float, rng) -> tuple[dict, np.ndarray]:
+    """The fit delta + alpha n^-beta of one group's mean curve (``curve``: repeats x sizes),
+    and the interval of delta from 200 bootstraps that resample the repeats and, with
+    multinomial weights, the group's test rows (``losses``: repeats x sizes x rows)."""
+    d, al, be = _fit_pow3(sizes.astype(float), curve.mean(axis=0))
+    n_rows, bd = losses.shape[2], []
+    for _ in range(200):
+        pick = rng.integers(0, curve.shape[0], curve.shape[0])
+        weight = rng.multinomial(n_rows, np.full(n_rows, 1 / n_rows))
+        boot = losses[pick].mean(axis=0) @ weight / n_rows
+        bd.append(_fit_pow3(sizes.astype(float), boot)[0])
+    bd = np.asarray(bd)
+    bd = bd[np.isfinite(bd)]
+    a = (1 - level) / 2
+    lo, hi = np.quantile(bd, [a, 1 - a]) if len(bd) else (np.nan, np.nan)
+    fit = {"delta": d, "alpha": al, "beta": be, **interval_columns(lo, hi, level)}
+    return {**fit, "loss_at_largest_n": curve[:, -1].mean()}, bd
 
 
 # ------------------------------------------------------------------ bias / variance / noise
