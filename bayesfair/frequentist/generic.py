@@ -121,57 +121,17 @@ def metric_permutation_test(
     if is_a.sum() < 2 or (~is_a).sum() < 2:
         raise ValueError("each group needs at least two rows")
     if metric == "mean":
-        v = np.asarray(values, float)
-        if v.shape != g.shape:
-            raise ValueError("`values` must have one value per row")
-        if not np.isfinite(v).all():
-            raise ValueError("`values` has missing or infinite values")
-        diff = float(_welch(v, is_a, False))
-        z = float(_welch(v, is_a, True))
-
-        draw = shuffled_statistic(is_a, lambda m: _welch(v, m, studentize), batch)
-
-        est = [float(v[is_a].mean()), float(v[~is_a].mean())]
+        diff, z, draw, est = _mean_difference(values, g, is_a, studentize, batch)
         name = "mean"
     elif callable(metric):
-        # the standard error (of the studentized statistic, reported either way) is the
-        # spread of the bootstrap differences
         check_resamples(n_variance_resamples, "n_variance_resamples", minimum=2)
-        take = (
-            (lambda idx: values.iloc[idx])
-            if isinstance(values, pd.DataFrame)
-            else (lambda idx: np.asarray(values)[idx])
-        )
         if len(values) != len(g):
             raise ValueError("`values` must have one row per entry of `group`")
-
-        def stat(mask: np.ndarray, rng, stud: bool) -> float:
-            ia, ib = np.flatnonzero(mask), np.flatnonzero(~mask)
-            d = float(metric(take(ia))) - float(metric(take(ib)))
-            if not stud:
-                return d
-            boots = [
-                float(metric(take(rng.choice(ia, len(ia)))))
-                - float(metric(take(rng.choice(ib, len(ib)))))
-                for _ in range(n_variance_resamples)
-            ]
-            se = np.nanstd(boots, ddof=1)
-            return d / se if se > 0 else (0.0 if d == 0 else np.sign(d) * np.inf)
-
-        seq = check_seed(random_state)
-        obs_rng = np.random.default_rng(seq.spawn(1)[0])
-        diff = stat(is_a, obs_rng, False)
-        z = stat(is_a, obs_rng, True)
-
-        def draw(size: int, rng) -> np.ndarray:
-            return np.array([stat(rng.permutation(is_a), rng, studentize) for _ in range(size)])
-
-        est = [
-            float(metric(take(np.flatnonzero(is_a)))),
-            float(metric(take(np.flatnonzero(~is_a)))),
-        ]
+        random_state = check_seed(random_state)
+        diff, z, draw, est = _metric_difference(
+            metric, values, is_a, studentize, n_variance_resamples, random_state
+        )
         name = getattr(metric, "__name__", "metric")
-        random_state = seq
     else:
         raise ValueError(f"`metric` must be 'mean' or a callable, got {metric!r}")
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
@@ -198,3 +158,51 @@ def metric_permutation_test(
         alternative=alternative,
         n_resamples=n_resamples,
     )
+
+
+def _mean_difference(values, g, is_a, studentize: bool, batch: int) -> tuple:
+    """Difference of means (Welch-studentized or not), its permutation draws and the two
+    groups' means."""
+    v = np.asarray(values, float)
+    if v.shape != g.shape:
+        raise ValueError("`values` must have one value per row")
+    if not np.isfinite(v).all():
+        raise ValueError("`values` has missing or infinite values")
+    diff = float(_welch(v, is_a, False))
+    z = float(_welch(v, is_a, True))
+    draw = shuffled_statistic(is_a, lambda m: _welch(v, m, studentize), batch)
+    return diff, z, draw, [float(v[is_a].mean()), float(v[~is_a].mean())]
+
+
+def _metric_difference(metric, values, is_a, studentize: bool, n_variance: int, seq) -> tuple:
+    """Difference of a callable metric between the groups, studentized by the spread of
+    ``n_variance`` bootstrap differences, its permutation draws and the two groups' values
+    (``seq``: the test's SeedSequence, whose first child seeds the observed statistic)."""
+    take = (
+        (lambda idx: values.iloc[idx])
+        if isinstance(values, pd.DataFrame)
+        else (lambda idx: np.asarray(values)[idx])
+    )
+
+    def stat(mask: np.ndarray, rng, stud: bool) -> float:
+        ia, ib = np.flatnonzero(mask), np.flatnonzero(~mask)
+        d = float(metric(take(ia))) - float(metric(take(ib)))
+        if not stud:
+            return d
+        boots = [
+            float(metric(take(rng.choice(ia, len(ia)))))
+            - float(metric(take(rng.choice(ib, len(ib)))))
+            for _ in range(n_variance)
+        ]
+        se = np.nanstd(boots, ddof=1)
+        return d / se if se > 0 else (0.0 if d == 0 else np.sign(d) * np.inf)
+
+    obs_rng = np.random.default_rng(seq.spawn(1)[0])
+    diff = stat(is_a, obs_rng, False)
+    z = stat(is_a, obs_rng, True)
+
+    def draw(size: int, rng) -> np.ndarray:
+        return np.array([stat(rng.permutation(is_a), rng, studentize) for _ in range(size)])
+
+    est = [float(metric(take(np.flatnonzero(is_a)))), float(metric(take(np.flatnonzero(~is_a))))]
+    return diff, z, draw, est
