@@ -311,43 +311,14 @@ def make_cbs_semisynthetic(
                 for name, (values, p) in _CBS_MARGINALS.items()
             }
         )
-    if not isinstance(covariates, pd.DataFrame) or covariates.shape[1] < 2:
-        raise ValueError("`covariates` must be a DataFrame with at least two categorical columns")
-    frame = covariates.reset_index(drop=True).copy()
-    categories = {}
-    for c in frame.columns:
-        if frame[c].isna().any():
-            raise ValueError(f"covariate column {c!r} has missing values")
-        if not isinstance(frame[c].dtype, pd.CategoricalDtype):
-            frame[c] = pd.Categorical(frame[c])
-        categories[c] = [v for v in frame[c].cat.categories if (frame[c] == v).any()]
-    if protected_class is None:
-        attr = str(rng.choice([c for c in frame.columns if len(categories[c]) >= 2]))
-        value = categories[attr][int(rng.integers(len(categories[attr])))]
-    else:
-        attr, value = protected_class
-        if attr not in frame.columns:
-            raise ValueError(f"protected attribute {attr!r} is not a column of `covariates`")
-        if value not in categories[attr]:
-            raise ValueError(f"protected value {value!r} does not occur in column {attr!r}")
+    frame, categories = _categorical_covariates(covariates)
+    attr, value = _protected_value(frame, categories, protected_class, rng)
     scan_attrs = [c for c in frame.columns if c != attr]
     if not 1 <= n_bias <= len(scan_attrs):
         raise ValueError(f"`n_bias` must be between 1 and {len(scan_attrs)}, got {n_bias}")
     if not 0 < p_bias <= 1:
         raise ValueError(f"`p_bias` must be in (0, 1], got {p_bias}")
-
-    chosen = set(rng.choice(scan_attrs, size=n_bias, replace=False).tolist())
-    subgroup: dict[str, list] = {}
-    for c in scan_attrs:
-        if c in chosen:
-            while True:
-                pick = [v for v in categories[c] if rng.random() < p_bias]
-                if pick:
-                    break
-            subgroup[c] = pick
-        else:
-            subgroup[c] = list(categories[c])
-
+    subgroup = _biased_subgroup(scan_attrs, categories, n_bias, p_bias, rng)
     weights = {
         c: dict(zip(categories[c], rng.normal(0, weight_sd, len(categories[c])), strict=True))
         for c in scan_attrs
@@ -388,3 +359,50 @@ def make_cbs_semisynthetic(
             "weights": weights,
         },
     )
+
+
+def _categorical_covariates(covariates) -> tuple[pd.DataFrame, dict]:
+    """A copy of the covariates with every column categorical, and the values that occur
+    in each (no missing values allowed)."""
+    if not isinstance(covariates, pd.DataFrame) or covariates.shape[1] < 2:
+        raise ValueError("`covariates` must be a DataFrame with at least two categorical columns")
+    frame = covariates.reset_index(drop=True).copy()
+    categories = {}
+    for c in frame.columns:
+        if frame[c].isna().any():
+            raise ValueError(f"covariate column {c!r} has missing values")
+        if not isinstance(frame[c].dtype, pd.CategoricalDtype):
+            frame[c] = pd.Categorical(frame[c])
+        categories[c] = [v for v in frame[c].cat.categories if (frame[c] == v).any()]
+    return frame, categories
+
+
+def _protected_value(frame, categories: dict, protected_class, rng) -> tuple:
+    """The protected class (attribute, value): the one given, checked, or one drawn from
+    the attributes with two values or more."""
+    if protected_class is None:
+        attr = str(rng.choice([c for c in frame.columns if len(categories[c]) >= 2]))
+        return attr, categories[attr][int(rng.integers(len(categories[attr])))]
+    attr, value = protected_class
+    if attr not in frame.columns:
+        raise ValueError(f"protected attribute {attr!r} is not a column of `covariates`")
+    if value not in categories[attr]:
+        raise ValueError(f"protected value {value!r} does not occur in column {attr!r}")
+    return attr, value
+
+
+def _biased_subgroup(scan_attrs, categories: dict, n_bias: int, p_bias: float, rng) -> dict:
+    """The injected subgroup: ``n_bias`` attributes drawn, each keeping every value with
+    probability ``p_bias`` (at least one); the others keep all their values."""
+    chosen = set(rng.choice(scan_attrs, size=n_bias, replace=False).tolist())
+    subgroup: dict[str, list] = {}
+    for c in scan_attrs:
+        if c in chosen:
+            while True:
+                pick = [v for v in categories[c] if rng.random() < p_bias]
+                if pick:
+                    break
+            subgroup[c] = pick
+        else:
+            subgroup[c] = list(categories[c])
+    return subgroup
