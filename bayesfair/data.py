@@ -264,22 +264,7 @@ class AuditData:
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"`{arg}` must be a column name (str) or None, got {value!r}")
         covariate_cols = as_column_list(covariates, "covariates")
-
-        roles: dict[str, str] = {}
-        for role, cols in (
-            ("protected", protected_cols),
-            ("outcome", [outcome]),
-            ("score", [score] if score else []),
-            ("decision", [decision] if decision else []),
-            ("covariates", covariate_cols),
-        ):
-            for col in cols:
-                if col in roles:
-                    raise ValueError(
-                        f"column {col!r} is given two roles ({roles[col]} and {role}); "
-                        "each column may have one role"
-                    )
-                roles[col] = role
+        _check_one_role_each(protected_cols, outcome, score, decision, covariate_cols)
         require_columns(frame, protected_cols, "protected")
         require_columns(frame, [outcome], "outcome")
         require_columns(frame, [c for c in (score, decision) if c], "score/decision")
@@ -292,17 +277,7 @@ class AuditData:
 
         y = check_binary(frame[outcome], outcome, "outcome", pos_label)
         s = check_probability(frame[score], score, "score") if score else None
-        if threshold is not None:
-            threshold = check_scalar_probability(threshold, "threshold")
-            if score is None:
-                raise ValueError(
-                    "`threshold` turns `score` into a decision, but no score was given"
-                )
-            if decision is not None:
-                raise ValueError(
-                    "give either `decision` (a column) or `threshold` (applied to `score`), "
-                    "not both"
-                )
+        threshold = _check_threshold(threshold, score, decision)
         if decision is not None:
             d = check_binary(frame[decision], decision, "decision")
         elif threshold is not None:
@@ -835,3 +810,37 @@ def _summed_scores(table: pd.DataFrame, idx: np.ndarray, G: int) -> np.ndarray:
         raise ValueError(f"column {col!r} must hold finite numbers (where n > 0)")
     _check_score_sums(v, pd.to_numeric(table["n"]).to_numpy(dtype=float), col)
     return np.bincount(idx, weights=v, minlength=G)
+
+
+def _check_one_role_each(protected_cols, outcome, score, decision, covariate_cols) -> None:
+    """Refuse a column given two roles (an outcome that is also protected, say)."""
+    roles: dict[str, str] = {}
+    for role, cols in (
+        ("protected", protected_cols),
+        ("outcome", [outcome]),
+        ("score", [score] if score else []),
+        ("decision", [decision] if decision else []),
+        ("covariates", covariate_cols),
+    ):
+        for col in cols:
+            if col in roles:
+                raise ValueError(
+                    f"column {col!r} is given two roles ({roles[col]} and {role}); "
+                    "each column may have one role"
+                )
+            roles[col] = role
+
+
+def _check_threshold(threshold, score, decision) -> float | None:
+    """A threshold turns the score into the decision: a probability, with a score and
+    without a decision column."""
+    if threshold is None:
+        return None
+    threshold = check_scalar_probability(threshold, "threshold")
+    if score is None:
+        raise ValueError("`threshold` turns `score` into a decision, but no score was given")
+    if decision is not None:
+        raise ValueError(
+            "give either `decision` (a column) or `threshold` (applied to `score`), not both"
+        )
+    return threshold
