@@ -306,21 +306,7 @@ def posterior_fairness(
     >>> posterior_fairness(fit).summary()["metric"].tolist()
     ['epsilon', 'gamma']
     """
-    for arg, m in (("model", model), ("mechanism", mechanism)):
-        if (m is not None or arg == "model") and not isinstance(m, FairnessModel):
-            raise TypeError(
-                f"`{arg}` must be a fitted bayesfair model (DirichletMultinomial, ..., "
-                f"model_average), got {type(m).__name__}"
-            )
-        if m is not None:
-            m._check_fitted()
-    d = model.design_
-    if mechanism is not None and (
-        mechanism.design_.labels != d.labels or not np.array_equal(mechanism.design_.n, d.n)
-    ):
-        raise ValueError(
-            "`model` and `mechanism` must be fitted on the same intersections and rows"
-        )
+    d = _checked_design(model, mechanism)
     if p_s not in ("empirical", "posterior"):
         raise ValueError(f"`p_s` must be 'empirical' or 'posterior', got {p_s!r}")
     check_open_probability(level, "level")
@@ -335,51 +321,22 @@ def posterior_fairness(
         raise ValueError("`include_empty` applies to intersections, not to the groups of `by`")
     present = (np.bincount(group_of, d.n, len(group_labels)) > 0) | include_empty
     excluded = [lab for lab, pr in zip(group_labels, present, strict=True) if not pr]
-    share = d.n / d.n.sum()  # the empirical P(s)
 
     models = {"": model} if mechanism is None else {"": model, "_mechanism": mechanism}
     # draws per model: every draw of the model, or (with a mechanism) the larger model's
     n_draws = max(m.p_draws_.shape[0] * m.p_draws_.shape[1] for m in models.values())
-    share_draws = share  # P(s) in gamma's draws: fixed, or one draw per draw of P(y|s)
-    if p_s == "posterior":
-        # its own stream, so that the draws of P(y|s) are those of p_s="empirical"
-        entropy = [seq.entropy] if np.ndim(seq.entropy) == 0 else list(seq.entropy)
-        share_rng = np.random.default_rng(
-            np.random.SeedSequence([*entropy, 1], spawn_key=seq.spawn_key)
-        )
-        share_draws = np.zeros((n_draws, len(d.n)))
-        share_draws[:, d.n > 0] = share_rng.dirichlet(d.n[d.n > 0], n_draws)
+    g = _Groups.of(d, seq, p_s, n_draws, present, group_of, group_labels, by)
     draws: dict[str, np.ndarray] = {}
     x: dict[str, float] = {}
     o: dict[str, float] = {}
     pairs, gamma_groups = [], []
-    # P(s) of the compared groups: the intersections' own, or pooled over each group of `by`
-    member = None if by is None else np.eye(len(group_labels))[group_of]  # (intersection, group)
-    group_share = share if member is None else share @ member
-    group_share_draws = share_draws if member is None else share_draws @ member
     for suffix, m in models.items():
         p1 = _draws_of(m, n_draws if mechanism is not None else None, rng)
-        pp = m.predict_proba()
-        if member is not None:
-            p1 = _average(p1, share_draws, member)
-            pp = _average(pp, share, member)
-        pf = _p_full(p1, present)
-        draws["epsilon" + suffix] = epsilon_df(pf)
-        draws["gamma" + suffix] = gamma_sf(p1, group_share_draws)
-        x["epsilon" + suffix] = float(epsilon_df(_p_full(pp, present)))
-        x["gamma" + suffix] = float(gamma_sf(pp, group_share))
-        if point:
-            po = m.p_point_ if member is None else _average(m.p_point_, share, member)
-            o["epsilon" + suffix] = float(epsilon_df(_p_full(np.where(present, po, 0.5), present)))
-            o["gamma" + suffix] = float(gamma_sf(np.where(group_share > 0, po, 0.0), group_share))
-        else:
-            o["epsilon" + suffix] = o["gamma" + suffix] = np.nan
-        labels = np.asarray(group_labels)
-        i, j, y = (a.reshape(-1) for a in epsilon_df_argmax(pf))
-        key = pd.DataFrame({"high": labels[i], "low": labels[j], "outcome": y})
-        pairs.append(_shares("epsilon" + suffix, key))
-        key = pd.DataFrame({"intersection": labels[gamma_sf_argmax(p1, group_share_draws)]})
-        gamma_groups.append(_shares("gamma" + suffix, key))
+        found = _model_metrics(m, p1, g, point)
+        for name in ("epsilon", "gamma"):
+            draws[name + suffix], x[name + suffix], o[name + suffix] = found[name]
+        pairs.append(_shares("epsilon" + suffix, found["pairs"]))
+        gamma_groups.append(_shares("gamma" + suffix, found["gamma_groups"]))
     if mechanism is not None:
         for metric in ("epsilon", "gamma"):
             amp = "df_amplification" if metric == "epsilon" else "sf_amplification"
@@ -403,3 +360,87 @@ def posterior_fairness(
             if getattr(m, "diagnostics_", None)
         },
     )
+
+
+def _checked_design(model, mechanism):
+    """The table of ``model`` (a fitted model), which ``mechanism`` (if any) must share."""
+    for arg, m in (("model", model), ("mechanism", mechanism)):
+        if (m is not None or arg == "model") and not isinstance(m, FairnessModel):
+            raise TypeError(
+                f"`{arg}` must be a fitted bayesfair model (DirichletMultinomial, ..., "
+                f"model_average), got {type(m).__name__}"
+            )
+        if m is not None:
+            m._check_fitted()
+    d = model.design_
+    if mechanism is not None and (
+        mechanism.design_.labels != d.labels or not np.array_equal(mechanism.design_.n, d.n)
+    ):
+        raise ValueError(
+            "`model` and `mechanism` must be fitted on the same intersections and rows"
+        )
+    return d
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """The compared groups: which are present, each intersection's membership (None: the
+    intersections themselves), and P(s) fixed and per draw, of intersections and groups."""
+
+    labels: np.ndarray
+    present: np.ndarray
+    member: np.ndarray | None
+    share: np.ndarray
+    share_draws: np.ndarray
+    group_share: np.ndarray
+    group_share_draws: np.ndarray
+
+    @classmethod
+    def of(cls, d, seq, p_s: str, n_draws: int, present, group_of, group_labels, by):
+        share = d.n / d.n.sum()  # the empirical P(s)
+        share_draws = share  # P(s) in gamma's draws: fixed, or one draw per draw of P(y|s)
+        if p_s == "posterior":
+            # its own stream, so that the draws of P(y|s) are those of p_s="empirical"
+            entropy = [seq.entropy] if np.ndim(seq.entropy) == 0 else list(seq.entropy)
+            share_rng = np.random.default_rng(
+                np.random.SeedSequence([*entropy, 1], spawn_key=seq.spawn_key)
+            )
+            share_draws = np.zeros((n_draws, len(d.n)))
+            share_draws[:, d.n > 0] = share_rng.dirichlet(d.n[d.n > 0], n_draws)
+        # P(s) of the compared groups: the intersections' own, or pooled over each group
+        member = None if by is None else np.eye(len(group_labels))[group_of]
+        return cls(
+            labels=np.asarray(group_labels),
+            present=present,
+            member=member,
+            share=share,
+            share_draws=share_draws,
+            group_share=share if member is None else share @ member,
+            group_share_draws=share_draws if member is None else share_draws @ member,
+        )
+
+
+def _model_metrics(m, p1: np.ndarray, g: _Groups, point: bool) -> dict:
+    """Of one model: epsilon's and gamma's (draws, x, o), and which pair attains epsilon
+    and which group gamma in every draw."""
+    pp = m.predict_proba()
+    if g.member is not None:
+        p1 = _average(p1, g.share_draws, g.member)
+        pp = _average(pp, g.share, g.member)
+    pf = _p_full(p1, g.present)
+    x_eps = float(epsilon_df(_p_full(pp, g.present)))
+    x_gamma = float(gamma_sf(pp, g.group_share))
+    o_eps = o_gamma = np.nan
+    if point:
+        po = m.p_point_ if g.member is None else _average(m.p_point_, g.share, g.member)
+        o_eps = float(epsilon_df(_p_full(np.where(g.present, po, 0.5), g.present)))
+        o_gamma = float(gamma_sf(np.where(g.group_share > 0, po, 0.0), g.group_share))
+    i, j, y = (a.reshape(-1) for a in epsilon_df_argmax(pf))
+    return {
+        "epsilon": (epsilon_df(pf), x_eps, o_eps),
+        "gamma": (gamma_sf(p1, g.group_share_draws), x_gamma, o_gamma),
+        "pairs": pd.DataFrame({"high": g.labels[i], "low": g.labels[j], "outcome": y}),
+        "gamma_groups": pd.DataFrame(
+            {"intersection": g.labels[gamma_sf_argmax(p1, g.group_share_draws)]}
+        ),
+    }
