@@ -567,30 +567,8 @@ def conditional_bias_scan(
     prot = A & pipe.keep & in_sub
     null, pvalue, skipped = np.empty(0), None, 0
     if n_resamples:
-        sigma_used = prep.sigma
-
-        def chunk(size: int, rng: np.random.Generator) -> np.ndarray:
-            out = np.empty(size)
-            p = ScanPipeline.__new__(ScanPipeline)
-            p.__dict__.update(pipe.__dict__)
-            p.sigma = sigma_used
-            for b in range(size):
-                try:
-                    out[b] = p.max_score(rng.permutation(A), n_restarts, penalty, rng)
-                except Inestimable:
-                    out[b] = np.nan
-            return out
-
-        if sequential:
-            null, pvalue, skipped = sequential_resamples(
-                chunk, n_resamples, perm_seq, res.score - 1e-9, n_jobs=n_jobs
-            )
-        else:
-            null = chunked_resamples(chunk, n_resamples, perm_seq, n_jobs=n_jobs)
-            skipped = int(np.isnan(null).sum())
-            null = null[~np.isnan(null)]
-            hits = np.sum(null >= res.score - 1e-9)
-            pvalue = float((1 + hits) / (1 + len(null))) if len(null) else float("nan")
+        perm = _Permutations(pipe, prep.sigma, A, n_restarts, penalty)
+        null, pvalue, skipped = perm.pvalue(res.score, n_resamples, sequential, perm_seq, n_jobs)
         if skipped:
             # the observed labels are uniform among the permutations that can be scanned
             # (they can), so the p-value over those alone stays exact
@@ -625,3 +603,38 @@ def conditional_bias_scan(
             "kept": pipe.kept,
         },
     )
+
+
+class _Permutations:
+    """The scan's permutation test: the protected labels permuted, I-hat refitted and the
+    data rescanned (at the observed scan's sigma), each permutation once."""
+
+    def __init__(self, pipe, sigma, A: np.ndarray, n_restarts: int, penalty: float) -> None:
+        self.pipe, self.sigma, self.A = pipe, sigma, A
+        self.n_restarts, self.penalty = n_restarts, penalty
+
+    def chunk(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` permuted scores (NaN where a permuted data set cannot be scanned)."""
+        out = np.empty(size)
+        p = ScanPipeline.__new__(ScanPipeline)
+        p.__dict__.update(self.pipe.__dict__)
+        p.sigma = self.sigma
+        for b in range(size):
+            try:
+                out[b] = p.max_score(rng.permutation(self.A), self.n_restarts, self.penalty, rng)
+            except Inestimable:
+                out[b] = np.nan
+        return out
+
+    def pvalue(self, score: float, n_resamples: int, sequential: bool, seq, n_jobs) -> tuple:
+        """The null distribution, the p-value of ``score`` and how many permuted data sets
+        could not be scanned: Besag and Clifford's sequential p-value, or all
+        ``n_resamples`` permutations."""
+        if sequential:
+            return sequential_resamples(self.chunk, n_resamples, seq, score - 1e-9, n_jobs=n_jobs)
+        null = chunked_resamples(self.chunk, n_resamples, seq, n_jobs=n_jobs)
+        skipped = int(np.isnan(null).sum())
+        null = null[~np.isnan(null)]
+        hits = np.sum(null >= score - 1e-9)
+        pvalue = float((1 + hits) / (1 + len(null))) if len(null) else float("nan")
+        return null, pvalue, skipped
