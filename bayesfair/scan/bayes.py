@@ -296,6 +296,38 @@ def posterior_bias_scan(
     pipe.require_estimable(A)
     rng = check_random_state(random_state)
 
+    idata, ihat_all = _posterior_ihat(
+        data, pipe, A, ihat_attributes, prior_scale, draws, tune, chains, rng
+    )
+    pick = rng.choice(
+        ihat_all.shape[0], size=min(n_draws_scanned, ihat_all.shape[0]), replace=False
+    )
+    ihat_draws = ihat_all[pick]
+
+    mean_prep = pipe.prepared(A, ihat_all.mean(axis=0))
+    mask, sc, th, rs = mean_prep.run(n_restarts, penalty, rng)
+    mean_scan = mean_prep.result(mask, sc, th, rs, penalty)
+
+    scores, inclusion, sub_prob = _scan_draws(
+        pipe, A, mean_prep, ihat_draws, n_restarts, penalty, rng
+    )
+    return PosteriorScanResult(
+        mean_scan=mean_scan,
+        score_draws=scores,
+        inclusion=inclusion,
+        subgroup_probability=sub_prob,
+        idata=idata,
+        ihat_draws=ihat_draws,
+        protected_label=label,
+        scan_type=scan_type,
+    )
+
+
+def _posterior_ihat(data, pipe, A, ihat_attributes, prior_scale, draws, tune, chains, rng):
+    """Posterior draws of I-hat for the protected rows: a Bayesian logistic regression of
+    the event on the I-hat attributes (and the condition) fitted to the comparison rows,
+    propensity-weighted (a point estimate of the weights, as in the paper) and aggregated
+    to one weighted binomial row per covariate pattern; its InferenceData and the draws."""
     # propensity weights (a point estimate, as in the paper)
     gx, gf = pipe.groups
     pm_ = fit_weighted(None, pipe.X_ihat, A.astype(float), np.ones(len(A)), True, gx)
@@ -319,15 +351,12 @@ def posterior_bias_scan(
     idata, ihat_all = _pymc_ihat(
         Xp, W1, W0, feats[rows], names, prior_scale, draws, tune, chains, int(rng.integers(2**31))
     )
-    pick = rng.choice(
-        ihat_all.shape[0], size=min(n_draws_scanned, ihat_all.shape[0]), replace=False
-    )
-    ihat_draws = ihat_all[pick]
+    return idata, ihat_all
 
-    mean_prep = pipe.prepared(A, ihat_all.mean(axis=0))
-    mask, sc, th, rs = mean_prep.run(n_restarts, penalty, rng)
-    mean_scan = mean_prep.result(mask, sc, th, rs, penalty)
 
+def _scan_draws(pipe, A, mean_prep, ihat_draws, n_restarts: int, penalty: float, rng) -> tuple:
+    """One scan per draw of I-hat: the scores, each value's probability of being in the
+    flagged subgroup, and each subgroup's probability of being the one flagged."""
     scores = np.empty(len(ihat_draws))
     incl = np.zeros(int(mean_prep.arity.sum()))
     found: dict[str, int] = {}
@@ -347,16 +376,7 @@ def posterior_bias_scan(
         ]
     )
     sub_prob = pd.Series(found, name="probability").sort_values(ascending=False) / len(ihat_draws)
-    return PosteriorScanResult(
-        mean_scan=mean_scan,
-        score_draws=scores,
-        inclusion=inclusion,
-        subgroup_probability=sub_prob,
-        idata=idata,
-        ihat_draws=ihat_draws,
-        protected_label=label,
-        scan_type=scan_type,
-    )
+    return scores, inclusion, sub_prob
 
 
 def pipe_values(data: pd.DataFrame, col: str) -> list:
