@@ -1,7 +1,8 @@
 """Functions of the package over 80 lines of code and public ones over 10 parameters.
 
 Issue 37's measures: lines of code exclude the docstring, parameters exclude ``self`` and
-``cls`` (``*args``/``**kwargs`` not counted). Run from the repository's root::
+``cls`` (``*args``/``**kwargs`` not counted); a function is public unless its name or its
+module's (or a package's on its path) starts with an underscore. Run from the repository's root::
 
     python scripts/function_sizes.py            # the package as it is
     python scripts/function_sizes.py path/to/bayesfair
@@ -31,7 +32,10 @@ def _sizes(root: Path) -> tuple[list, list]:
             a = node.args
             params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
             params = [p for p in params if p not in ("self", "cls")]
-            if len(params) > MAX_PARAMS and not node.name.startswith("_"):
+            private = node.name.startswith("_") or any(
+                part.startswith("_") and part != "__init__.py" for part in path.parts
+            )
+            if len(params) > MAX_PARAMS and not private:
                 many.append((len(params), f"{path}:{node.name}"))
     return sorted(long, reverse=True), sorted(many, reverse=True)
 
