@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._vocabulary import N_RESAMPLES
+from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
 from .frequentist._pvalues import monte_carlo_pvalue
-from .frequentist.fairness_bounds import projected_bounds
+from .frequentist.fairness_bounds import amplification_bounds, projected_bounds
 from .metrics.fairness import gamma_sf
 from .models._nested_laplace import grid_posterior
 
@@ -83,7 +83,7 @@ def equal_rates_pvalue(
     return monte_carlo_pvalue(null, _pearson(n, k), "greater")[0]
 
 
-def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = 0.5) -> np.ndarray:
+def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUNT) -> np.ndarray:
     r"""The groups' rates with their sampling noise shrunk away: each group's log-odds
     deviation from the overall log-odds times its share of signal
     :math:`\tau^2 / (\tau^2 + v_s)`, with :math:`v_s = 1 / (n_s p_s (1 - p_s))` and
@@ -122,17 +122,22 @@ def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = 0.5) -> np.
     return 1 / (1 + np.exp(-(c + dev * tau2 / (tau2 + var))))
 
 
-class RateIntervals:
+class _TableIntervals:
+    """What both kinds of table keep: the audited sizes ``n``, the intersections' attribute
+    codes, those with rows (``seen``), the level and its two quantiles, the pseudo-count."""
+
+    def __init__(self, n, codes, seen, level, a) -> None:
+        self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
+        self.qs = [(1 - level) / 2, (1 + level) / 2]
+
+
+class RateIntervals(_TableIntervals):
     """The three intervals of one table of positives ``k`` (sizes ``n`` and codes fixed).
 
     A truth is the rates ``p`` (groups,), or posterior draws of them (draws, groups).
     """
 
     truth_ndim = 1
-
-    def __init__(self, n, codes, seen, level, a) -> None:
-        self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
-        self.qs = [(1 - level) / 2, (1 + level) / 2]
 
     def simulate(self, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """A replicate table of rates ``p`` with the audited sizes."""
@@ -187,7 +192,7 @@ class RateIntervals:
         return bounds, pvalue, hier, dm
 
 
-class AmplificationIntervals:
+class AmplificationIntervals(_TableIntervals):
     r"""The three intervals of the amplification (decisions' epsilon-DF and gamma-SF minus
     the labels').
 
@@ -202,10 +207,6 @@ class AmplificationIntervals:
     """
 
     truth_ndim = 2
-
-    def __init__(self, n, codes, seen, level, a) -> None:
-        self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
-        self.qs = [(1 - level) / 2, (1 + level) / 2]
 
     def _sizes(self, t: np.ndarray) -> np.ndarray:
         """Rows of each of the three factors' tables: all, labelled 0, labelled 1."""
@@ -263,10 +264,7 @@ class AmplificationIntervals:
         dm = _amplification(
             rng.beta(t[s] + a, sizes - t[s] + a, size=(draws, *t[s].shape)), share[:draws]
         )
-        half = 1 - (1 - self.level) / 2  # Bonferroni: both boxes hold with prob. >= level
-        lab = projected_bounds(n, t[s, 0], half)
-        dec = projected_bounds(n, t[s, 1] + t[s, 2], half)
-        cp = [[dec[0] - lab[1], dec[1] - lab[0]], [dec[2] - lab[3], dec[3] - lab[2]]]
+        cp = amplification_bounds(n, t[s, 0], t[s, 1] + t[s, 2], self.level)
         bounds = np.array(
             [np.quantile(hier, self.qs, axis=0).T, np.quantile(dm, self.qs, axis=0).T, cp]
         )

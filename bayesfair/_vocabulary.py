@@ -76,25 +76,12 @@ def renamed_arguments(**renames: str) -> Callable[[F], F]:
     TypeError: f() got `prob=`, which is now called `level=` (docs: Concepts, vocabulary)
     """
 
-    def decorate(func: F) -> F:
-        params = inspect.signature(func).parameters
-        clash = [old for old in renames if old in params]
-        if clash:
-            raise ValueError(f"{func.__qualname__} still takes {clash}")
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            for old, new in renames.items():
-                if old in kwargs:
-                    raise TypeError(
-                        f"{func.__qualname__}() got `{old}=`, which is now called `{new}=` "
-                        "(docs: Concepts, vocabulary)"
-                    )
-            return func(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
+    return _refusing(
+        {
+            old: f"is now called `{new}=` (docs: Concepts, vocabulary)"
+            for old, new in renames.items()
+        }
+    )
 
 
 def moved_options(moves: dict[str, str], into: str) -> Callable[[F], F]:
@@ -124,15 +111,28 @@ def moved_options(moves: dict[str, str], into: str) -> Callable[[F], F]:
     TypeError: f() got `hb_draws=`, ...: `estimators=[..., HierarchicalBayes(draws=...)]`
     """
 
+    return _refusing(
+        {
+            old: f"is now an option of its estimator: `{into}=[..., {new}]`"
+            for old, new in moves.items()
+        }
+    )
+
+
+def _refusing(said: dict[str, str]) -> Callable[[F], F]:
+    """A decorator refusing each keyword ``old`` of ``said`` with the one-line TypeError
+    "f() got `old=`, which <said[old]>"; refused at decoration if ``func`` still takes it."""
+
     def decorate(func: F) -> F:
+        clash = [old for old in said if old in inspect.signature(func).parameters]
+        if clash:
+            raise ValueError(f"{func.__qualname__} still takes {clash}")
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            for old, new in moves.items():
+            for old, what in said.items():
                 if old in kwargs:
-                    raise TypeError(
-                        f"{func.__qualname__}() got `{old}=`, which is now an option of its "
-                        f"estimator: `{into}=[..., {new}]`"
-                    )
+                    raise TypeError(f"{func.__qualname__}() got `{old}=`, which {what}")
             return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

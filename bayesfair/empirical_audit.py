@@ -17,6 +17,7 @@ from ._validation import check_open_probability
 from ._vocabulary import LEVEL, PSEUDO_COUNT, renamed_arguments
 from .data import AuditData, as_audit_data
 from .frequentist import FairnessConfidenceInterval, fairness_confidence_interval
+from .frequentist.fairness_bounds import amplification_bounds
 from .metrics import (
     FairnessEstimate,
     bias_amplification,
@@ -221,24 +222,10 @@ class AuditResult(ResultMixin):  # numpydoc ignore=PR01
 
 
 def _amplification_interval(data: AuditData, level: float) -> np.ndarray:
-    """Intervals of the amplification ``mechanism - data`` of epsilon-DF and gamma-SF: both
-    targets' intervals at level ``1 - (1 - level) / 2`` hold together with probability at
-    least ``level`` (Bonferroni), and then the difference lies between their far ends."""
-    half = 1 - (1 - level) / 2
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*without rows", category=UserWarning)
-        d, m = (
-            fairness_confidence_interval(data, role=t, level=half) for t in ("outcome", "decision")
-        )
-    return np.array(
-        [
-            [
-                m.epsilon_interval[0] - d.epsilon_interval[1],
-                m.epsilon_interval[1] - d.epsilon_interval[0],
-            ],
-            [m.gamma_interval[0] - d.gamma_interval[1], m.gamma_interval[1] - d.gamma_interval[0]],
-        ]
-    )
+    """Intervals of the amplification ``mechanism - data`` of epsilon-DF and gamma-SF
+    (:func:`~bayesfair.frequentist.fairness_bounds.amplification_bounds`)."""
+    labels, decisions = data.counts("outcome"), data.counts("decision")
+    return amplification_bounds(labels.sum(axis=1), labels[:, 1], decisions[:, 1], level)
 
 
 def _check_truth(truth: object) -> dict:

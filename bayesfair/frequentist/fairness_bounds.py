@@ -113,6 +113,22 @@ def projected_bounds(
     return epsilon_range(*box)[0], epsilon_range(*pair)[1], low, high
 
 
+def amplification_bounds(
+    n: np.ndarray, labels: np.ndarray, decisions: np.ndarray, level: float
+) -> np.ndarray:
+    """Bounds of the amplification (the decisions' epsilon-DF and gamma-SF minus the
+    labels'), ``[[epsilon low, high], [gamma low, high]]``, from rows ``n`` and the
+    positive labels and decisions per group: both tables' :func:`projected_bounds` at
+    level ``1 - (1 - level) / 2`` hold together with probability at least ``level``
+    (Bonferroni), and then the difference lies between their far ends."""
+    half = 1 - (1 - level) / 2
+    lab = projected_bounds(n, labels, half)
+    dec = projected_bounds(n, decisions, half)
+    return np.array(
+        [[dec[0] - lab[1], dec[1] - lab[0]], [dec[2] - lab[3], dec[3] - lab[2]]], dtype=float
+    )
+
+
 @dataclass(frozen=True)
 class FairnessConfidenceInterval(ResultMixin):  # numpydoc ignore=PR01
     """Confidence intervals of epsilon-DF and gamma-SF (:func:`fairness_confidence_interval`).

@@ -362,7 +362,6 @@ def simulation_estimators(
     {
         **MOVED_OPTIONS,
         "hb_draws": "HierarchicalBayes(draws=..., tune=...)",
-        "n_resamples": "StructuredRegression(n_resamples=...)",
     },
     into="estimators",
 )

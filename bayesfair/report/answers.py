@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..calibration import table_name
+from ..calibration import AMPLIFICATION, table_name
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, group_rates, outcome_probabilities
 from ..metrics.rate_intervals import jeffreys_difference, newcombe_difference
@@ -81,7 +81,7 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                 )
     amp = emp.amplification
     if amp is not None:
-        cal = getattr(result, "intervals", {}).get("amplification")
+        cal = getattr(result, "intervals", {}).get(AMPLIFICATION)
         for r in amp[amp["method"] == "EDF"].itertuples(index=False):
             if cal is not None:
                 question = "Do the decisions amplify the labels' inequality?"
@@ -115,7 +115,7 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
     to ``question``, about ``subject`` (what the metric is of)."""
     r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "hierarchical")]
     kind = f"{level:.0%} posterior, hierarchical"
-    if r["lower"] == 0 and cal.role != "amplification":
+    if r["lower"] == 0 and cal.role != AMPLIFICATION:
         kind += f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
     return {
         "question": question,

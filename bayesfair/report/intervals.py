@@ -9,6 +9,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from ..calibration import AMPLIFICATION
 from .html import Figure, Report, Table, Text
 
 __all__ = ["add_interval_section", "interval_check_words"]
@@ -102,7 +103,7 @@ def add_interval_section(
             Table(
                 table,
                 caption=f"{role}: intervals and their coverage (equal rates"
-                + (" of decisions" if role == "amplification" else "")
+                + (" of decisions" if role == AMPLIFICATION else "")
                 + f": p = {cal.equal_rates_pvalue:.3g})",
                 float_format="{:.3g}",
             )
