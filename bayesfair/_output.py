@@ -243,6 +243,14 @@ def check_output_folder(folder: str | os.PathLike, *, argument: str = "tables") 
     pathlib.Path
     """
     folder = Path(folder).expanduser()
+    if folder.is_dir():  # read while no other run swaps it (their swaps hold the same lock)
+        with _folder_lock(folder):
+            return _check_folder(folder, argument)
+    return _check_folder(folder, argument)
+
+
+def _check_folder(folder: Path, argument: str) -> Path:
+    """:func:`check_output_folder` without the lock (for a caller that holds it)."""
     try:  # one look, so that a folder swapped away by another run meanwhile reads as absent
         is_dir = stat.S_ISDIR(folder.stat().st_mode)
     except FileNotFoundError:
@@ -300,7 +308,7 @@ def replace_folder(folder: str | os.PathLike, write: callable) -> Path:
         write(tmp)
         with _folder_lock(folder):
             if folder.exists():
-                check_output_folder(folder)  # still one of ours
+                _check_folder(folder, "tables")  # still one of ours
                 # an empty folder of a unique name, which the rename replaces (POSIX allows it)
                 old = Path(
                     tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent)
