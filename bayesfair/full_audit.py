@@ -414,7 +414,7 @@ def audit(
     >>> import bayesfair as bf
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> res = bf.audit(data, n_resamples=99)
+    >>> res = bf.audit(data, n_resamples=19)
     >>> res.summary().set_index("part")["ran"].to_dict()
     {'fairness': True, 'bayesian': False, 'tests': True, 'scans': True, 'per_group': True}
     """

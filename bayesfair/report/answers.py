@@ -310,7 +310,7 @@ def audit_answers(result: Any) -> pd.DataFrame:
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> from bayesfair.report import audit_answers
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> answers = audit_answers(bf.audit(data, n_resamples=99))
+    >>> answers = audit_answers(bf.audit(data, n_resamples=19))
     >>> answers["question"].drop_duplicates().tolist()[:2]  # doctest: +NORMALIZE_WHITESPACE
     ['How unequal are outcomes (labels) across intersections?',
      'How unequal are decisions across intersections?']
@@ -344,7 +344,7 @@ def add_answers_section(report: Report, result: Any) -> Report:
     >>> from bayesfair.datasets import make_gaussian_threshold
     >>> from bayesfair.report import Report, add_answers_section
     >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
-    >>> rep = add_answers_section(Report("audit"), bf.audit(data, n_resamples=99))
+    >>> rep = add_answers_section(Report("audit"), bf.audit(data, n_resamples=19))
     >>> rep.sections[0].title
     'Answers'
     """

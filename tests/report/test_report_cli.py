@@ -26,7 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_demo_writes_a_self_contained_report(tmp_path, capsys):
     out = tmp_path / "report.html"
-    assert main(["demo", "--out", str(out), "--n-rows", "4000", "--no-bayes"]) == 0
+    assert (
+        main(["demo", "--out", str(out), "--n-rows", "4000", "--no-bayes", "--n-resamples", "19"])
+        == 0
+    )
     html = out.read_text()
     assert "report written to" in capsys.readouterr().out
     assert "Per-intersection counts" in html and "epsilon-DF" in html and "gamma-SF" in html
@@ -185,6 +188,8 @@ def test_audit_csv(tmp_path, capsys):
         str(out),
         "--tables",
         str(tmp_path / "tables"),
+        "--n-resamples",
+        "19",
     ]
     assert main(argv) == 0
     html = out.read_text()
@@ -224,7 +229,7 @@ def test_audit_of_a_count_table(tmp_path, capsys):
     rows_csv, counts_csv = tmp_path / "rows.csv", tmp_path / "counts.csv"
     df.to_csv(rows_csv, index=False)
     aggregate_counts(df, ["g", "h"], "y", decision="d").to_csv(counts_csv, index=False)
-    common = ["--protected", "g", "h", "--outcome", "y", "--decision", "d"]
+    common = ["--protected", "g", "h", "--outcome", "y", "--decision", "d", "--n-resamples", "19"]
     assert main(["audit", str(rows_csv), *common, "--out", str(tmp_path / "a.html")]) == 0
     by_rows = capsys.readouterr().out.split("report written")[0]
     out = tmp_path / "b.html"
@@ -348,7 +353,17 @@ def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     csv = tmp_path / "d.csv"
     df.to_csv(csv, index=False)
     common = ["audit", str(csv), "--protected", "g", "--outcome", "y", "--decision", "d"]
-    options = ["--bayes", "--seed", "5", "--draws", "60", "--hb-main-effects", "non-centred"]
+    options = [
+        "--n-resamples",
+        "19",
+        "--bayes",
+        "--seed",
+        "5",
+        "--draws",
+        "60",
+        "--hb-main-effects",
+        "non-centred",
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 4 x 60 draws: the sampler checks may warn
         assert main([*common, *options, "--out", str(tmp_path / "r.html")]) == 0
@@ -375,7 +390,21 @@ STUDY_SPECS = [p for p in SPECS if load_spec(p).study]
 @pytest.mark.parametrize("spec", AUDIT_SPECS, ids=lambda p: p.stem)
 def test_every_audit_spec_in_models_runs(spec, data_home, tmp_path):
     out = tmp_path / "r.html"
-    assert main(["audit", str(spec), "--data-home", str(data_home), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                str(spec),
+                "--data-home",
+                str(data_home),
+                "--out",
+                str(out),
+                "--n-resamples",
+                "19",
+            ]
+        )
+        == 0
+    )
     assert "epsilon-DF" in out.read_text()
 
 
@@ -507,7 +536,10 @@ def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
 
     out = tmp_path / "report.html"
     before = set(plt.get_fignums())
-    assert main(["demo", "--out", str(out), "--n-rows", "3000", "--no-bayes"]) == 0
+    assert (
+        main(["demo", "--out", str(out), "--n-rows", "3000", "--no-bayes", "--n-resamples", "19"])
+        == 0
+    )
     # the report's figures stay out of pyplot's registry: writing reports leaks none
     assert set(plt.get_fignums()) == before
     html = out.read_text()

@@ -22,6 +22,8 @@ from bayesfair.cli import main
 from bayesfair.report import Report, Table, Text
 
 COMMON = ["--protected", "g", "s", "--outcome", "y", "--score", "p", "--threshold", "0.5"]
+#: few resamples and replicate tables: these tests are about the outputs, not the statistics
+QUICK = ["--n-resamples", "19"]
 
 
 @pytest.fixture
@@ -234,9 +236,9 @@ def test_cli_refuses_output_paths_before_any_work(
 def test_cli_force_replaces_a_foreign_file_but_never_the_input(tmp_path, csv, capsys):
     notes = tmp_path / "notes.html"
     notes.write_text("my notes")
-    assert main(["audit", str(csv), *COMMON, "--out", str(notes), "--force"]) == 0
+    assert main(["audit", str(csv), *COMMON, *QUICK, "--out", str(notes), "--force"]) == 0
     assert "bayesfair" in notes.read_text()
-    assert main(["audit", str(csv), *COMMON, "--out", str(csv), "--force"]) == 2
+    assert main(["audit", str(csv), *COMMON, *QUICK, "--out", str(csv), "--force"]) == 2
     assert "is the input file" in capsys.readouterr().err
 
 
@@ -303,7 +305,7 @@ def test_cli_internal_errors_print_a_traceback_and_exit_1(csv, tmp_path, capsys,
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(cli, "audit", bug)
-    assert main(["audit", str(csv), *COMMON, "--out", str(tmp_path / "r.html")]) == 1
+    assert main(["audit", str(csv), *COMMON, *QUICK, "--out", str(tmp_path / "r.html")]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error" in err
     # an input error shows its traceback with --debug only
@@ -315,14 +317,24 @@ def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
     """A file-size limit makes the report's write fail (as a full disk would): the CLI
     says so in one line, exits 2, and the previous report is intact."""
     out = tmp_path / "r.html"
-    assert main(["audit", str(csv), *COMMON, "--out", str(out)]) == 0
+    assert main(["audit", str(csv), *COMMON, *QUICK, "--out", str(out)]) == 0
     before = out.read_bytes()
 
     def limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
     proc = subprocess.run(
-        [sys.executable, "-m", "bayesfair.cli", "audit", str(csv), *COMMON, "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "bayesfair.cli",
+            "audit",
+            str(csv),
+            *COMMON,
+            *QUICK,
+            "--out",
+            str(out),
+        ],
         preexec_fn=limit,
         capture_output=True,
         text=True,
