@@ -22,6 +22,7 @@ __all__ = [
     "PSEUDO_COUNT",
     "ROLE_RENAMES",
     "interval_columns",
+    "moved_into",
     "moved_options",
     "renamed_arguments",
 ]
@@ -117,6 +118,34 @@ def moved_options(moves: dict[str, str], into: str) -> Callable[[F], F]:
             for old, new in moves.items()
         }
     )
+
+
+def moved_into(moves: dict[str, str]) -> Callable[[F], F]:
+    """Make ``func`` refuse options that moved into an option object, with a ``TypeError``
+    that shows how each is given now.
+
+    Parameters
+    ----------
+    moves : dict
+        ``{old_name: "argument=Object(option=...)"}``.
+
+    Returns
+    -------
+    callable
+        A decorator.
+
+    Examples
+    --------
+    >>> @moved_into({"penalty": "search=SubsetSearch(penalty=...)"})
+    ... def f(*, search=None):
+    ...     return search
+    >>> f(penalty=2)
+    Traceback (most recent call last):
+    ...
+    TypeError: f() got `penalty=`, which is now given as `search=SubsetSearch(penalty=...)`
+    """
+
+    return _refusing({old: f"is now given as `{new}`" for old, new in moves.items()})
 
 
 def _refusing(said: dict[str, str]) -> Callable[[F], F]:

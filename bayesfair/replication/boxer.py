@@ -26,7 +26,7 @@ import pandas as pd
 
 from .._vocabulary import renamed_arguments
 from ..datasets import load_compas, make_cbs_semisynthetic
-from ..scan import conditional_bias_scan, subgroup_mask
+from ..scan import SubsetSearch, conditional_bias_scan, subgroup_mask
 
 __all__ = [
     "CASE_STUDY",
@@ -584,8 +584,7 @@ def table4(
                 condition_value=cond,
                 direction=direction,
                 attributes=[a for a in ATTRIBUTES if a != prot[0]],
-                penalty=penalty,
-                n_restarts=n_restarts,
+                search=SubsetSearch(penalty=penalty, n_restarts=n_restarts),
                 n_resamples=n_resamples,
                 n_jobs=n_jobs,
                 random_state=random_state,
@@ -686,8 +685,7 @@ def detection_study(
                 decision="p_bin",
                 direction=direction,
                 attributes=list(ds.covariates),
-                penalty=penalty,
-                n_restarts=n_restarts,
+                search=SubsetSearch(penalty=penalty, n_restarts=n_restarts),
                 n_resamples=0,  # detection needs the subgroup, not its p-value
                 random_state=int(rng.integers(2**31)),
             )
@@ -767,7 +765,7 @@ def null_level_study(
             condition_value=cond,
             direction=direction,
             attributes=list(ds.covariates),
-            n_restarts=n_restarts,
+            search=SubsetSearch(n_restarts=n_restarts),
             n_resamples=n_resamples,
             n_jobs=n_jobs,
             random_state=k,

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure as MplFigure
 from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
-from ..scan import CBSResult, conditional_bias_scan
+from ..scan import CBSResult, SubsetSearch, conditional_bias_scan
 from ..scan.ihat import Inestimable
 from .html import Figure, Report, Table, Text
 
@@ -93,8 +93,7 @@ def scan_audit_data(
                         decision=decision,
                         condition_value=0,
                         attributes=[a for a in attrs if a != attr],
-                        penalty=penalty,
-                        n_restarts=n_restarts,
+                        search=SubsetSearch(penalty=penalty, n_restarts=n_restarts),
                         n_resamples=n_resamples,
                         random_state=random_state,
                     )

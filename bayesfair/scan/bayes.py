@@ -30,13 +30,17 @@ import pandas as pd
 from .._plotting import new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
-from .._validation import SeedLike, check_count, check_random_state, check_real
-from .._vocabulary import renamed_arguments
+from .._validation import SeedLike, check_random_state
+from .._vocabulary import moved_into, renamed_arguments
 from .cbs import CBSResult, ScanPipeline, frame_and_roles, protected_mask, scan_attributes
-from .engine import ScanResult, check_scan_options, safe_logit, subgroup_mask
+from .engine import ScanResult, safe_logit, subgroup_mask
 from .ihat import fit_weighted, weighted_proba
+from .options import MOVED_FROM_POSTERIOR, BayesianIhat, SubsetSearch, check_option
 
 __all__ = ["PosteriorScanResult", "posterior_bias_scan"]
+
+#: Restarts of the search by default (each scanned posterior draw repeats it).
+N_RESTARTS = 20
 
 
 @dataclass
@@ -190,6 +194,7 @@ def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
     return idata, 1.0 / (1.0 + np.exp(-eta_new))
 
 
+@moved_into(MOVED_FROM_POSTERIOR)
 @renamed_arguments(protected="protected_class", n_permutations="n_resamples")
 def posterior_bias_scan(
     data: pd.DataFrame,
@@ -202,26 +207,17 @@ def posterior_bias_scan(
     condition_value: int | None = None,
     direction: str = "positive",
     attributes: Sequence[str] | None = None,
-    ihat_attributes: Sequence[str] | None = None,
-    penalty: float = 1.0,
-    n_restarts: int = 20,
-    n_draws_scanned: int = 200,
-    prior_scale: float = 2.5,
-    draws: int = 500,
-    tune: int = 500,
-    chains: int = 2,
-    sigma: float = 1.0,
-    ordinal: Sequence[str] | str | None = None,
+    search: SubsetSearch | None = None,
+    ihat: BayesianIhat | None = None,
     random_state: SeedLike = None,
 ) -> PosteriorScanResult:
     """Conditional Bias Scan against posterior draws of I-hat.
 
-    Takes the arguments of :func:`conditional_bias_scan` (without permutations)
-    plus the Bayesian model's settings: Normal(0, ``prior_scale``) priors on the
-    intercept and the coefficients of the I-hat logistic regression, NUTS with
-    ``draws``/``tune``/``chains`` (nutpie when installed), and the number of
-    posterior draws scanned.  The propensity weights are a point estimate, as in the
-    paper.
+    Takes the question and the search of :func:`conditional_bias_scan` (without
+    permutations) with a Bayesian model of I-hat (:class:`~bayesfair.scan.BayesianIhat`:
+    Normal(0, ``prior_scale``) priors on the intercept and the coefficients of the I-hat
+    logistic regression, NUTS, and the number of posterior draws scanned).  The
+    propensity weights are a point estimate, as in the paper.
 
     Parameters
     ----------
@@ -237,18 +233,11 @@ def posterior_bias_scan(
         Scan attributes; default every categorical (non-numeric) column except the
         roles and the protected attribute, as in
         :func:`~bayesfair.scan.conditional_bias_scan`.
-    ihat_attributes : list of str, optional
-    penalty : float, default 1
-    n_restarts : int, default 20
-    sigma : float, default 1
-    ordinal : list of str, "auto" or None
-        As in :func:`~bayesfair.scan.conditional_bias_scan`.
-    n_draws_scanned : int, default 200
-        Posterior draws of I-hat scanned (each is one full scan).
-    prior_scale : float, default 2.5
-        Scale of the Normal priors of the I-hat logistic regression.
-    draws, tune, chains : int
-        NUTS settings.
+    search : SubsetSearch, optional
+        As in :func:`~bayesfair.scan.conditional_bias_scan`, with 20 restarts by default
+        (each scanned draw is one full search).
+    ihat : BayesianIhat, optional
+        The Bayesian I-hat model, its NUTS settings and the draws scanned.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
 
     Returns
@@ -258,27 +247,27 @@ def posterior_bias_scan(
     Examples
     --------
     >>> from bayesfair.datasets import make_cbs_semisynthetic
-    >>> from bayesfair.scan import posterior_bias_scan
+    >>> from bayesfair.scan import BayesianIhat, SubsetSearch, posterior_bias_scan
     >>> ds = make_cbs_semisynthetic(mu_sep=1.5, protected_class=("race", "African-American"),
     ...                             random_state=1)
     >>> res = posterior_bias_scan(ds.frame, protected_class="protected", outcome="y",
     ...                           decision="p_bin", scan_type="separation_recommendations",
-    ...                           condition_value=0, attributes=ds.covariates, draws=100,
-    ...                           tune=200, n_draws_scanned=20, n_restarts=5,
+    ...                           condition_value=0, attributes=ds.covariates,
+    ...                           search=SubsetSearch(n_restarts=5),
+    ...                           ihat=BayesianIhat(draws=100, tune=200, n_draws_scanned=20),
     ...                           random_state=0)
     >>> res.mean_scan.describe()  # the injected subgroup is sex = Male; charge = Felony
     'sex = Male; charge = Felony'
     """
+    search = check_option(search, SubsetSearch, "search")
+    model = check_option(ihat, BayesianIhat, "ihat")
+    n_restarts, penalty = search.restarts(N_RESTARTS), search.penalty
+    model.check()
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
-    check_scan_options(penalty, n_restarts, sigma)
-    for name, val in (("n_draws_scanned", n_draws_scanned), ("draws", draws), ("chains", chains)):
-        check_count(val, name)
-    check_count(tune, "tune")  # NUTS adapts while tuning (nutpie panics without)
-    check_real(prior_scale, "prior_scale", "positive")
     A, label, attr = protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
-        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
+        data, attributes, model.attributes, attr, label, roles=roles, protected=protected_class
     )
     pipe = ScanPipeline(
         data,
@@ -288,19 +277,17 @@ def posterior_bias_scan(
         direction,
         attributes,
         ihat_attributes,
-        sigma,
+        search.sigma,
         None,
         None,
-        ordinal,
+        search.ordinal,
     )
     pipe.require_estimable(A)
     rng = check_random_state(random_state)
 
-    idata, ihat_all = _posterior_ihat(
-        data, pipe, A, ihat_attributes, prior_scale, draws, tune, chains, rng
-    )
+    idata, ihat_all = _posterior_ihat(data, pipe, A, ihat_attributes, model, rng)
     pick = rng.choice(
-        ihat_all.shape[0], size=min(n_draws_scanned, ihat_all.shape[0]), replace=False
+        ihat_all.shape[0], size=min(model.n_draws_scanned, ihat_all.shape[0]), replace=False
     )
     ihat_draws = ihat_all[pick]
 
@@ -323,7 +310,7 @@ def posterior_bias_scan(
     )
 
 
-def _posterior_ihat(data, pipe, A, ihat_attributes, prior_scale, draws, tune, chains, rng):
+def _posterior_ihat(data, pipe, A, ihat_attributes, model: BayesianIhat, rng):
     """Posterior draws of I-hat for the protected rows: a Bayesian logistic regression of
     the event on the I-hat attributes (and the condition) fitted to the comparison rows,
     propensity-weighted (a point estimate of the weights, as in the paper) and aggregated
@@ -349,7 +336,16 @@ def _posterior_ihat(data, pipe, A, ihat_attributes, prior_scale, draws, tune, ch
     Xp = feats[ref][first]
     rows = A & pipe.keep
     idata, ihat_all = _pymc_ihat(
-        Xp, W1, W0, feats[rows], names, prior_scale, draws, tune, chains, int(rng.integers(2**31))
+        Xp,
+        W1,
+        W0,
+        feats[rows],
+        names,
+        model.prior_scale,
+        model.draws,
+        model.tune,
+        model.chains,
+        int(rng.integers(2**31)),
     )
     return idata, ihat_all
 

@@ -41,7 +41,7 @@ from .._validation import (
     check_resamples,
     check_seed,
 )
-from .._vocabulary import N_RESAMPLES, renamed_arguments
+from .._vocabulary import N_RESAMPLES, moved_into, renamed_arguments
 from ..data import AuditData
 from .engine import (
     PreparedScan,
@@ -59,8 +59,17 @@ from .ihat import (
     onehot,
     row_groups,
 )
+from .options import (
+    MOVED_FROM_CBS,
+    SubsetSearch,
+    WeightedIhat,
+    check_option,
+)
 
 __all__ = ["SCAN_TYPES", "CBSResult", "conditional_bias_scan"]
+
+#: Restarts of the search by default (each permutation repeats the search).
+N_RESTARTS = 50
 
 #: scan type -> (event variable, conditional variable, score) with roles
 #: "outcome" (Y), "score" (P) and "decision" (P_bin).
@@ -307,7 +316,7 @@ def scan_attributes(
     ihat_attributes = list(attributes if ihat_attributes is None else ihat_attributes)
     missing = [a for a in ihat_attributes if a not in data.columns]
     if missing:
-        raise ValueError(f"`ihat_attributes` {missing} are not columns of the data")
+        raise ValueError(f"`ihat.attributes` {missing} are not columns of the data")
     if attr is not None and attr in ihat_attributes:
         ihat_attributes.remove(attr)
     return attributes, ihat_attributes
@@ -366,7 +375,7 @@ class ScanPipeline:
             self.condition = cond
             self.kept = None  # every row: nothing for require_both_classes to check
         check_attribute_values(frame, attributes, "scan attribute")
-        check_attribute_values(frame, ihat_attributes, "`ihat_attributes` column")
+        check_attribute_values(frame, ihat_attributes, "`ihat.attributes` column")
         self.X_ihat = onehot(frame, ihat_attributes)
         gx = row_groups(self.X_ihat)
         if self.condition is None:
@@ -434,6 +443,7 @@ class ScanPipeline:
         return float(prep.run(n_restarts, penalty, rng)[1])
 
 
+@moved_into(MOVED_FROM_CBS)
 @renamed_arguments(protected="protected_class", n_permutations="n_resamples")
 def conditional_bias_scan(
     data: pd.DataFrame,
@@ -446,15 +456,10 @@ def conditional_bias_scan(
     condition_value: int | None = None,
     direction: str = "positive",
     attributes: Sequence[str] | None = None,
-    ihat_attributes: Sequence[str] | None = None,
-    penalty: float = 1.0,
-    n_restarts: int = 50,
+    search: SubsetSearch | None = None,
+    ihat: WeightedIhat | None = None,
     n_resamples: int = N_RESAMPLES,
     sequential: bool = True,
-    sigma: float | str = 1.0,
-    ordinal: Sequence[str] | str | None = None,
-    propensity_model=None,
-    ihat_model=None,
     n_jobs: int | None = 1,
     random_state: SeedLike = None,
 ) -> CBSResult:
@@ -485,11 +490,12 @@ def conditional_bias_scan(
     attributes : list of str, optional
         Scan attributes; default every categorical (non-numeric) column except
         the roles and the protected attribute.
-    ihat_attributes : list of str, optional
-        Attributes the propensity and I-hat models condition on; default ``attributes``.
-    penalty : float
-        Per included attribute value (the paper uses 1).
-    n_restarts : int
+    search : SubsetSearch, optional
+        The search: penalty (default 1, as the paper), restarts (default 50), the
+        Gaussian score's sigma and ordinal attributes.
+    ihat : WeightedIhat, optional
+        The propensity and I-hat models and their attributes (default: L2 logistic
+        regressions on the scan attributes).
     n_resamples : int, default 999
         Permutations of the protected labels for the p-value (0: none, and the summary says so).
     sequential : bool, default True
@@ -498,16 +504,6 @@ def conditional_bias_scan(
         valid as the full test, and a clearly non-significant scan costs a few dozen
         permutations instead of ``n_resamples``.  False draws all ``n_resamples`` (the
         whole null distribution, for a plot).
-    sigma : float or "estimate"
-        Gaussian score's standard deviation of Delta (default 1: the paper
-        leaves it unstated and 1 reproduces its Table 4 score for Black
-        defendants, 42.2 against 41.9; "estimate": the sample standard deviation).
-    ordinal : list of str, "auto" or None
-        Scan attributes restricted to contiguous ranges of values (see
-        :func:`~bayesfair.scan.subset_scan`).
-    propensity_model, ihat_model : scikit-learn classifiers, optional
-        Any classifier with ``predict_proba`` whose ``fit`` accepts
-        ``sample_weight``; default ``LogisticRegression()`` (L2, C=1).
     n_jobs : int, optional
         Workers for the permutations (joblib).
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
@@ -524,19 +520,34 @@ def conditional_bias_scan(
     >>> res = conditional_bias_scan(ds.frame, protected_class="protected", outcome="y",
     ...                             decision="p_bin", scan_type="separation_recommendations",
     ...                             condition_value=0, attributes=ds.covariates,
-    ...                             n_restarts=10, random_state=0)
+    ...                             search=SubsetSearch(n_restarts=10), random_state=0)
     >>> res.scan.q > 1
     True
+
+    Notes
+    -----
+    Fifteen parameters: the question (``protected_class``, ``scan_type``,
+    ``condition_value``, ``direction``, ``attributes``), the role columns every entry
+    point takes (``outcome``, ``score``, ``decision``), the permutation test's settings
+    in the package's vocabulary (``n_resamples``, ``sequential``, ``n_jobs``,
+    ``random_state``); the search's and the I-hat model's options are in their objects,
+    which :func:`~bayesfair.scan.posterior_bias_scan` shares.
     """
+    search = check_option(search, SubsetSearch, "search")
+    ihat_options = check_option(ihat, WeightedIhat, "ihat")
+    n_restarts, penalty = search.restarts(N_RESTARTS), search.penalty
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
     A, label, attr = protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     attributes, ihat_attributes = scan_attributes(
-        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
+        data,
+        attributes,
+        ihat_options.attributes,
+        attr,
+        label,
+        roles=roles,
+        protected=protected_class,
     )
-    from .engine import check_scan_options
-
-    check_scan_options(penalty, n_restarts, sigma)
     check_resamples(n_resamples, "n_resamples", minimum=0)
     sequential = check_flag(sequential, "sequential")
     pipe = ScanPipeline(
@@ -547,10 +558,10 @@ def conditional_bias_scan(
         direction,
         attributes,
         ihat_attributes,
-        sigma,
-        propensity_model,
-        ihat_model,
-        ordinal,
+        search.sigma,
+        ihat_options.propensity_model,
+        ihat_options.ihat_model,
+        search.ordinal,
     )
     pipe.require_estimable(A)
     seq = check_seed(random_state)

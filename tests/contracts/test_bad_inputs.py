@@ -28,6 +28,7 @@ from bayesfair.models import (
     NaiveBayes,
 )
 from bayesfair.report import Report, Table
+from bayesfair.scan import BayesianIhat, SubsetSearch, WeightedIhat
 
 
 def _frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
@@ -595,9 +596,10 @@ SCAN = dict(
     score="p",
     decision="d",
     attributes=["sex", "age"],
-    n_restarts=2,
+    search=SubsetSearch(n_restarts=2),
 )
-for fn_name in ["conditional_bias_scan", "posterior_bias_scan"]:
+IHAT_MODELS = {"conditional_bias_scan": WeightedIhat, "posterior_bias_scan": BayesianIhat}
+for fn_name, ihat in IHAT_MODELS.items():
     fn = getattr(bf, fn_name)
     for key, bad in [
         ("protected_class", "race"),
@@ -610,9 +612,7 @@ for fn_name in ["conditional_bias_scan", "posterior_bias_scan"]:
         ("attributes", ["nope"]),
         ("condition_value", 5),
         ("direction", "up"),
-        ("n_restarts", 0),
         ("random_state", -1),
-        ("ihat_attributes", ["nope"]),
     ]:
         case(
             f"{fn_name}-{key}-{bad!r}",
@@ -621,6 +621,25 @@ for fn_name in ["conditional_bias_scan", "posterior_bias_scan"]:
             "nope",
             "zzz",
         )
+    for key, option, name in [
+        ("search", SubsetSearch(n_restarts=0), "n_restarts"),
+        ("search", SubsetSearch(penalty=-1.0), "penalty"),
+        ("ihat", ihat(attributes=["nope"]), "ihat.attributes"),
+        ("search", {"n_restarts": 2}, "search"),
+        ("ihat", (WeightedIhat if ihat is BayesianIhat else BayesianIhat)(), "ihat"),
+    ]:
+        case(
+            f"{fn_name}-{key}-{option!r}",
+            lambda fn=fn, key=key, option=option: fn(DF, **{**SCAN, key: option}),
+            name,
+            "nope" if name == "ihat.attributes" else name,
+        )
+    case(
+        f"{fn_name}-moved-option",
+        lambda fn=fn: fn(DF, **SCAN, n_restarts=2),
+        "n_restarts",
+        "search=SubsetSearch(n_restarts=...)",
+    )
     case(f"{fn_name}-empty", lambda fn=fn: fn(DF.iloc[:0], **SCAN), "data", "row")
     case(f"{fn_name}-not-frame", lambda fn=fn: fn([1, 2], **SCAN), "data")
 for bad in [-1, 1.5, "10", 10**9]:

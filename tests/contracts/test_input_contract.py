@@ -12,6 +12,7 @@ import pytest
 
 import bayesfair as bf
 from bayesfair.models import DirichletMultinomial
+from bayesfair.scan import SubsetSearch
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def test_scans_and_per_group_estimates_take_an_audit_data(frame):
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=["sex", "charge"],
-        n_restarts=5,
+        search=SubsetSearch(n_restarts=5),
         random_state=0,
     )
     with warnings.catch_warnings():

@@ -16,6 +16,7 @@ import pytest
 import bayesfair as bf
 from bayesfair._result import ResultMixin
 from bayesfair.datasets import make_gaussian_threshold
+from bayesfair.scan import BayesianIhat, SubsetSearch
 
 PUBLIC = [
     "bayesfair",
@@ -63,7 +64,7 @@ def results(data) -> dict[str, object]:
             scan_type="separation_recommendations",
             condition_value=0,
             attributes=["sex", "nationality"],
-            n_restarts=5,
+            search=SubsetSearch(n_restarts=5),
             n_resamples=19,
             random_state=0,
         )
@@ -166,7 +167,7 @@ def test_a_pvalue_not_computed_is_said_so(data):
             scan_type="separation_recommendations",
             condition_value=0,
             attributes=["sex", "nationality"],
-            n_restarts=3,
+            search=SubsetSearch(n_restarts=3),
             n_resamples=0,
             random_state=0,
         )
@@ -224,10 +225,8 @@ def test_the_posterior_scan_result_honours_the_contract(data):
             scan_type="separation_recommendations",
             condition_value=0,
             attributes=["sex", "nationality"],
-            draws=100,
-            tune=100,
-            n_draws_scanned=20,
-            n_restarts=3,
+            search=SubsetSearch(n_restarts=3),
+            ihat=BayesianIhat(draws=100, tune=100, n_draws_scanned=20),
             random_state=0,
         )
     assert isinstance(res.summary(), pd.DataFrame) and len(res.summary())

@@ -10,6 +10,7 @@ import pytest
 from bayesfair import AuditData, aggregate_counts, run_audit
 from bayesfair.aggregate import cells_for
 from bayesfair.frequentist import permutation_test, permutation_test_counts
+from bayesfair.scan import SubsetSearch
 
 distributed = pytest.importorskip(
     "distributed", reason="dask is an optional extra: pip install 'bayesfair[dask]'"
@@ -75,7 +76,7 @@ def test_scan_resamples_on_a_local_cluster(cluster):
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=list(ds.covariates),
-        n_restarts=3,
+        search=SubsetSearch(n_restarts=3),
         n_resamples=16,
         random_state=5,
     )

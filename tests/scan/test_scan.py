@@ -13,6 +13,9 @@ from scipy.optimize import minimize_scalar
 from bayesfair import AuditData
 from bayesfair.datasets import load_compas, make_cbs_semisynthetic
 from bayesfair.scan import (
+    BayesianIhat,
+    SubsetSearch,
+    WeightedIhat,
     _kernel,
     conditional_bias_scan,
     posterior_bias_scan,
@@ -237,8 +240,10 @@ def test_continuous_scan_attributes_are_refused_before_any_work():
     with pytest.raises(ValueError, match="scan attribute"):
         conditional_bias_scan(df, attributes=["income"], **kw, **roles)
     df["id"], df["h"] = np.arange(n), rng.choice(["u", "v"], n)
-    with pytest.raises(ValueError, match=r"`ihat_attributes` column 'id' has 3000"):
-        conditional_bias_scan(df, attributes=["h"], ihat_attributes=["id"], **kw, **roles)
+    with pytest.raises(ValueError, match=r"`ihat.attributes` column 'id' has 3000"):
+        conditional_bias_scan(
+            df, attributes=["h"], ihat=WeightedIhat(attributes=["id"]), **kw, **roles
+        )
 
 
 def test_reported_subgroup_has_reported_score():
@@ -365,7 +370,7 @@ def test_cbs_detects_injected_separation_bias():
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=list(ds.covariates),
-        n_restarts=20,
+        search=SubsetSearch(n_restarts=20),
         random_state=0,
         n_resamples=0,
     )
@@ -393,7 +398,7 @@ def test_cbs_scan_types_and_validation():
         score="p",
         decision="p_bin",
         attributes=list(ds.covariates),
-        n_restarts=5,
+        search=SubsetSearch(n_restarts=5),
         n_resamples=0,
         random_state=0,
     )
@@ -473,19 +478,19 @@ def test_cbs_scan_types_and_validation():
     for kw, match in [
         (dict(n_resamples=True), "`n_resamples` must be an integer of at least 0"),
         (dict(n_resamples=-1), "`n_resamples` must be an integer of at least 0"),
-        (dict(sigma="x"), "`sigma` must be a positive number or 'estimate', got 'x'"),
-        (dict(sigma=np.nan), "`sigma` must be a finite positive number"),
+        (dict(search=SubsetSearch(sigma="x")), "`sigma` must be a positive number or 'estimate'"),
+        (dict(search=SubsetSearch(sigma=np.nan)), "`sigma` must be a finite positive number"),
         (dict(n_resamples=9, n_jobs=2.5), "`n_jobs` must be None or a non-zero integer"),
     ]:
         with pytest.raises(ValueError, match=match):
-            conditional_bias_scan(f, **recs, **kw)
+            conditional_bias_scan(f, **{**recs, **kw})
     for kw, match in [
-        (dict(prior_scale=np.inf), "`prior_scale` must be a finite positive number"),
-        (dict(tune=0), "`tune` must be a positive integer"),  # nutpie panicked
-        (dict(sigma=-1.0), "`sigma` must be a finite positive number"),
+        (dict(ihat=BayesianIhat(prior_scale=np.inf)), "`prior_scale` must be a finite positive"),
+        (dict(ihat=BayesianIhat(tune=0)), "`tune` must be a positive integer"),  # nutpie panicked
+        (dict(search=SubsetSearch(sigma=-1.0)), "`sigma` must be a finite positive number"),
     ]:
         with pytest.raises(ValueError, match=match):
-            posterior_bias_scan(f, **recs, **kw)
+            posterior_bias_scan(f, **{**recs, **kw})
 
 
 def test_cbs_permutation_pvalue_is_backend_independent():
@@ -497,7 +502,7 @@ def test_cbs_permutation_pvalue_is_backend_independent():
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=list(ds.covariates),
-        n_restarts=5,
+        search=SubsetSearch(n_restarts=5),
         n_resamples=32,
         random_state=7,
     )
@@ -523,9 +528,11 @@ def test_cbs_custom_ihat_model():
         scan_type="separation_recommendations",
         condition_value=0,
         attributes=list(ds.covariates),
-        n_restarts=5,
+        search=SubsetSearch(n_restarts=5),
         random_state=0,
-        ihat_model=RandomForestClassifier(n_estimators=20, min_samples_leaf=20, random_state=0),
+        ihat=WeightedIhat(
+            ihat_model=RandomForestClassifier(n_estimators=20, min_samples_leaf=20, random_state=0)
+        ),
         n_resamples=0,
     )
     assert res.score > 0 and len(res.ihat) == res.scan.membership.shape[0]
@@ -542,8 +549,7 @@ CBS_COMPAS = dict(
     score="P",
     decision="high_risk",
     attributes=["sex", "age", "charge", "priors"],
-    penalty=1.0,
-    n_restarts=150,
+    search=SubsetSearch(penalty=1.0, n_restarts=150),
     random_state=0,
 )
 
@@ -737,7 +743,7 @@ def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
         decision="d",
         condition_value=0,
         attributes=["c"],
-        n_restarts=2,
+        search=SubsetSearch(n_restarts=2),
         random_state=0,
     )
     with pytest.warns(UserWarning, match=r"scan of g = M: \d+ of 99 permuted data sets could"):
@@ -766,11 +772,8 @@ def test_posterior_bias_scan_small():
         ds.frame,
         **roles,
         attributes=list(ds.covariates),
-        draws=100,
-        tune=200,
-        chains=2,
-        n_draws_scanned=10,
-        n_restarts=5,
+        search=SubsetSearch(n_restarts=5),
+        ihat=BayesianIhat(draws=100, tune=200, chains=2, n_draws_scanned=10),
         random_state=0,
     )
     assert len(res.score_draws) == 10 and (res.score_draws > 0).all()
@@ -784,7 +787,12 @@ def test_posterior_bias_scan_small():
     # without `attributes`: every categorical column but the roles and the protected
     # column, as conditional_bias_scan (it used to refuse); race is dropped here so that
     # the default is the covariates
-    kw = dict(roles, draws=50, tune=50, chains=2, n_draws_scanned=5, n_restarts=3, random_state=1)
+    kw = dict(
+        roles,
+        search=SubsetSearch(n_restarts=3),
+        ihat=BayesianIhat(draws=50, tune=50, chains=2, n_draws_scanned=5),
+        random_state=1,
+    )
     frame = ds.frame.drop(columns="race")
     named = bf.posterior_bias_scan(frame, attributes=list(ds.covariates), **kw)
     default = bf.posterior_bias_scan(frame, **kw)
