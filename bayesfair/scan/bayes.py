@@ -32,7 +32,7 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import SeedLike, check_random_state
 from .._vocabulary import moved_into, renamed_arguments
-from .cbs import CBSResult, ScanPipeline, frame_and_roles, protected_mask, scan_attributes
+from .cbs import CBSResult, frame_and_roles, scan_pipeline
 from .engine import ScanResult, safe_logit, subgroup_mask
 from .ihat import fit_weighted, weighted_proba
 from .options import MOVED_FROM_POSTERIOR, BayesianIhat, SubsetSearch, check_option
@@ -264,28 +264,20 @@ def posterior_bias_scan(
     n_restarts, penalty = search.restarts(N_RESTARTS), search.penalty
     model.check()
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
-    A, label, attr = protected_mask(data, protected_class)
     roles = {"outcome": outcome, "score": score, "decision": decision}
-    attributes, ihat_attributes = scan_attributes(
-        data, attributes, model.attributes, attr, label, roles=roles, protected=protected_class
-    )
-    pipe = ScanPipeline(
+    A, label, pipe = scan_pipeline(
         data,
-        roles,
+        protected_class,
         scan_type,
-        condition_value,
-        direction,
+        roles,
+        (condition_value, direction),
         attributes,
-        ihat_attributes,
-        search.sigma,
-        None,
-        None,
-        search.ordinal,
+        search,
+        model.attributes,
     )
-    pipe.require_estimable(A)
     rng = check_random_state(random_state)
 
-    idata, ihat_all = _posterior_ihat(data, pipe, A, ihat_attributes, model, rng)
+    idata, ihat_all = _posterior_ihat(data, pipe, A, model, rng)
     pick = rng.choice(
         ihat_all.shape[0], size=min(model.n_draws_scanned, ihat_all.shape[0]), replace=False
     )
@@ -310,7 +302,7 @@ def posterior_bias_scan(
     )
 
 
-def _posterior_ihat(data, pipe, A, ihat_attributes, model: BayesianIhat, rng):
+def _posterior_ihat(data, pipe, A, model: BayesianIhat, rng):
     """Posterior draws of I-hat for the protected rows: a Bayesian logistic regression of
     the event on the I-hat attributes (and the condition) fitted to the comparison rows,
     propensity-weighted (a point estimate of the weights, as in the paper) and aggregated
@@ -320,7 +312,7 @@ def _posterior_ihat(data, pipe, A, ihat_attributes, model: BayesianIhat, rng):
     pm_ = fit_weighted(None, pipe.X_ihat, A.astype(float), np.ones(len(A)), True, gx)
     pa = np.clip(weighted_proba(pm_, pipe.X_ihat), 1e-6, 1 - 1e-6)
     feats = pipe.X_ihat
-    names = [f"{c}={v}" for c in ihat_attributes for v in pipe_values(data, c)]
+    names = [f"{c}={v}" for c in pipe.ihat_attributes for v in pipe_values(data, c)]
     if pipe.condition is not None:
         c = safe_logit(pipe.condition) if pipe.cond_is_prob else pipe.condition
         feats = np.column_stack([feats, c])

@@ -322,6 +322,42 @@ def scan_attributes(
     return attributes, ihat_attributes
 
 
+def scan_pipeline(
+    data: pd.DataFrame,
+    protected_class,
+    scan_type: str,
+    roles: dict,
+    condition: tuple,
+    attributes,
+    search,
+    ihat_attributes,
+    models: tuple = (None, None),
+) -> tuple:
+    """The checked pipeline of a scan, shared by the frequentist and the Bayesian scans:
+    the protected class's rows ``A``, its label, and the :class:`ScanPipeline` (refused,
+    by name, when the data leave nothing to estimate).
+
+    ``condition`` is ``(condition_value, direction)``; ``search`` a
+    :class:`~bayesfair.scan.SubsetSearch`; ``models`` the propensity and I-hat models."""
+    A, label, attr = protected_mask(data, protected_class)
+    attributes, ihat_attributes = scan_attributes(
+        data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
+    )
+    pipe = ScanPipeline(
+        data,
+        roles,
+        scan_type,
+        *condition,
+        attributes,
+        ihat_attributes,
+        search.sigma,
+        *models,
+        search.ordinal,
+    )
+    pipe.require_estimable(A)
+    return A, label, pipe
+
+
 class ScanPipeline:
     """Everything that does not change when the protected labels are permuted."""
 
@@ -376,6 +412,7 @@ class ScanPipeline:
             self.kept = None  # every row: nothing for require_both_classes to check
         check_attribute_values(frame, attributes, "scan attribute")
         check_attribute_values(frame, ihat_attributes, "`ihat.attributes` column")
+        self.ihat_attributes = list(ihat_attributes)
         self.X_ihat = onehot(frame, ihat_attributes)
         gx = row_groups(self.X_ihat)
         if self.condition is None:
@@ -537,33 +574,20 @@ def conditional_bias_scan(
     ihat_options = check_option(ihat, WeightedIhat, "ihat")
     n_restarts, penalty = search.restarts(N_RESTARTS), search.penalty
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
-    A, label, attr = protected_mask(data, protected_class)
-    roles = {"outcome": outcome, "score": score, "decision": decision}
-    attributes, ihat_attributes = scan_attributes(
-        data,
-        attributes,
-        ihat_options.attributes,
-        attr,
-        label,
-        roles=roles,
-        protected=protected_class,
-    )
     check_resamples(n_resamples, "n_resamples", minimum=0)
     sequential = check_flag(sequential, "sequential")
-    pipe = ScanPipeline(
+    roles = {"outcome": outcome, "score": score, "decision": decision}
+    A, label, pipe = scan_pipeline(
         data,
-        roles,
+        protected_class,
         scan_type,
-        condition_value,
-        direction,
+        roles,
+        (condition_value, direction),
         attributes,
-        ihat_attributes,
-        search.sigma,
-        ihat_options.propensity_model,
-        ihat_options.ihat_model,
-        search.ordinal,
+        search,
+        ihat_options.attributes,
+        (ihat_options.propensity_model, ihat_options.ihat_model),
     )
-    pipe.require_estimable(A)
     seq = check_seed(random_state)
     scan_seq, perm_seq = seq.spawn(2)
     ihat = pipe.ihat(A)
@@ -580,16 +604,7 @@ def conditional_bias_scan(
     if n_resamples:
         perm = _Permutations(pipe, prep.sigma, A, n_restarts, penalty)
         null, pvalue, skipped = perm.pvalue(res.score, n_resamples, sequential, perm_seq, n_jobs)
-        if skipped:
-            # the observed labels are uniform among the permutations that can be scanned
-            # (they can), so the p-value over those alone stays exact
-            warnings.warn(
-                f"scan of {label}: {skipped} of {n_resamples} permuted data sets could not be "
-                "scanned (I-hat had a single class of its target, or no rows, to learn from); "
-                f"the p-value is over the other {len(null)}",
-                UserWarning,
-                stacklevel=2,
-            )
+        perm.warn_skipped(skipped, n_resamples, len(null), label)
     return CBSResult(
         scan=res,
         scan_type=scan_type,
@@ -606,8 +621,8 @@ def conditional_bias_scan(
         stopped_early=bool(n_resamples) and len(null) + skipped < n_resamples,
         ihat=ihat,
         settings={
-            "attributes": attributes,
-            "ihat_attributes": ihat_attributes,
+            "attributes": pipe.attributes,
+            "ihat_attributes": pipe.ihat_attributes,
             "penalty": penalty,
             "n_restarts": n_restarts,
             "sigma": prep.sigma,
@@ -636,6 +651,20 @@ class _Permutations:
             except Inestimable:
                 out[b] = np.nan
         return out
+
+    @staticmethod
+    def warn_skipped(skipped: int, n_resamples: int, used: int, label: str) -> None:
+        """Say how many permuted data sets could not be scanned, if any.  The observed
+        labels are uniform among the permutations that can be scanned (they can), so the
+        p-value over those alone stays exact."""
+        if skipped:
+            warnings.warn(
+                f"scan of {label}: {skipped} of {n_resamples} permuted data sets could not be "
+                "scanned (I-hat had a single class of its target, or no rows, to learn from); "
+                f"the p-value is over the other {used}",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def pvalue(self, score: float, n_resamples: int, sequential: bool, seq, n_jobs) -> tuple:
         """The null distribution, the p-value of ``score`` and how many permuted data sets
