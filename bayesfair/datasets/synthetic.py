@@ -291,6 +291,12 @@ def make_cbs_semisynthetic(
         values}, every value for attributes not in S_bias), ``in_subgroup``
         (rows of S_bias in the protected class), ``weights``.
 
+    Notes
+    -----
+    Twelve parameters: the generator's knobs in Boxer et al.'s notation (Appendix B), so
+    that every setting of their experiments is one call; scikit-learn's generators
+    (``make_classification``: sixteen parameters) take their design the same way.
+
     Examples
     --------
     >>> from bayesfair.datasets import make_cbs_semisynthetic

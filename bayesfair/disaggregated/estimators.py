@@ -122,6 +122,11 @@ class StructuredRegression:
         metric it is an exact linear function of, such as the base rate).
     n_resamples : int, default 999
         Residual-bootstrap replicates of rBLPR.
+    n_folds : int, default 10
+        Folds of the cross-validation (over rows, stratified by group) that chooses the
+        lasso's penalty.
+    n_lambdas : int, default 30
+        Penalties on its grid (``lambda_max`` times ratios from 1 to 1e-4).
 
     Examples
     --------
@@ -136,10 +141,14 @@ class StructuredRegression:
     explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None
     outcome_rates: bool = True
     n_resamples: int = N_RESAMPLES
+    n_folds: int = 10
+    n_lambdas: int = 30
     name: ClassVar[str] = "structured"
 
     def __post_init__(self) -> None:
         check_rblpr_options(self.interval, self.ridge)
+        check_count(self.n_folds, "n_folds", 2)
+        check_count(self.n_lambdas, "n_lambdas")
         check_flag(self.interactions, "interactions")
         check_flag(self.outcome_rates, "outcome_rates")
         check_resamples(self.n_resamples, "n_resamples", minimum=2)

@@ -511,10 +511,11 @@ def disaggregated_evaluation(
 
     Notes
     -----
-    The four role arguments are the package's input contract (an ``AuditData`` brings
-    them); every estimator's options live in its object, so that adding an estimator adds
-    no argument here. The options' old flat names (``hb_draws=``, ``sr_ridge=``, ...) fail
-    with a message naming the object that carries them now.
+    Eleven parameters: the four role arguments are the package's input contract (an
+    ``AuditData`` brings them); every estimator's options live in its object, so that
+    adding an estimator adds no argument here. The options' old flat names
+    (``hb_draws=``, ``sr_ridge=``, ...) fail with a message naming the object that
+    carries them now.
 
     Examples
     --------
@@ -739,9 +740,7 @@ class _StructuredRun:
             features=self.all_rows,
             fold_features=self.features,
             level=out.levels,
-            n_resamples=self.sr.n_resamples,
-            interval=self.sr.interval,
-            ridge=self.sr.ridge,
+            estimator=self.sr,
             rng=rng,
         )
         keys = ("lam", "selected", "coef", "cv_loss", "lambdas", "dropped")
@@ -763,20 +762,13 @@ def _hierarchical_rows(out: _Rows, hb: HierarchicalBayes, names, metrics, rng) -
     count = [i for i, (_, m) in km_of.items() if np.sum(m) > 0]
     other = [i for i in range(len(metrics)) if not is_count[i] and out.sigma2[names[i]] > 0]
     seed = int(rng.integers(2**31))
-    nuts = dict(
-        draws=hb.draws,
-        tune=hb.tune,
-        chains=hb.chains,
-        target_accept=hb.target_accept,
-        main_effects=hb.main_effects,
-        sizes=n,
-    )
+    nuts = dict(estimator=hb, sizes=n)
     posts, boundary, idatas = {}, {}, {}
     if count:
         km = [km_of[i] for i in count]
         k, m = np.array([x[0] for x in km]), np.array([x[1] for x in km])
         idata, th = fit_hierarchical(
-            gd.labels, [names[i] for i in count], k=k, m=m, random_seed=seed, **nuts
+            gd.labels, [names[i] for i in count], k=k, m=m, random_state=seed, **nuts
         )
         idatas["binomial"] = idata
         for j, i in enumerate(count):
@@ -786,7 +778,7 @@ def _hierarchical_rows(out: _Rows, hb: HierarchicalBayes, names, metrics, rng) -
         S = np.array([out.std[names[i]] for i in other])
         SE = np.array([np.sqrt(out.sigma2[names[i]] / np.maximum(n, 1)) for i in other])
         idata, th = fit_hierarchical(
-            gd.labels, [names[i] for i in other], s=S, se=SE, random_seed=seed + 1, **nuts
+            gd.labels, [names[i] for i in other], s=S, se=SE, random_state=seed + 1, **nuts
         )
         idatas["fay_herriot"] = idata
         for j, i in enumerate(other):

@@ -38,6 +38,8 @@ import pandas as pd
 
 from .. import _arviz
 from .._names import safe_names
+from .._vocabulary import moved_into, renamed_arguments
+from .estimators import HierarchicalBayes
 
 __all__ = ["fit_hierarchical"]
 
@@ -327,6 +329,13 @@ def _effects(pm, name, sd, sc, w, dims):
     return effect
 
 
+@moved_into(
+    {
+        name: f"estimator=HierarchicalBayes({name}=...)"
+        for name in ("draws", "tune", "chains", "target_accept", "main_effects")
+    }
+)
+@renamed_arguments(random_seed="random_state")
 def fit_hierarchical(
     labels: pd.DataFrame,
     metric_names: list[str],
@@ -335,40 +344,50 @@ def fit_hierarchical(
     m: np.ndarray | None = None,
     s: np.ndarray | None = None,
     se: np.ndarray | None = None,
+    estimator: HierarchicalBayes | None = None,
     interactions: bool = True,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    target_accept: float = 0.95,
-    main_effects: str = "non-centred",
     sizes: np.ndarray | None = None,
-    random_seed: int = 0,
+    random_state: int = 0,
 ):
     """Fit the model for several metrics at once.
 
-        Binomial: ``k`` and ``m`` of shape (metrics, groups).  Fay-Herriot: ``s`` and
-        ``se`` of shape (metrics, groups), NaN where undefined (left out of the
-        likelihood).  Returns (idata, draws of the group values with shape
-        (samples, metrics, groups)).  With nutpie installed the sampler runs on the
-        closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
-        per model); otherwise on the PyMC model with PyMC's sampler.
+    Binomial: ``k`` and ``m`` of shape (metrics, groups).  Fay-Herriot: ``s`` and
+    ``se`` of shape (metrics, groups), NaN where undefined (left out of the
+    likelihood).  Returns (idata, draws of the group values with shape
+    (samples, metrics, groups)).  With nutpie installed the sampler runs on the
+    closed-form density of :mod:`bayesfair.disaggregated._hb_logp` (no compilation
+    per model); otherwise on the PyMC model with PyMC's sampler.
 
-        ``main_effects`` gives the coordinates in which the attributes' main effects are
-        sampled; the model is the same in all of them.  ``"non-centred"``: sigma z, z ~
-        ZeroSumNormal(1), which suits effects the data say little about.  ``"centred"``:
-        effects ~ ZeroSumNormal(sigma).  Where every value of an attribute has many rows,
-        its effects are pinned and non-centred coordinates fix only sigma z, a curved
-        ridge along which sigma mixes slowly; where a scale rests on few or poorly measured
-        contrasts, its posterior reaches down to where centred coordinates form a funnel.
-        ``"auto"`` partially centres the block of each attribute whose values all have
-        many rows (``sizes``: rows per group) per measure, with the weight of
-        Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), and leaves the
-        others non-centred.  Which coordinates mix better depends on how much the data say
+    ``estimator`` (a :class:`~bayesfair.disaggregated.HierarchicalBayes`) carries the NUTS
+    settings and the coordinates of the main effects; default
+    ``HierarchicalBayes(main_effects="non-centred")``.  ``interactions`` adds the
+    pairwise interactions of the attributes; ``sizes`` (rows per group) informs
+    ``main_effects="auto"``; ``random_state`` is an integer seed.
+
+    ``main_effects`` gives the coordinates in which the attributes' main effects are
+    sampled; the model is the same in all of them.  ``"non-centred"``: sigma z, z ~
+    ZeroSumNormal(1), which suits effects the data say little about.  ``"centred"``:
+    effects ~ ZeroSumNormal(sigma).  Where every value of an attribute has many rows,
+    its effects are pinned and non-centred coordinates fix only sigma z, a curved
+    ridge along which sigma mixes slowly; where a scale rests on few or poorly measured
+    contrasts, its posterior reaches down to where centred coordinates form a funnel.
+    ``"auto"`` partially centres the block of each attribute whose values all have
+    many rows (``sizes``: rows per group) per measure, with the weight of
+    Papaspiliopoulos, Roberts and Skold (see ``_partial_centring``), and leaves the
+    others non-centred.  Which coordinates mix better depends on how much the data say
     about each scale; the measured R-hat, ESS and divergences on six designs, which chose
     this rule, are in ``models/cards/hierarchical_bayes.md``.
     """
+    model = HierarchicalBayes(main_effects="non-centred") if estimator is None else estimator
+    if not isinstance(model, HierarchicalBayes):
+        raise TypeError(f"`estimator` must be a HierarchicalBayes(...), got {type(model).__name__}")
+    main_effects = model.main_effects
     nuts = dict(
-        draws=draws, tune=tune, chains=chains, target_accept=target_accept, random_seed=random_seed
+        draws=model.draws,
+        tune=model.tune,
+        chains=model.chains,
+        target_accept=model.target_accept,
+        random_seed=random_state,
     )
     # model variables are named after the columns (sigma_<col>), which PyMC and netCDF
     # refuse with a "/"

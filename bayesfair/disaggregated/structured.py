@@ -22,7 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_real, check_same_index
-from .._vocabulary import LEVEL, N_RESAMPLES, renamed_arguments
+from .._vocabulary import LEVEL, moved_into, renamed_arguments
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -243,22 +243,50 @@ def check_rblpr_options(
         check_real(ridge, rname, "non-negative")
 
 
-@renamed_arguments(levels="level", n_bootstrap="n_resamples")
+def _options(estimator):
+    """The :class:`~bayesfair.disaggregated.StructuredRegression` of ``estimator`` (its
+    default for None), refused by name otherwise."""
+    from .estimators import StructuredRegression  # which imports this module's checks
+
+    options = StructuredRegression() if estimator is None else estimator
+    if not isinstance(options, StructuredRegression):
+        raise TypeError(
+            f"`estimator` must be a StructuredRegression(...), got {type(options).__name__}"
+        )
+    return options
+
+
+def _ridge_penalty(ridge: str | float, n: np.ndarray) -> float:
+    """The partial ridge penalty lam2 for the groups of sizes ``n`` that have estimates:
+    1 / (number of groups), 1 / (number of rows) or the number given."""
+    if ridge == "groups":
+        return 1.0 / len(n)
+    if ridge == "rows":
+        return 1.0 / n.sum()
+    return float(ridge)
+
+
+@moved_into(
+    {
+        "n_bootstrap": "estimator=StructuredRegression(n_resamples=...)",
+        **{
+            name: f"estimator=StructuredRegression({name}=...)"
+            for name in ("n_resamples", "n_folds", "n_lambdas", "interval", "ridge")
+        },
+    }
+)
+@renamed_arguments(levels="level")
 def structured_regression(
     gd: GroupedData,
     metric,
     s: np.ndarray,
     sigma2: float,
     *,
+    estimator=None,
     features: pd.DataFrame | None = None,
     fold_features: Callable[[np.ndarray], pd.DataFrame] | None = None,
     level: float | Sequence[float] = LEVEL,
-    n_resamples: int = N_RESAMPLES,
-    n_folds: int = 10,
     lam: float | None = None,
-    n_lambdas: int = 30,
-    interval: str = "percentile",
-    ridge: str | float = "groups",
     rng: np.random.Generator,
 ) -> dict:
     """Lasso estimates of every group's metric and rBLPR intervals (Herlihy et al. eq. 5;
@@ -309,17 +337,14 @@ def structured_regression(
         that built ``features``), so that group means of the data (explanatory features,
         the outcome rate) do not carry the held-out rows into the training fit.  Default:
         ``features`` in every fold, which is exact for indicator features only.
+    estimator : StructuredRegression, optional
+        The rBLPR options (``interval``, ``ridge``, ``n_resamples``) and the penalty's
+        cross-validation (``n_folds``, ``n_lambdas``); default ``StructuredRegression()``.
+        Its feature options are for :func:`group_features`, which builds ``features``.
     level : float or sequence of float, default 0.9
         Confidence level(s) of the intervals.
-    n_resamples : int, default 999
-        Residual-bootstrap replicates.
-    n_folds : int, default 10
     lam : float, optional
         A fixed penalty; default chosen by cross-validation.
-    n_lambdas : int, default 30
-        Size of the penalty grid (:func:`lambda_ratios`).
-    interval : {"percentile", "basic"}
-    ridge : {"groups", "rows"} or float
     rng : numpy.random.Generator
 
     Returns
@@ -342,12 +367,15 @@ def structured_regression(
     >>> rng = np.random.default_rng(0)
     >>> s, n = gd.estimate("fpr"), gd.cells()[:, [1, 3]].sum(1)
     >>> sigma2 = pooled_sigma2(n, gd.bootstrap_variance("fpr", 200, rng))
-    >>> fit = structured_regression(gd, "fpr", s, sigma2, n_resamples=100, rng=rng)
+    >>> from bayesfair.disaggregated import StructuredRegression
+    >>> fit = structured_regression(gd, "fpr", s, sigma2, rng=rng,
+    ...                             estimator=StructuredRegression(n_resamples=100))
     >>> lo, hi = fit["intervals"][0.9]
     >>> bool(np.all(lo <= hi))
     True
     """
-    check_rblpr_options(interval, ridge)
+    est_opts = _options(estimator)
+    n_resamples = est_opts.n_resamples
     F_df = group_features(gd) if features is None else features
     n = gd.sizes().astype(float)
     ok = np.isfinite(s) & (n > 0)
@@ -369,20 +397,17 @@ def structured_regression(
     w = n[ok] / sigma2
     F_ok = F[ok]  # a copy: taken once, not per bootstrap replicate
     lmax = lambda_max(F_ok, s[ok], w)
-    lams = lmax * lambda_ratios(n_lambdas) if lmax > 0 else np.array([0.0])
+    lams = lmax * lambda_ratios(est_opts.n_lambdas) if lmax > 0 else np.array([0.0])
     cv_loss = None
     if lam is None:
-        lam, cv_loss = _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, scaled_fold_features)
+        lam, cv_loss = _cv_lambda(
+            gd, metric, F, sigma2, lams, est_opts.n_folds, rng, scaled_fold_features
+        )
     b0, theta = fit_lasso(F_ok, s[ok], w, lam)
     est = b0 + F @ theta
     selected = np.abs(theta) > 1e-12
     # rBLPR: residual bootstrap of lasso + partial ridge
-    if ridge == "groups":
-        lam2 = 1.0 / ok.sum()
-    elif ridge == "rows":
-        lam2 = 1.0 / n[ok].sum()
-    else:
-        lam2 = float(ridge)
+    lam2 = _ridge_penalty(est_opts.ridge, n[ok])
     ridge_fit = PartialRidge(F_ok, w)
     c0, c = ridge_fit.fit(s[ok], selected, lam2)
     lpr = c0 + F @ c
@@ -405,7 +430,7 @@ def structured_regression(
     intervals = {}
     for lv in [level] if isinstance(level, Real) else list(level):
         a = (1 - lv) / 2
-        if interval == "percentile":
+        if est_opts.interval == "percentile":
             # rBLPR as published: percentiles of the bootstrap LPR estimates
             intervals[lv] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
         else:

@@ -95,6 +95,13 @@ def metric_permutation_test(
     -------
     PermutationTestResult
 
+    Notes
+    -----
+    Eleven parameters: the values, groups and metric; the groups compared; the
+    resampling (``n_resamples``, studentization with its ``n_variance_resamples``,
+    ``alternative``, ``random_state``, ``n_jobs``) named as in ``scipy.stats.permutation_test``,
+    whose ``batch`` it also takes.
+
     Examples
     --------
     >>> import numpy as np

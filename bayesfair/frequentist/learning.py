@@ -438,6 +438,13 @@ def group_learning_curves(
     -------
     LearningCurveResult
 
+    Notes
+    -----
+    Fourteen parameters: the estimator and data, the groups (with an optional held-out
+    test set of three arrays, as Chen et al. evaluate on a fixed test set), the loss and
+    the package's shared ``level``, ``n_jobs`` and ``random_state``; scikit-learn's
+    ``learning_curve`` takes sixteen.
+
     Examples
     --------
     >>> import numpy as np
@@ -657,6 +664,12 @@ def bias_variance_decomposition(
     -------
     pandas.DataFrame
         One row per group: the mean loss, noise, bias, variance and net variance.
+
+    Notes
+    -----
+    Twelve parameters: the estimator, the training and test data with the test rows'
+    groups (five arrays, as scikit-learn names them), the loss, the repetitions and their
+    training size, the optional Bayes-optimal predictions, and ``n_jobs``, ``random_state``.
 
     Examples
     --------

@@ -840,6 +840,13 @@ def lasso_path_oracle(
         error ``small``, its ``cut`` against the standard estimator, the chosen
         ``lambda_ratio`` (lambda / lambda_max; NaN per draw) and the number of small
         ``group_draws``.  The path: metric, lambda_ratio, small, cut.
+
+    Notes
+    -----
+    Sixteen parameters: :func:`simulate`'s population and design (the same draws, so the
+    oracle is compared with the simulation it bounds), structured regression's three feature
+    options as :func:`simulate` passes them, and the oracle's own grid and output; a research
+    harness that mirrors those two calls rather than a function an audit calls.
     """
     from ..disaggregated._lasso import lambda_max
     from ..disaggregated.evaluate import truncate_to_range

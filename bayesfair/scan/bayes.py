@@ -244,6 +244,12 @@ def posterior_bias_scan(
     -------
     PosteriorScanResult
 
+    Notes
+    -----
+    Twelve parameters: the scan's question and role columns, as
+    :func:`~bayesfair.scan.conditional_bias_scan` takes them, its ``search`` and the
+    Bayesian I-hat model (each an object carrying its own options), and the seed.
+
     Examples
     --------
     >>> from bayesfair.datasets import make_cbs_semisynthetic

@@ -612,6 +612,13 @@ def subset_scan(
     -------
     ScanResult
 
+    Notes
+    -----
+    Eleven parameters: the data and the columns scanned, the observed and expected values,
+    the score and its direction, the search's four options and the seed.  The Conditional
+    Bias Scan groups the search's options in :class:`~bayesfair.scan.SubsetSearch`; this
+    engine keeps them flat, with a penalty of 0 by default (the original Bias Scan's).
+
     Examples
     --------
     >>> import numpy as np, pandas as pd

@@ -55,6 +55,7 @@ def test_models_take_a_column_with_a_slash(odd, tmp_path):
 
 
 def test_hierarchical_bayes_takes_a_column_with_a_slash(odd):
+    from bayesfair.disaggregated import HierarchicalBayes
     from bayesfair.disaggregated.hierarchical import fit_hierarchical
 
     labels = pd.DataFrame({"race/ethnicity": ["a", "a", "b", "b"], "sex": ["F", "M"] * 2})
@@ -65,9 +66,7 @@ def test_hierarchical_bayes_takes_a_column_with_a_slash(odd):
             ["fpr"],
             k=np.array([[3, 5, 2, 7]]),
             m=np.array([[10, 12, 9, 14]]),
-            draws=20,
-            tune=20,
-            chains=1,
+            estimator=HierarchicalBayes(draws=20, tune=20, chains=1, main_effects="non-centred"),
             sizes=np.array([10, 12, 9, 14]),
         )
     assert "sigma_race_ethnicity" in idata.posterior and theta.shape == (20, 1, 4)

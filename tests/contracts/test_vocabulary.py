@@ -124,12 +124,14 @@ def data():
 def _lower(name: str):
     """The lower-level functions and the reproduction harnesses, renamed alike."""
     from bayesfair.disaggregated import GroupedData
+    from bayesfair.disaggregated.hierarchical import fit_hierarchical
     from bayesfair.disaggregated.structured import structured_regression
     from bayesfair.replication import boxer, foulds, herlihy
 
     return {
         "GroupedData.from_frame": GroupedData.from_frame,
         "structured_regression": structured_regression,
+        "fit_hierarchical": fit_hierarchical,
         "simulate": herlihy.simulate,
         "null_level_study": boxer.null_level_study,
         "calibration_study": foulds.calibration_study,
@@ -164,7 +166,8 @@ def _lower(name: str):
         (lambda d, kw: d.counts(**kw), "target", "role"),
         (lambda d, kw: d.probabilities(**kw), "alpha", "pseudo_count"),
         (lambda d, kw: _lower("GroupedData.from_frame")(d.frame, **kw), "y_true", "outcome"),
-        (lambda d, kw: _lower("structured_regression")(None, **kw), "n_bootstrap", "n_resamples"),
+        (lambda d, kw: _lower("structured_regression")(None, **kw), "levels", "level"),
+        (lambda d, kw: _lower("fit_hierarchical")(None, [], **kw), "random_seed", "random_state"),
         (lambda d, kw: _lower("simulate")(**kw), "sensitive_features", "protected"),
         (lambda d, kw: _lower("null_level_study")(1, **kw), "n_permutations", "n_resamples"),
         (lambda d, kw: _lower("calibration_study")({}, **kw), "prob", "level"),

@@ -301,7 +301,14 @@ def test_hierarchical_new_level_draws_match_the_model_with_the_value():
     k = rng.binomial(m.astype(int), [[0.2, 0.35, 0.3, 0.5, 0.4]]).astype(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplerWarning)
-        _, new = fit_hierarchical(labels, ["r"], k=k, m=m, draws=4000, chains=4, random_seed=1)
+        _, new = fit_hierarchical(
+            labels,
+            ["r"],
+            k=k,
+            m=m,
+            estimator=HierarchicalBayes(draws=4000, chains=4, main_effects="non-centred"),
+            random_state=1,
+        )
         prob = _Problem(labels, ["r"], k, m, None, None, True)
         idata = sample_nuts(
             prob.pymc_model,

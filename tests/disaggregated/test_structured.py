@@ -114,14 +114,21 @@ def test_structured_regression_limits():
     rng = np.random.default_rng(0)
     sigma2 = pooled_sigma2(n, gd.bootstrap_variance("selection_rate", 100, rng))
     ok = np.isfinite(s)
-    tiny = structured_regression(
-        gd, "selection_rate", s, sigma2, lam=1e-10, n_resamples=10, rng=rng
-    )
+    ten = StructuredRegression(n_resamples=10)
+    tiny = structured_regression(gd, "selection_rate", s, sigma2, lam=1e-10, estimator=ten, rng=rng)
     np.testing.assert_allclose(tiny["estimate"][ok], s[ok], atol=1e-6)  # lambda -> 0
-    huge = structured_regression(gd, "selection_rate", s, sigma2, lam=1e6, n_resamples=10, rng=rng)
+    huge = structured_regression(gd, "selection_rate", s, sigma2, lam=1e6, estimator=ten, rng=rng)
     wmean = np.sum(n[ok] * s[ok]) / np.sum(n[ok])
     np.testing.assert_allclose(huge["estimate"], wmean, atol=1e-10)  # lambda -> infinity
-    cv = structured_regression(gd, "selection_rate", s, sigma2, n_resamples=50, level=0.95, rng=rng)
+    cv = structured_regression(
+        gd,
+        "selection_rate",
+        s,
+        sigma2,
+        estimator=StructuredRegression(n_resamples=50),
+        level=0.95,
+        rng=rng,
+    )
     assert cv["lambdas"].min() <= cv["lam"] <= cv["lambdas"].max()
     lo, hi = cv["intervals"][0.95]
     assert np.all(lo <= hi)
@@ -156,8 +163,7 @@ def test_rblpr_intervals_cover_when_the_features_hold_the_truth():
                 sigma2,
                 features=feats,
                 level=(0.95, 0.8),
-                n_resamples=200,
-                ridge=ridge,
+                estimator=StructuredRegression(n_resamples=200, ridge=ridge),
                 rng=np.random.default_rng(seed + 1),
             )
             for level, (lo, hi) in out["intervals"].items():
@@ -175,9 +181,6 @@ def test_rblpr_intervals_cover_when_the_features_hold_the_truth():
 
 
 def test_partial_ridge_argument_is_checked():
-    df = _frame(800)
-    gd = GroupedData.from_frame(df, ["race", "sex"], "y", "d")
-    s = gd.estimate("selection_rate")
     for bad, err in (
         ("cols", ValueError),
         (-1.0, ValueError),
@@ -185,16 +188,19 @@ def test_partial_ridge_argument_is_checked():
         ([1], TypeError),
     ):
         with pytest.raises(err, match="ridge"):
-            structured_regression(
-                gd,
-                "selection_rate",
-                s,
-                0.2,
-                lam=0.01,
-                n_resamples=5,
-                ridge=bad,
-                rng=np.random.default_rng(0),
-            )
+            StructuredRegression(n_resamples=5, ridge=bad)
+    for bad in (1, 0, 2.5):
+        with pytest.raises(ValueError, match="n_folds"):
+            StructuredRegression(n_folds=bad)
+    # the options live in the estimator: the function refuses them flat, saying where
+    gd = GroupedData.from_frame(_frame(800), ["race", "sex"], "y", "d")
+    s = gd.estimate("selection_rate")
+    with pytest.raises(TypeError, match=r"estimator=StructuredRegression\(ridge=\.\.\.\)"):
+        structured_regression(gd, "selection_rate", s, 0.2, ridge="rows", rng=None)
+    with pytest.raises(TypeError, match=r"estimator=StructuredRegression\(n_resamples=\.\.\.\)"):
+        structured_regression(gd, "selection_rate", s, 0.2, n_bootstrap=9, rng=None)
+    with pytest.raises(TypeError, match="`estimator` must be a StructuredRegression"):
+        structured_regression(gd, "selection_rate", s, 0.2, estimator="structured", rng=None)
 
 
 @pytest.mark.parametrize("lam2", [0.0, 1e-5, 0.01])
@@ -252,7 +258,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
         0.2,
         features=features(),
         fold_features=features,
-        n_resamples=10,
+        estimator=StructuredRegression(n_resamples=10),
         rng=np.random.default_rng(0),
     )
     assert len(seen) == 10
@@ -291,7 +297,7 @@ def test_cross_validation_computes_features_from_each_training_fold():
             0.2,
             features=features(),
             fold_features=lambda rows: group_features(gd, rows=rows),
-            n_resamples=10,
+            estimator=StructuredRegression(n_resamples=10),
             rng=np.random.default_rng(0),
         )
 
@@ -467,7 +473,7 @@ def test_lasso_path_oracle_matches_structured_regression_and_simulate():
                 1.0,
                 features=feats,
                 lam=lmax * ratio,
-                n_resamples=2,
+                estimator=StructuredRegression(n_resamples=2),
                 rng=np.random.default_rng(0),
             )
             est = np.clip(sr["estimate"], 0, 1)
