@@ -22,7 +22,6 @@ __all__ = [
     "PSEUDO_COUNT",
     "ROLE_RENAMES",
     "interval_columns",
-    "moved_into",
     "moved_options",
     "renamed_arguments",
 ]
@@ -85,16 +84,17 @@ def renamed_arguments(**renames: str) -> Callable[[F], F]:
     )
 
 
-def moved_options(moves: dict[str, str], into: str) -> Callable[[F], F]:
-    """Make ``func`` refuse options that moved into the objects of its argument ``into``,
-    with a ``TypeError`` that names where each lives now.
+def moved_options(moves: dict[str, str], into: str | None = None) -> Callable[[F], F]:
+    """Make ``func`` refuse options that moved into option objects, with a ``TypeError``
+    that shows how each is given now.
 
     Parameters
     ----------
     moves : dict
-        ``{old_name: "Object(option=...)"}``.
-    into : str
-        The argument that takes the objects.
+        ``{old_name: "Object(option=...)"}`` with ``into``, the argument that takes a list
+        of such objects; without it ``{old_name: "argument=Object(option=...)"}``.
+    into : str, optional
+        The argument taking a list of objects (``estimators``).
 
     Returns
     -------
@@ -110,42 +110,22 @@ def moved_options(moves: dict[str, str], into: str) -> Callable[[F], F]:
     Traceback (most recent call last):
     ...
     TypeError: f() got `hb_draws=`, ...: `estimators=[..., HierarchicalBayes(draws=...)]`
+    >>> @moved_options({"penalty": "search=SubsetSearch(penalty=...)"})
+    ... def g(*, search=None):
+    ...     return search
+    >>> g(penalty=2)
+    Traceback (most recent call last):
+    ...
+    TypeError: g() got `penalty=`, which is now given as `search=SubsetSearch(penalty=...)`
     """
-
+    if into is None:
+        return _refusing({old: f"is now given as `{new}`" for old, new in moves.items()})
     return _refusing(
         {
             old: f"is now an option of its estimator: `{into}=[..., {new}]`"
             for old, new in moves.items()
         }
     )
-
-
-def moved_into(moves: dict[str, str]) -> Callable[[F], F]:
-    """Make ``func`` refuse options that moved into an option object, with a ``TypeError``
-    that shows how each is given now.
-
-    Parameters
-    ----------
-    moves : dict
-        ``{old_name: "argument=Object(option=...)"}``.
-
-    Returns
-    -------
-    callable
-        A decorator.
-
-    Examples
-    --------
-    >>> @moved_into({"penalty": "search=SubsetSearch(penalty=...)"})
-    ... def f(*, search=None):
-    ...     return search
-    >>> f(penalty=2)
-    Traceback (most recent call last):
-    ...
-    TypeError: f() got `penalty=`, which is now given as `search=SubsetSearch(penalty=...)`
-    """
-
-    return _refusing({old: f"is now given as `{new}`" for old, new in moves.items()})
 
 
 def _refusing(said: dict[str, str]) -> Callable[[F], F]:

@@ -38,7 +38,7 @@ import pandas as pd
 
 from .. import _arviz
 from .._names import safe_names
-from .._vocabulary import moved_into, renamed_arguments
+from .._vocabulary import moved_options, renamed_arguments
 from .estimators import HierarchicalBayes
 
 __all__ = ["fit_hierarchical"]
@@ -329,7 +329,7 @@ def _effects(pm, name, sd, sc, w, dims):
     return effect
 
 
-@moved_into(
+@moved_options(
     {
         name: f"estimator=HierarchicalBayes({name}=...)"
         for name in ("draws", "tune", "chains", "target_accept", "main_effects")

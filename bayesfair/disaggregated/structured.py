@@ -22,7 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_real, check_same_index
-from .._vocabulary import LEVEL, moved_into, renamed_arguments
+from .._vocabulary import LEVEL, moved_options, renamed_arguments
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -266,7 +266,7 @@ def _ridge_penalty(ridge: str | float, n: np.ndarray) -> float:
     return float(ridge)
 
 
-@moved_into(
+@moved_options(
     {
         "n_bootstrap": "estimator=StructuredRegression(n_resamples=...)",
         **{

@@ -31,7 +31,7 @@ from .._plotting import new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import SeedLike, check_random_state
-from .._vocabulary import moved_into, renamed_arguments
+from .._vocabulary import moved_options, renamed_arguments
 from .cbs import CBSResult, frame_and_roles, scan_pipeline
 from .engine import ScanResult, safe_logit, subgroup_mask
 from .ihat import fit_weighted, weighted_proba
@@ -194,7 +194,7 @@ def _pymc_ihat(X, W1, W0, X_new, names, prior_scale, draws, tune, chains, seed):
     return idata, 1.0 / (1.0 + np.exp(-eta_new))
 
 
-@moved_into(MOVED_FROM_POSTERIOR)
+@moved_options(MOVED_FROM_POSTERIOR)
 @renamed_arguments(protected="protected_class", n_permutations="n_resamples")
 def posterior_bias_scan(
     data: pd.DataFrame,

@@ -41,7 +41,7 @@ from .._validation import (
     check_resamples,
     check_seed,
 )
-from .._vocabulary import N_RESAMPLES, moved_into, renamed_arguments
+from .._vocabulary import N_RESAMPLES, moved_options, renamed_arguments
 from ..data import AuditData
 from .engine import (
     PreparedScan,
@@ -480,7 +480,7 @@ class ScanPipeline:
         return float(prep.run(n_restarts, penalty, rng)[1])
 
 
-@moved_into(MOVED_FROM_CBS)
+@moved_options(MOVED_FROM_CBS)
 @renamed_arguments(protected="protected_class", n_permutations="n_resamples")
 def conditional_bias_scan(
     data: pd.DataFrame,
