@@ -521,7 +521,7 @@ def test_spec_validation(tmp_path):
 @pytest.mark.slow
 def test_demo_with_bayesian_section(tmp_path):
     out = tmp_path / "report.html"
-    assert main(["demo", "--out", str(out), "--n-rows", "3000"]) == 0
+    assert main(["demo", "--out", str(out), "--n-rows", "3000", "--n-resamples", "19"]) == 0
     html = out.read_text()
     assert "Bayesian intersectional fairness" in html
     assert "Model-averaging weights" in html and "LOO stacking" in html
