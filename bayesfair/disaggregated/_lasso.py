@@ -9,9 +9,7 @@ hundreds of fits of cross-validation and the residual bootstrap.  After
 ``accel_after`` plain sweeps the iterates are Anderson-extrapolated every
 ``accel_k`` sweeps (Bertrand and Massias, "Anderson acceleration of coordinate
 descent", AISTATS 2021), which the exactly collinear group and attribute
-indicators need at small penalties: on 243 groups, a fit at 1e-4 of
-``lambda_max`` went from 10,000 sweeps without converging (470 ms) to
-convergence in about 40 ms.
+indicators need at small penalties, where plain sweeps converge very slowly.
 """
 
 from __future__ import annotations
@@ -196,17 +194,16 @@ class PartialRidge:
     on the coefficients the lasso did not select (intercept unpenalised), for one design
     ``X`` and weights ``w``.  rBLPR refits it once per bootstrap replicate with new
     responses and selections; the weighted Gram matrix is the same every time, so it is
-    formed once (at 729 groups, forming it was half the cost of a fit).
+    formed once (on many groups, forming it would be much of a fit's cost).
 
     The system of a fit is ``A = B - lam2 E_S E_S'`` with ``B = gram + (lam2 + 1e-10) I``
     the same for every replicate and ``E_S`` the columns of the intercept and the selected
     coefficients.  With few of those, a fit inverts B once per lam2 and solves only an
     |S| x |S| system (Woodbury's identity): O(p^2 + |S|^3) per replicate instead of the
-    O(p^3) of a dense solve.  With one identity feature per group p exceeds the number of
-    groups: at 864 groups (p = 887, |S| 10-24) structured regression of two metrics took
-    15 s with dense solves and takes 4 s; at 6,000 groups a dense solve takes 2 s, so the
-    1,000 of two metrics' rBLPR took over half an hour.  A solution whose residual is not
-    small is recomputed by the dense solve; ``dense=True`` always takes the dense solve
+    O(p^3) of a dense solve, which matters because with one identity feature per group p
+    exceeds the number of groups (thousands of groups make the dense solves of the
+    bootstrap take longer than everything else).  A solution whose residual is not small
+    is recomputed by the dense solve; ``dense=True`` always takes the dense solve
     (``make bench`` measures the difference).
     """
 

@@ -299,8 +299,7 @@ def structured_regression(
     ``interval`` is ``"percentile"`` (rBLPR as Liu, Xu and Li publish it: percentiles
     of the bootstrap lasso + partial ridge estimates, whose bootstrap world has the
     lasso fit as its truth) or ``"basic"`` (the bootstrap deviations reflected
-    around the LPR estimate).  On the Adult simulation the percentile intervals
-    cover more often for five of six metrics.
+    around the LPR estimate).
 
     ``ridge`` is the partial ridge penalty lam2 on the coefficients the lasso left
     out, in units of the loss whose weights sum to one.  Liu, Xu and Li use 1/n for
@@ -308,15 +307,15 @@ def structured_regression(
 
     * ``"groups"`` (default): n = number of groups with an estimate.  A small group's
       own indicator is shrunk almost entirely, so its interval is mostly the
-      uncertainty of the regression surface: tight (on a well-specified additive
-      simulation, ``tests/disaggregated/test_structured.py -k rblpr``, about 0.7 of the
-      standard width with 95% coverage near 0.96), but it under-covers where the
-      features miss real differences between small groups (on the Adult
-      simulation, 0.89 for AUC).
+      uncertainty of the regression surface: tight, and calibrated where the features
+      explain the groups (``tests/disaggregated/test_structured.py -k rblpr`` checks
+      it on a well-specified additive simulation), but it under-covers where the
+      features miss real differences between small groups (notebooks 04 and 07
+      measure it).
     * ``"rows"``: n = number of rows, each carrying its group's estimate (the loss
       of eq. 5 is least squares over rows).  A group's indicator keeps n_a / (n_a +
       1) of its deviation, so intervals are close to the standard width and cover
-      conservatively (0.97-0.98 on the Adult simulation).
+      conservatively.
     * a number: lam2 itself.
 
     Parameters
