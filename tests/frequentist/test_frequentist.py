@@ -710,7 +710,10 @@ def test_metric_permutation_test_mean_and_callable():
         v, g, np.median, n_resamples=99, n_variance_resamples=30, random_state=0
     )
     assert med.difference == pytest.approx(np.median(a) - np.median(b))
-    assert np.isfinite(med.studentized_statistic) and 0 < med.pvalue <= 1
+    assert np.isfinite(med.studentized_statistic)
+    # two-sided: the share of |null| at least |statistic|, the observed counted once
+    hits = np.sum(np.abs(med.null_distribution) >= abs(med.statistic) - 1e-12)
+    assert med.pvalue == pytest.approx((1 + hits) / (1 + len(med.null_distribution)))
     with pytest.raises(ValueError, match="exactly two"):
         metric_permutation_test(v, np.arange(600) % 3)
     with pytest.raises(ValueError, match="`group` has 1 missing value"):
