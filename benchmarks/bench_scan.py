@@ -27,7 +27,6 @@ KW = dict(
     decision="high_risk",
     condition_value=0,
     attributes=["race", "sex", "age", "charge", "priors"],
-    penalty=1.0,
     n_resamples=0,  # one scan; the permutation row below sets its own count
 )
 
