@@ -1,5 +1,7 @@
 """A progress bar for long resampling loops, through rich (PyMC's own progress bars; a
-PyMC dependency), shown in a terminal and in a notebook alike."""
+PyMC dependency), shown in a terminal and in a notebook alike.  In a terminal it is drawn
+on standard error, so that a command's standard output holds only its results (the
+``bayesfair audit`` table)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ def progress_bar(
     if not check_flag(progressbar, "progressbar"):
         yield None
         return
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -34,6 +37,6 @@ def progress_bar(
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns) as bar:
+    with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task(description, total=total)
         yield lambda steps: bar.advance(task, steps)
