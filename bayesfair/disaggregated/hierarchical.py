@@ -38,6 +38,7 @@ import pandas as pd
 
 from .. import _arviz
 from .._names import safe_names
+from .._validation import check_instance
 from .._vocabulary import moved_options, renamed_arguments
 from .estimators import HierarchicalBayes
 
@@ -379,8 +380,7 @@ def fit_hierarchical(
     this rule, are in ``models/cards/hierarchical_bayes.md``.
     """
     model = HierarchicalBayes(main_effects="non-centred") if estimator is None else estimator
-    if not isinstance(model, HierarchicalBayes):
-        raise TypeError(f"`estimator` must be a HierarchicalBayes(...), got {type(model).__name__}")
+    check_instance(model, HierarchicalBayes, "estimator", "a HierarchicalBayes(...)")
     main_effects = model.main_effects
     nuts = dict(
         draws=model.draws,

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._validation import check_real, check_same_index
+from .._validation import check_instance, check_real, check_same_index
 from .._vocabulary import LEVEL, moved_options, renamed_arguments
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
@@ -249,10 +249,7 @@ def _options(estimator):
     from .estimators import StructuredRegression  # which imports this module's checks
 
     options = StructuredRegression() if estimator is None else estimator
-    if not isinstance(options, StructuredRegression):
-        raise TypeError(
-            f"`estimator` must be a StructuredRegression(...), got {type(options).__name__}"
-        )
+    check_instance(options, StructuredRegression, "estimator", "a StructuredRegression(...)")
     return options
 
 

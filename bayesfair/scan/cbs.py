@@ -327,7 +327,8 @@ def scan_pipeline(
     protected_class,
     scan_type: str,
     roles: dict,
-    condition: tuple,
+    condition_value: int | None,
+    direction: str,
     attributes,
     search,
     ihat_attributes,
@@ -337,8 +338,8 @@ def scan_pipeline(
     the protected class's rows ``A``, its label, and the :class:`ScanPipeline` (refused,
     by name, when the data leave nothing to estimate).
 
-    ``condition`` is ``(condition_value, direction)``; ``search`` a
-    :class:`~bayesfair.scan.SubsetSearch`; ``models`` the propensity and I-hat models."""
+    ``search`` is a :class:`~bayesfair.scan.SubsetSearch`; ``models`` the propensity and
+    I-hat models."""
     A, label, attr = protected_mask(data, protected_class)
     attributes, ihat_attributes = scan_attributes(
         data, attributes, ihat_attributes, attr, label, roles=roles, protected=protected_class
@@ -347,7 +348,8 @@ def scan_pipeline(
         data,
         roles,
         scan_type,
-        *condition,
+        condition_value,
+        direction,
         attributes,
         ihat_attributes,
         search.sigma,
@@ -582,7 +584,8 @@ def conditional_bias_scan(
         protected_class,
         scan_type,
         roles,
-        (condition_value, direction),
+        condition_value,
+        direction,
         attributes,
         search,
         ihat_options.attributes,

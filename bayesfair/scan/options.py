@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import check_count, check_real
+from .._validation import check_count, check_instance, check_real
 from .engine import check_scan_options
 
 __all__ = ["BayesianIhat", "SubsetSearch", "WeightedIhat"]
@@ -146,13 +146,8 @@ class BayesianIhat:
 def check_option(value: Any, kind: type, argument: str) -> Any:
     """``value`` if it is a ``kind`` (``None``: the default ``kind()``), else a TypeError
     that names the argument and the class it takes."""
-    if value is None:
-        return kind()
-    if not isinstance(value, kind):
-        raise TypeError(
-            f"`{argument}` must be a {kind.__name__}(...) (bayesfair.scan.{kind.__name__}), "
-            f"got {type(value).__name__}"
-        )
+    value = kind() if value is None else value
+    check_instance(value, kind, argument, f"a {kind.__name__}(...) (bayesfair.scan)")
     return value
 
 
