@@ -268,7 +268,6 @@ def posterior_bias_scan(
     search = check_option(search, SubsetSearch, "search")
     model = check_option(ihat, BayesianIhat, "ihat")
     n_restarts, penalty = search.restarts(N_RESTARTS), search.penalty
-    model.check()
     data, outcome, score, decision = frame_and_roles(data, outcome, score, decision)
     roles = {"outcome": outcome, "score": score, "decision": decision}
     A, label, pipe = scan_pipeline(

@@ -56,8 +56,14 @@ class SubsetSearch:
     sigma: float | str = 1.0
     ordinal: Sequence[str] | str | None = None
 
+    def __post_init__(self) -> None:
+        check_scan_options(
+            self.penalty, 1 if self.n_restarts is None else self.n_restarts, self.sigma
+        )
+        check_ordinal(self.ordinal)
+
     def restarts(self, default: int) -> int:
-        """The number of restarts, with the options checked.
+        """The number of restarts: ``n_restarts``, or the calling scan's ``default``.
 
         Parameters
         ----------
@@ -68,9 +74,7 @@ class SubsetSearch:
         -------
         int
         """
-        n = default if self.n_restarts is None else self.n_restarts
-        check_scan_options(self.penalty, n, self.sigma)
-        return n
+        return default if self.n_restarts is None else self.n_restarts
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,18 @@ class WeightedIhat:
     attributes: Sequence[str] | None = None
     propensity_model: Any = None
     ihat_model: Any = None
+
+    def __post_init__(self) -> None:
+        check_attribute_list(self.attributes, "attributes")
+        for name in ("propensity_model", "ihat_model"):
+            model = getattr(self, name)
+            if model is not None and not (
+                hasattr(model, "fit") and hasattr(model, "predict_proba")
+            ):
+                raise TypeError(
+                    f"`{name}` must be a scikit-learn classifier with fit and predict_proba, "
+                    f"got {type(model).__name__}"
+                )
 
 
 @dataclass(frozen=True)
@@ -136,11 +152,34 @@ class BayesianIhat:
     chains: int = 2
     n_draws_scanned: int = 200
 
-    def check(self) -> None:
-        """Refuse, by name, settings NUTS cannot run."""
+    def __post_init__(self) -> None:
+        check_attribute_list(self.attributes, "attributes")
         for name in ("n_draws_scanned", "draws", "chains", "tune"):
             check_count(getattr(self, name), name)  # nutpie panics without tuning
         check_real(self.prior_scale, "prior_scale", "positive")
+
+
+def check_attribute_list(value: Any, name: str) -> None:
+    """Refuse a ``value`` of option ``name`` that is not None or a list of column names."""
+    if value is None:
+        return
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"`{name}` must be None or a list of column names, got {type(value).__name__} {value!r}"
+        )
+    bad = [a for a in value if not isinstance(a, str)]
+    if bad:
+        raise TypeError(f"`{name}` must hold column names (str), got {bad[0]!r}")
+
+
+def check_ordinal(ordinal: Any) -> None:
+    """Refuse an ``ordinal`` that is not None, ``"auto"`` or a list of column names."""
+    if isinstance(ordinal, str) and ordinal != "auto":
+        raise ValueError(
+            f"`ordinal` must be a list of scan attributes, 'auto' or None, got {ordinal!r}"
+        )
+    if not isinstance(ordinal, str):
+        check_attribute_list(ordinal, "ordinal")
 
 
 def check_option(value: Any, kind: type, argument: str) -> Any:

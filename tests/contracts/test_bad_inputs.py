@@ -621,16 +621,21 @@ for fn_name, ihat in IHAT_MODELS.items():
             "nope",
             "zzz",
         )
+    # the options are built in the call: a bad one is refused when constructed
     for key, option, name in [
-        ("search", SubsetSearch(n_restarts=0), "n_restarts"),
-        ("search", SubsetSearch(penalty=-1.0), "penalty"),
-        ("ihat", ihat(attributes=["nope"]), "ihat.attributes"),
-        ("search", {"n_restarts": 2}, "search"),
-        ("ihat", (WeightedIhat if ihat is BayesianIhat else BayesianIhat)(), "ihat"),
+        ("search", lambda: SubsetSearch(n_restarts=0), "n_restarts"),
+        ("search", lambda: SubsetSearch(penalty=-1.0), "penalty"),
+        ("ihat", lambda ihat=ihat: ihat(attributes=["nope"]), "ihat.attributes"),
+        ("search", lambda: {"n_restarts": 2}, "search"),
+        (
+            "ihat",
+            lambda ihat=ihat: (WeightedIhat if ihat is BayesianIhat else BayesianIhat)(),
+            "ihat",
+        ),
     ]:
         case(
-            f"{fn_name}-{key}-{option!r}",
-            lambda fn=fn, key=key, option=option: fn(DF, **{**SCAN, key: option}),
+            f"{fn_name}-{key}-{name}",
+            lambda fn=fn, key=key, option=option: fn(DF, **{**SCAN, key: option()}),
             name,
             "nope" if name == "ihat.attributes" else name,
         )

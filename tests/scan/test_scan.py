@@ -478,19 +478,56 @@ def test_cbs_scan_types_and_validation():
     for kw, match in [
         (dict(n_resamples=True), "`n_resamples` must be an integer of at least 0"),
         (dict(n_resamples=-1), "`n_resamples` must be an integer of at least 0"),
-        (dict(search=SubsetSearch(sigma="x")), "`sigma` must be a positive number or 'estimate'"),
-        (dict(search=SubsetSearch(sigma=np.nan)), "`sigma` must be a finite positive number"),
         (dict(n_resamples=9, n_jobs=2.5), "`n_jobs` must be None or a non-zero integer"),
     ]:
         with pytest.raises(ValueError, match=match):
             conditional_bias_scan(f, **{**recs, **kw})
-    for kw, match in [
-        (dict(ihat=BayesianIhat(prior_scale=np.inf)), "`prior_scale` must be a finite positive"),
-        (dict(ihat=BayesianIhat(tune=0)), "`tune` must be a positive integer"),  # nutpie panicked
-        (dict(search=SubsetSearch(sigma=-1.0)), "`sigma` must be a finite positive number"),
+
+
+def test_scan_options_are_checked_when_built():
+    """SubsetSearch, WeightedIhat and BayesianIhat refuse bad settings when constructed, as
+    the per-group estimators do, each naming the option (before any data is read)."""
+    for build, error, match in [
+        (
+            lambda: SubsetSearch(sigma="x"),
+            ValueError,
+            "`sigma` must be a positive number or 'estimate'",
+        ),
+        (
+            lambda: SubsetSearch(sigma=np.nan),
+            ValueError,
+            "`sigma` must be a finite positive number",
+        ),
+        (lambda: SubsetSearch(sigma=-1.0), ValueError, "`sigma` must be a finite positive number"),
+        (lambda: SubsetSearch(n_restarts=0), ValueError, "`n_restarts` must be"),
+        (lambda: SubsetSearch(n_restarts=2.5), ValueError, "`n_restarts` must be"),
+        (lambda: SubsetSearch(penalty=-1.0), ValueError, "`penalty` must be"),
+        (lambda: SubsetSearch(ordinal="priors"), ValueError, "`ordinal` must be a list"),
+        (lambda: SubsetSearch(ordinal=[1]), TypeError, "`ordinal` must hold column names"),
+        (
+            lambda: BayesianIhat(prior_scale=np.inf),
+            ValueError,
+            "`prior_scale` must be a finite positive",
+        ),
+        (
+            lambda: BayesianIhat(tune=0),
+            ValueError,
+            "`tune` must be a positive integer",
+        ),  # nutpie panicked
+        (lambda: BayesianIhat(attributes="age"), TypeError, "`attributes` must be None or a list"),
+        (lambda: WeightedIhat(attributes="age"), TypeError, "`attributes` must be None or a list"),
+        (
+            lambda: WeightedIhat(ihat_model=object()),
+            TypeError,
+            "`ihat_model` must be a scikit-learn",
+        ),
+        (lambda: WeightedIhat(propensity_model="lr"), TypeError, "`propensity_model` must be"),
     ]:
-        with pytest.raises(ValueError, match=match):
-            posterior_bias_scan(f, **{**recs, **kw})
+        with pytest.raises(error, match=match):
+            build()
+    # the defaults, and a resolved default number of restarts
+    assert SubsetSearch().restarts(50) == 50 and SubsetSearch(n_restarts=3).restarts(50) == 3
+    assert SubsetSearch(ordinal="auto").ordinal == "auto"
 
 
 def test_cbs_permutation_pvalue_is_backend_independent():
