@@ -19,9 +19,91 @@ from .frequentist.fairness_bounds import amplification_bounds, projected_bounds
 from .metrics.fairness import gamma_sf
 from .models._nested_laplace import grid_posterior
 
-#: the interval methods, the audit's default first
+#: the interval methods computed on one table (the calibrated interval, the audit's
+#: default, is the hierarchical posterior's at a credible mass chosen on replicates)
 METHODS = ("hierarchical", "Dirichlet-multinomial", "Clopper-Pearson")
 METRICS = ("epsilon-DF", "gamma-SF")
+#: the replicate scenario (see :func:`~bayesfair.interval_calibration`) on which the
+#: calibrated interval's credible mass is chosen
+CALIBRATION_SCENARIO = "observed"
+#: every interval of a calibration, the audit's default first
+ALL_METHODS = ("calibrated", *METHODS)
+#: credible masses above the level among which the calibrated interval's is chosen
+MASSES = np.array([0.925, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 0.999])
+
+
+def credible_masses(level: float) -> np.ndarray:
+    """The calibrated interval's candidate masses: ``level``, then :data:`MASSES` above it
+    (the calibration only widens the nominal interval)."""
+    return np.concatenate([[level], MASSES[MASSES > level]])
+
+
+def mass_bounds(draws: np.ndarray, zero_lower: bool, masses: np.ndarray) -> np.ndarray:
+    """Equal-tailed intervals of posterior ``draws`` (draws, metrics) at every one of
+    ``masses``: (masses, metrics, 2), lower ends 0 where ``zero_lower``."""
+    lo = np.quantile(draws, (1 - masses) / 2, axis=0)
+    hi = np.quantile(draws, (1 + masses) / 2, axis=0)
+    if zero_lower:
+        lo = np.zeros_like(lo)
+    return np.stack([lo, hi], axis=-1)
+
+
+def replicate_bounds(box, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:
+    """``size`` replicate tables of ``truth`` (rates, or posterior draws of them, one drawn
+    per replicate), each with every method's and every mass's interval and the truth:
+    (size, methods + masses, metrics, 3) of (lower, upper, truth); the masses' rows are
+    the hierarchical posterior's intervals at ``credible_masses(box.level)``."""
+    if truth.ndim > box.truth_ndim:
+        p = truth[rng.integers(len(truth), size=size)]
+    else:
+        p = np.broadcast_to(truth, (size, *truth.shape))
+    masses = credible_masses(box.level)
+    out = np.empty((size, len(METHODS) + len(masses), len(METRICS), 3))
+    for r in range(size):
+        bounds, pvalue, hier, _ = box.bounds(box.simulate(p[r], rng), draws, rng)
+        out[r, : len(METHODS), :, :2] = bounds
+        out[r, len(METHODS) :, :, :2] = mass_bounds(hier, box.zero_lower(pvalue), masses)
+        out[r, :, :, 2] = box.truth(p[r])
+    return out
+
+
+def held(res: np.ndarray) -> np.ndarray:
+    """Whether each interval of :func:`replicate_bounds`' output held its truth."""
+    lo, hi, truth = res[..., 0], res[..., 1], res[..., 2]
+    return (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
+
+
+def calibrated_mass(res: np.ndarray, level: float) -> np.ndarray:
+    """Per metric, the smallest of ``credible_masses(level)`` whose hierarchical intervals
+    held their truth in at least ``level`` of the replicates ``res``
+    (:func:`replicate_bounds`); the largest where none did.
+
+    Equal-tailed intervals of one posterior are nested in their mass, so their coverage
+    grows with it: this inverts the simulated coverage curve at the level (Loh 1987's
+    calibration of the nominal level), one-sided: never below the nominal mass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair._table_intervals import METHODS, calibrated_mass, credible_masses
+    >>> masses = credible_masses(0.9)
+    >>> res = np.zeros((10, len(METHODS) + len(masses), 2, 3))
+    >>> res[..., 1] = 1.0  # every interval [0, 1] ...
+    >>> res[:, len(METHODS):, :, 2] = np.where(masses < 0.97, 2.0, 0.5)[None, :, None]
+    >>> calibrated_mass(res, 0.9).tolist()  # ... holds the truth 0.5 from mass 0.97 on
+    [0.97, 0.97]
+    """
+    masses = credible_masses(level)
+    enough = held(res[:, len(METHODS) :]).mean(axis=0) >= level - 1e-12
+    idx = np.where(enough.any(axis=0), enough.argmax(axis=0), len(masses) - 1)
+    return masses[idx]
+
+
+def at_mass(mass_res: np.ndarray, mass: np.ndarray, level: float) -> np.ndarray:
+    """The rows of ``mass_res`` (..., masses, metrics, k), over ``credible_masses(level)``,
+    at each metric's ``mass``: (..., metrics, k)."""
+    idx = np.searchsorted(credible_masses(level), mass)
+    return np.stack([mass_res[..., i, j, :] for j, i in enumerate(idx)], axis=-2)
 
 
 def table_metrics(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
@@ -165,6 +247,10 @@ class RateIntervals(_TableIntervals):
     def hierarchical_draws(self, k, draws, rng) -> np.ndarray:
         return grid_posterior(self.n, k, self.codes).draw(draws, rng)
 
+    def zero_lower(self, pvalue: float) -> bool:
+        """Whether the hierarchical interval's lower end is 0: equal rates not rejected."""
+        return pvalue >= 1 - self.level
+
     def pvalue(self, k, rng) -> float:
         """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows."""
         return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng)
@@ -179,7 +265,7 @@ class RateIntervals(_TableIntervals):
         pvalue = self.pvalue(k, rng)
         dm = table_metrics(rng.beta(k[s] + a, n - k[s] + a, size=(draws, len(n))), share[:draws])
         h_lo, h_hi = np.quantile(hier, self.qs, axis=0)
-        if pvalue >= 1 - self.level:
+        if self.zero_lower(pvalue):
             h_lo = np.zeros(2)
         eps_lo, eps_hi, gamma_lo, gamma_hi = projected_bounds(n, k[s], self.level)
         bounds = np.array(
@@ -247,6 +333,10 @@ class AmplificationIntervals(_TableIntervals):
             [grid_posterior(sizes[:, j], t[:, j], self.codes).draw(draws, rng) for j in range(3)],
             -1,
         )
+
+    def zero_lower(self, pvalue: float) -> bool:
+        """Never: the amplification may be negative."""
+        return False
 
     def pvalue(self, t, rng) -> float:
         """Of equal rates of the decisions (the amplification's first term)."""

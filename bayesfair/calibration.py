@@ -5,13 +5,16 @@ A posterior of a largest log-ratio of noisy rates sits above the truth where gro
 small or similar, so the credible interval of independent rates (Dirichlet-multinomial)
 misses at the audit's sample sizes; the projected Clopper-Pearson box
 (:func:`~bayesfair.frequentist.fairness_confidence_interval`) is valid but wide and often
-unbounded. :func:`interval_calibration` gives the audit's default interval, that of a
-hierarchical model of the counts (:class:`~bayesfair.models.HierarchicalCounts`) which
-shrinks noisy intersections towards what their attribute values predict, with a lower end
-of 0 wherever a test of equal rates does not reject; and it measures the coverage of every
-interval on replicate tables with the audited intersection sizes (calibrated Bayes: a
-Bayesian interval is judged by its frequency of coverage under replications like the data,
-Rubin 1984; Dawid 1982; Talts et al. 2018).
+unbounded. :func:`interval_calibration` builds on a hierarchical model of the counts
+(:class:`~bayesfair.models.HierarchicalCounts`), which shrinks noisy intersections towards
+what their attribute values predict, with a lower end of 0 wherever a test of equal rates
+does not reject; it measures the coverage of every interval on replicate tables with the
+audited intersection sizes (calibrated Bayes: a Bayesian interval is judged by its
+frequency of coverage under replications like the data, Rubin 1984; Dawid 1982; Talts et
+al. 2018), and gives as the audit's default that posterior's interval at the credible mass
+whose simulated coverage reaches the level (Loh 1987's calibration of the nominal level):
+where one small intersection may set the maximum, the mass grows until the interval
+allows for it.
 """
 
 from __future__ import annotations
@@ -28,11 +31,19 @@ from ._progress import progress_bar
 from ._repr import compact_repr
 from ._result import ResultMixin
 from ._table_intervals import (
+    ALL_METHODS,
+    CALIBRATION_SCENARIO,
     METHODS,
     METRICS,
     AmplificationIntervals,
     RateIntervals,
+    at_mass,
+    calibrated_mass,
+    credible_masses,
     equal_rates_pvalue,
+    held,
+    mass_bounds,
+    replicate_bounds,
     shrunk_rates,
 )
 from ._validation import check_count, check_open_probability, check_seed
@@ -63,7 +74,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     ----------
     intervals : pandas.DataFrame
         The audited table's intervals: ``metric``, ``method``, ``estimate``, ``lower``,
-        ``upper``, ``level``; the ``hierarchical`` rows are the default.
+        ``upper``, ``level``, ``credible_mass``; the ``calibrated`` rows are the default.
     coverage : pandas.DataFrame
         One row per scenario, metric and method: ``truth`` (the scenario's value; the
         median over replicates for ``posterior``), ``coverage`` (the share of replicates
@@ -75,6 +86,8 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     role : str
         ``"outcome"``, ``"decision"`` or ``"decision | outcome = 0"`` (or 1).
     n_replicates : int
+    credible_mass : dict
+        Per metric, the credible mass of the calibrated interval.
     notes : list of str
     """
 
@@ -86,6 +99,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     level: float
     role: str
     n_replicates: int
+    credible_mass: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -145,7 +159,7 @@ def interval_calibration(
     r"""Intervals of epsilon-DF and gamma-SF, and how often each covers on tables like the
     audited one.
 
-    **The default interval** (``hierarchical``) is the equal-tailed posterior interval of
+    **The hierarchical interval** is the equal-tailed posterior interval of
     :class:`~bayesfair.models.HierarchicalCounts` (attribute effects and intersection
     deviations with learned scales, shares ``Dirichlet(n + pseudo_count)``), whose lower
     end is set to 0 when :func:`equal_rates_pvalue` is at least ``1 - level``: a posterior
@@ -154,6 +168,19 @@ def interval_calibration(
     the test does not reject (``level`` of the time). The hierarchy borrows strength
     across intersections that share attribute values, so a small intersection's noise does
     not set the maximum.
+
+    **The default interval** (``calibrated``) is the same posterior's interval at the
+    credible mass, from ``level`` up to 0.999, that is the smallest whose intervals held
+    their truth in at least ``level`` of the ``observed`` scenario's replicates (below):
+    the simulated coverage curve inverted at the level (Loh 1987; a double bootstrap's
+    calibration with a posterior as the inner interval). Where the hierarchy's shrinkage
+    would hide a small intersection that may set the maximum (two rows, both positive),
+    the mass grows until the interval allows for it. It never goes below ``level``: the
+    observed scenario is rougher than the population (each small group as extreme as it
+    looked), so an interval that over-covers there is not shown to over-cover on the
+    population. Its coverage in the ``observed`` scenario is in-sample (at least
+    ``level`` by construction, unless even 0.999 falls short); the other scenarios
+    measure it out of sample.
 
     **The check.** Replicate tables keep every intersection's size ``n_s`` and draw
     ``k_s ~ Binomial(n_s, p_s)`` in four scenarios: ``posterior`` (every replicate's rates
@@ -220,6 +247,7 @@ def interval_calibration(
     Dawid, A. P. (1982). The well-calibrated Bayesian. *JASA* 77(379).
     Talts, S., Betancourt, M., Simpson, D., Vehtari, A. & Gelman, A. (2018). Validating
     Bayesian inference algorithms with simulation-based calibration. arXiv:1804.06788.
+    Loh, W.-Y. (1987). Calibrating confidence coefficients. *JASA* 82(397).
 
     Examples
     --------
@@ -230,7 +258,7 @@ def interval_calibration(
     >>> list(cal.coverage["scenario"].unique())
     ['posterior', 'observed', 'shrunk', 'fair']
     >>> cal.intervals.loc[0, ["metric", "method"]].tolist()
-    ['epsilon-DF', 'hierarchical']
+    ['epsilon-DF', 'calibrated']
     """
     data = as_audit_data(data, roles)
     n, table = _table(data, role, given_outcome)
@@ -248,28 +276,44 @@ def interval_calibration(
     rng = np.random.default_rng(own)
     post = box.hierarchical_draws(table, 10 * draws, rng)
     bounds, pvalue, hier, dm = box.bounds(table, 10 * draws, rng, post=post)
-    estimates = np.array([np.median(hier, axis=0), np.median(dm, axis=0), box.estimate(table)])
     truths = box.truths(table, post)
     seeds = replicates.spawn(len(truths))
-    rows = []
+    results = {}
     name = table_name(role, given_outcome)
     with progress_bar(len(truths) * n_replicates, f"replicates ({name})", progressbar) as bar:
         for i, (scenario, truth) in enumerate(truths.items()):
-            res = chunked_resamples(
-                lambda size, r, t=truth: _replicates(box, t, size, draws, r),
+            results[scenario] = chunked_resamples(
+                lambda size, r, t=truth: replicate_bounds(box, t, size, draws, r),
                 n_replicates,
                 seeds[i],
                 n_jobs=n_jobs,
                 on_chunk=bar,
             )
-            rows += _coverage_rows(scenario, res)
+    mass = calibrated_mass(results[CALIBRATION_SCENARIO], level)
+    masses = credible_masses(level)
+    calibrated = at_mass(mass_bounds(hier, box.zero_lower(pvalue), masses), mass, level)
+    bounds = np.concatenate([calibrated[None], bounds])
+    median = np.median(hier, axis=0)
+    estimates = np.array([median, median, np.median(dm, axis=0), box.estimate(table)])
+    notes.append(
+        "calibrated: the hierarchical posterior's interval at credible mass "
+        + " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
+        + f", the smallest that held the truth in at least {level:g} of the "
+        f"'{CALIBRATION_SCENARIO}' scenario's replicates (its coverage there is in-sample)"
+    )
+    rows = []
+    for scenario, res in results.items():
+        rows += _coverage_rows(scenario, _with_calibrated(res, mass, level))
     return IntervalCalibration(
         intervals=pd.DataFrame(
             {
-                "metric": list(METRICS) * len(METHODS),
-                "method": [m for m in METHODS for _ in METRICS],
+                "metric": list(METRICS) * len(ALL_METHODS),
+                "method": [m for m in ALL_METHODS for _ in METRICS],
                 "estimate": estimates.ravel(),
                 **interval_columns(bounds[..., 0].ravel(), bounds[..., 1].ravel(), level),
+                "credible_mass": np.concatenate(
+                    [mass, np.full(2 * len(METHODS) - 2, level), [np.nan, np.nan]]
+                ),
             }
         ),
         coverage=pd.DataFrame(rows),
@@ -277,6 +321,7 @@ def interval_calibration(
         level=level,
         role=name,
         n_replicates=n_replicates,
+        credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         notes=notes,
     )
 
@@ -361,24 +406,17 @@ def _check_table(n: np.ndarray, k: np.ndarray) -> None:
         )
 
 
-def _replicates(box: Any, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:
-    """``size`` replicate tables of ``truth`` (rates, or posterior draws of them, one drawn
-    per replicate): every method's (lower, upper, truth) per metric, (size, methods, 2, 3)."""
-    if truth.ndim > box.truth_ndim:
-        p = truth[rng.integers(len(truth), size=size)]
-    else:
-        p = np.broadcast_to(truth, (size, *truth.shape))
-    out = np.empty((size, len(METHODS), 2, 3))
-    for r in range(size):
-        out[r, :, :, :2] = box.bounds(box.simulate(p[r], rng), draws, rng)[0]
-        out[r, :, :, 2] = box.truth(p[r])
-    return out
+def _with_calibrated(res: np.ndarray, mass: np.ndarray, level: float) -> np.ndarray:
+    """:func:`replicate_bounds`' output as (replicates, ALL_METHODS, metrics, 3): the
+    calibrated interval (the hierarchical one at ``mass``) first, then the methods'."""
+    calibrated = at_mass(res[:, len(METHODS) :], mass, level)
+    return np.concatenate([calibrated[:, None], res[:, : len(METHODS)]], axis=1)
 
 
 def _coverage_rows(scenario: str, res: np.ndarray) -> list[dict]:
-    """One row per method and metric from :func:`_replicates`' output."""
+    """One row per method and metric from :func:`_with_calibrated`'s output."""
     lo, hi, truth = res[..., 0], res[..., 1], res[..., 2]
-    inside = (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
+    inside = held(res)
     return [
         {
             "scenario": scenario,
@@ -389,6 +427,6 @@ def _coverage_rows(scenario: str, res: np.ndarray) -> list[dict]:
             "median_width": float(np.median(hi[:, i, j] - lo[:, i, j])),
             "n_replicates": len(res),
         }
-        for i, method in enumerate(METHODS)
+        for i, method in enumerate(ALL_METHODS)
         for j, metric in enumerate(METRICS)
     ]

@@ -18,7 +18,18 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from .._table_intervals import METHODS, METRICS, RateIntervals, table_metrics
+from .._table_intervals import (
+    ALL_METHODS,
+    CALIBRATION_SCENARIO,
+    METRICS,
+    RateIntervals,
+    at_mass,
+    calibrated_mass,
+    credible_masses,
+    mass_bounds,
+    replicate_bounds,
+    table_metrics,
+)
 from .._validation import check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, PSEUDO_COUNT
 from ..models._nested_laplace import grid_posterior
@@ -131,6 +142,7 @@ def interval_coverage(
     n_replicates: int = 200,
     level: float = LEVEL,
     draws: int = 2000,
+    n_calibration: int = 100,
     random_state=None,
 ) -> pd.DataFrame:
     """How often each interval covers a population's epsilon-DF and gamma-SF.
@@ -149,6 +161,11 @@ def interval_coverage(
     level : float, default 0.9
     draws : int, default 2000
         Posterior draws per replicate.
+    n_calibration : int, default 100
+        Replicate tables of each replicate's own ``observed`` scenario on which its
+        calibrated interval's credible mass is chosen (an audit's
+        :func:`~bayesfair.interval_calibration` uses ``n_replicates``, 200), each with
+        400 posterior draws.
     random_state : int, numpy.random.Generator or None
 
     Returns
@@ -163,22 +180,30 @@ def interval_coverage(
     --------
     >>> from bayesfair.replication.intervals import additive_population, interval_coverage
     >>> t = interval_coverage(additive_population, (4, 2, 3), 2500, n_replicates=5,
-    ...                       random_state=0)
+    ...                       n_calibration=10, random_state=0)
     >>> t["method"].unique().tolist()
-    ['hierarchical', 'Dirichlet-multinomial', 'Clopper-Pearson']
+    ['calibrated', 'hierarchical', 'Dirichlet-multinomial', 'Clopper-Pearson']
     """
     n_rows = check_count(n_rows, "n_rows", minimum=2)
     n_replicates = check_count(n_replicates, "n_replicates")
     check_open_probability(level, "level")
     rng = np.random.default_rng(check_seed(random_state))
     codes = np.indices(tuple(levels)).reshape(len(levels), -1)
+    n_calibration = check_count(n_calibration, "n_calibration", minimum=10)
     inside, width = [], []
     for _ in range(n_replicates):
         p, share = population(rng)
         n = rng.multinomial(n_rows, share)
         k = rng.binomial(n, p)
         seen = n > 0
-        bounds = RateIntervals(n, codes, seen, level, PSEUDO_COUNT).bounds(k, draws, rng)[0]
+        box = RateIntervals(n, codes, seen, level, PSEUDO_COUNT)
+        post = box.hierarchical_draws(k, draws, rng)
+        bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post)
+        observed = box.truths(k, post)[CALIBRATION_SCENARIO]
+        mass = calibrated_mass(replicate_bounds(box, observed, n_calibration, 400, rng), level)
+        masses = credible_masses(level)
+        calibrated = at_mass(mass_bounds(hier, box.zero_lower(pvalue), masses), mass, level)
+        bounds = np.concatenate([calibrated[None], bounds])
         truth = table_metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])
@@ -188,7 +213,7 @@ def interval_coverage(
         ratio = np.where(np.isinf(med[-1]), 0.0, med / med[-1])  # an unbounded box: ratio 0
     ratio[-1] = 1.0
     rows = []
-    for i, method in enumerate(METHODS):
+    for i, method in enumerate(ALL_METHODS):
         for j, metric in enumerate(METRICS):
             rows.append(
                 {

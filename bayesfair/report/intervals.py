@@ -1,5 +1,5 @@
 """The report's section on the intervals of epsilon-DF and gamma-SF: the default
-(hierarchical) interval beside the others, and how often each covered on replicate tables
+(calibrated) interval beside the others, and how often each covered on replicate tables
 of the audited one."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def interval_check_words(cal: Any, metric: str) -> str:
     True
     """
     c = cal.coverage
-    c = c[(c["method"] == "hierarchical") & (c["metric"] == metric)]
+    c = c[(c["method"] == "calibrated") & (c["metric"] == metric)]
     parts = ", ".join(f"{r.coverage:.2f} ({r.scenario})" for r in c.itertuples())
     return f"covered {parts} of {cal.n_replicates} replicate tables each"
 
@@ -82,15 +82,19 @@ def add_interval_section(
     first = next(iter(intervals.values()))
     sec.add(
         Text(
-            f"The default {first.level:.0%} interval (hierarchical) is the posterior interval "
+            f"The default {first.level:.0%} interval (calibrated) is a posterior interval "
             "of a hierarchical model of the counts (bayesfair.HierarchicalCounts: attribute "
             "effects and intersection deviations, nested Laplace), with its lower end at 0 "
             "where a test of equal rates does not reject at the "
-            f"{1 - first.level:.0%} level. Every interval was recomputed on replicate tables "
+            f"{1 - first.level:.0%} level, at the credible mass whose intervals held the "
+            f"truth in {first.level:.0%} of the replicate tables of the observed scenario "
+            "(the 'hierarchical' rows are the same posterior at the nominal mass). Every "
+            "interval was recomputed on replicate tables "
             "with this table's intersection sizes and checked against the replicate's truth, "
             "in four scenarios: "
             + "; ".join(f"{k}: {v}" for k, v in _SCENARIO_WORDS.items())
-            + ". A coverage far from the level says the interval cannot be read at face value "
+            + ". The calibrated interval's coverage in the observed scenario is in-sample. "
+            "A coverage far from the level says the interval cannot be read at face value "
             "if the population looks like that scenario. The amplification's table (decisions "
             "minus labels) models the labels and the decisions given each label, so the "
             "difference keeps the correlation of two columns of the same rows; its interval "
