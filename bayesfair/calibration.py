@@ -189,7 +189,8 @@ def interval_calibration(
     each small group as extreme as it looked), ``shrunk`` (:func:`shrunk_rates`: a smooth
     truth) and ``fair`` (every rate the pooled rate: epsilon = gamma = 0). Every method is
     recomputed on every replicate (the hierarchical model refitted) and checked against the
-    replicate's truth: the hierarchical interval, the equal-tailed Dirichlet-multinomial
+    replicate's truth: the calibrated interval (at the mass chosen on the audited table),
+    the hierarchical interval, the equal-tailed Dirichlet-multinomial
     posterior interval (independent ``Beta(k + a, n - k + a)`` rates) and the projected
     Clopper-Pearson box. A coverage far from ``level`` in a scenario says that the interval
     cannot be read at face value if the population looks like that scenario.
