@@ -44,7 +44,8 @@ test-default: $(STAMP)
 	$(PY) -m pytest -q -n 2
 
 # on PyMC 6 / ArviZ 1: the unit tests, every test of the Bayesian models (slow ones included)
-# and the notebooks in their small mode; the stack's versions are printed first
+# and the notebooks that use PyMC or ArviZ, in their small mode; the stack's versions are
+# printed first
 test-next: $(STAMP_NEXT)
 	$(PY_NEXT) -c "import sys, pymc, arviz, nutpie; print('next stack: Python', sys.version.split()[0], '| PyMC', pymc.__version__, '| ArviZ', arviz.__version__, '| nutpie', nutpie.__version__)"
 	$(PY_NEXT) -m pytest -q -n 2 -m "not slow or bayesian"

@@ -202,10 +202,11 @@ def test_a_table_without_inequality_is_refused():
 # --------------------------------------------------------------------------- the study
 # 200 replicates each; a coverage of 0.9 is measured to within 0.021 (one standard error).
 # Every replicate chooses its calibrated interval's mass on n_calibration replicates of its own
-# observed scenario (an audit uses 200): 50 for the generator and the real tables, 30
-# for the generators the default was not tuned on (CI's time). Fewer inner replicates make the
-# one-sided choice noisier, so the mass is larger as often as it is smaller, never below the
-# level: if anything, more conservative than an audit's.
+# observed scenario (notebook 08 uses 50, an audit its n_replicates): 50 for the issue's
+# generator, 30 for the real tables, 20 for the generators it was not tuned on (CI's time).
+# Fewer inner replicates make the one-sided choice noisier, so the mass is larger as often as
+# it is smaller but never below the level: the interval over-covers more (with 30, the issue's
+# generator at 2,500 rows covered 0.97 where it covers 0.94 with 50).
 
 
 @pytest.mark.slow
@@ -246,7 +247,7 @@ def test_default_covers_on_generators_it_was_not_tuned_on(levels, kw, seed):
     def population(rng):
         return additive_population(rng, levels, **kw)
 
-    t = interval_coverage(population, levels, 4000, n_calibration=30, random_state=seed)
+    t = interval_coverage(population, levels, 4000, n_calibration=20, random_state=seed)
     cov = t.set_index(["method", "metric"])["coverage"]
     calibrated = cov["calibrated"]
     assert (calibrated >= 0.86).all(), (levels, kw, cov.to_dict())
@@ -290,7 +291,7 @@ def test_default_on_fixed_compas_and_adult_like_populations(data_home):
         c = data.counts("outcome")
         n, k = c.sum(axis=1), c[:, 1]
         t = interval_coverage(
-            table_population(n, k), data.shape_, int(n.sum()), n_calibration=50, random_state=0
+            table_population(n, k), data.shape_, int(n.sum()), n_calibration=30, random_state=0
         )
         out[load.__name__] = t.set_index(["method", "metric"])["coverage"]
     for name, cov in out.items():

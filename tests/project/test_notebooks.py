@@ -8,14 +8,32 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-# make test runs these on the PyMC 6 / ArviZ 1 stack too (make test-next)
-pytestmark = pytest.mark.bayesian
-
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+#: notebooks that run nothing of PyMC or ArviZ (the discrimination tests, the permutation
+#: tests, the count model's nested Laplace): make test runs them on the default stack only;
+#: the others also on the PyMC 6 / ArviZ 1 stack (make test-next, marker ``bayesian``)
+WITHOUT_PYMC = {
+    "05_discrimination_learning_curves",
+    "06_permutation_table1",
+    "08_interval_coverage",
+}
+CASES = [
+    pytest.param(p, marks=() if p.stem in WITHOUT_PYMC else pytest.mark.bayesian, id=p.stem)
+    for p in NOTEBOOKS
+]
+
+
+def test_the_notebooks_without_pymc_import_none_of_it():
+    """The notebooks left off the PyMC 6 stack do not name PyMC, ArviZ or a PyMC model."""
+    names = ("pymc", "arviz", "import az", "HierarchicalBayes", "LogisticRegression", "bayes=True")
+    for path in NOTEBOOKS:
+        if path.stem in WITHOUT_PYMC:
+            text = path.read_text()
+            assert not [n for n in names if n in text], path.stem
 
 
 @pytest.mark.slow  # make test runs them; make test-fast keeps to the unit tests
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", CASES)
 def test_notebook_runs(path, data_home, monkeypatch):
     monkeypatch.setenv("BAYESFAIR_NOTEBOOK_SMALL", "1")
     monkeypatch.setenv("BAYESFAIR_DATA", str(data_home))
