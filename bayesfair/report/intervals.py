@@ -23,7 +23,8 @@ _SCENARIO_WORDS = {
 
 
 def interval_check_words(cal: Any, metric: str) -> str:
-    """One sentence: how the default interval of ``metric`` was checked on this audit.
+    """One sentence: how the default interval of ``metric`` was checked on this audit (its
+    coverage in the observed scenario, on which its credible mass was chosen, is in-sample).
 
     Parameters
     ----------
@@ -46,7 +47,11 @@ def interval_check_words(cal: Any, metric: str) -> str:
     """
     c = cal.coverage
     c = c[(c["method"] == "calibrated") & (c["metric"] == metric)]
-    parts = ", ".join(f"{r.coverage:.2f} ({r.scenario})" for r in c.itertuples())
+    # the calibrated mass was chosen on the observed scenario's replicates: in-sample there
+    parts = ", ".join(
+        f"{r.coverage:.2f} ({r.scenario}{', in-sample' if r.scenario == 'observed' else ''})"
+        for r in c.itertuples()
+    )
     return f"covered {parts} of {cal.n_replicates} replicate tables each"
 
 
