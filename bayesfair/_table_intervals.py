@@ -99,6 +99,14 @@ def calibrated_mass(res: np.ndarray, level: float) -> np.ndarray:
     return masses[idx]
 
 
+def calibrated_bounds(box, hier: np.ndarray, pvalue: float, mass: np.ndarray) -> np.ndarray:
+    """The calibrated interval of one table: its hierarchical posterior draws ``hier``
+    (draws, metrics) at each metric's credible ``mass``, lower ends 0 where ``box``
+    sets them so at ``pvalue``: (metrics, 2)."""
+    masses = credible_masses(box.level)
+    return at_mass(mass_bounds(hier, box.zero_lower(pvalue), masses), mass, box.level)
+
+
 def at_mass(mass_res: np.ndarray, mass: np.ndarray, level: float) -> np.ndarray:
     """The rows of ``mass_res`` (..., masses, metrics, k), over ``credible_masses(level)``,
     at each metric's ``mass``: (..., metrics, k)."""

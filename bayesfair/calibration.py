@@ -38,11 +38,10 @@ from ._table_intervals import (
     AmplificationIntervals,
     RateIntervals,
     at_mass,
+    calibrated_bounds,
     calibrated_mass,
-    credible_masses,
     equal_rates_pvalue,
     held,
-    mass_bounds,
     replicate_bounds,
     shrunk_rates,
 )
@@ -291,9 +290,7 @@ def interval_calibration(
                 on_chunk=bar,
             )
     mass = calibrated_mass(results[CALIBRATION_SCENARIO], level)
-    masses = credible_masses(level)
-    calibrated = at_mass(mass_bounds(hier, box.zero_lower(pvalue), masses), mass, level)
-    bounds = np.concatenate([calibrated[None], bounds])
+    bounds = np.concatenate([calibrated_bounds(box, hier, pvalue, mass)[None], bounds])
     median = np.median(hier, axis=0)
     estimates = np.array([median, median, np.median(dm, axis=0), box.estimate(table)])
     notes.append(

@@ -23,10 +23,8 @@ from .._table_intervals import (
     CALIBRATION_SCENARIO,
     METRICS,
     RateIntervals,
-    at_mass,
+    calibrated_bounds,
     calibrated_mass,
-    credible_masses,
-    mass_bounds,
     replicate_bounds,
     table_metrics,
 )
@@ -201,9 +199,7 @@ def interval_coverage(
         bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post)
         observed = box.truths(k, post)[CALIBRATION_SCENARIO]
         mass = calibrated_mass(replicate_bounds(box, observed, n_calibration, 400, rng), level)
-        masses = credible_masses(level)
-        calibrated = at_mass(mass_bounds(hier, box.zero_lower(pvalue), masses), mass, level)
-        bounds = np.concatenate([calibrated[None], bounds])
+        bounds = np.concatenate([calibrated_bounds(box, hier, pvalue, mass)[None], bounds])
         truth = table_metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])
