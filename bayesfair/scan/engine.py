@@ -29,6 +29,7 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import (
     SeedLike,
+    as_column_list,
     check_count,
     check_group_values,
     check_random_state,
@@ -335,18 +336,26 @@ def check_attribute_values(data: pd.DataFrame, columns: Sequence[str], argument:
         check_group_values(data[c], f"{argument} {c!r}", " (then ordinal='auto' scans ranges)")
 
 
+def check_ordinal(ordinal) -> None:
+    """Refuse an ``ordinal`` that is not None, ``"auto"`` or a list of column names."""
+    if isinstance(ordinal, str):
+        if ordinal != "auto":
+            raise ValueError(
+                f"`ordinal` must be a list of scan attributes, 'auto' or None, got {ordinal!r}"
+            )
+    elif ordinal is not None:
+        as_column_list(ordinal, "ordinal")
+
+
 def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> tuple[str, ...]:
     """The scan attributes treated as ordinal: a list of names, ``"auto"`` (the
     attributes stored as *ordered* pandas Categoricals, e.g. from ``pd.cut``, and the
     numeric ones) or None.  Warns about numeric attributes with many values that are
     left unordered."""
+    check_ordinal(ordinal)
     if ordinal is None:
         chosen: tuple[str, ...] = ()
     elif isinstance(ordinal, str):
-        if ordinal != "auto":
-            raise ValueError(
-                f"`ordinal` must be a list of scan attributes, 'auto' or None, got {ordinal!r}"
-            )
         chosen = tuple(
             a
             for a in attributes

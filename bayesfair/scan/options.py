@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import check_count, check_instance, check_real
-from .engine import check_scan_options
+from .._validation import as_column_list, check_count, check_instance, check_real
+from .engine import check_ordinal, check_scan_options
 
 __all__ = ["BayesianIhat", "SubsetSearch", "WeightedIhat"]
 
@@ -160,26 +160,13 @@ class BayesianIhat:
 
 
 def check_attribute_list(value: Any, name: str) -> None:
-    """Refuse a ``value`` of option ``name`` that is not None or a list of column names."""
-    if value is None:
-        return
-    if isinstance(value, str) or not isinstance(value, Sequence):
+    """Refuse a ``value`` of option ``name`` that is not None or a list of column names
+    (a single name too: the scans would read its letters as names)."""
+    if isinstance(value, str) or not (value is None or isinstance(value, Sequence)):
         raise TypeError(
             f"`{name}` must be None or a list of column names, got {type(value).__name__} {value!r}"
         )
-    bad = [a for a in value if not isinstance(a, str)]
-    if bad:
-        raise TypeError(f"`{name}` must hold column names (str), got {bad[0]!r}")
-
-
-def check_ordinal(ordinal: Any) -> None:
-    """Refuse an ``ordinal`` that is not None, ``"auto"`` or a list of column names."""
-    if isinstance(ordinal, str) and ordinal != "auto":
-        raise ValueError(
-            f"`ordinal` must be a list of scan attributes, 'auto' or None, got {ordinal!r}"
-        )
-    if not isinstance(ordinal, str):
-        check_attribute_list(ordinal, "ordinal")
+    as_column_list(value, name)
 
 
 def check_option(value: Any, kind: type, argument: str) -> Any:

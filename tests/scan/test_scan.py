@@ -503,7 +503,7 @@ def test_scan_options_are_checked_when_built():
         (lambda: SubsetSearch(n_restarts=2.5), ValueError, "`n_restarts` must be"),
         (lambda: SubsetSearch(penalty=-1.0), ValueError, "`penalty` must be"),
         (lambda: SubsetSearch(ordinal="priors"), ValueError, "`ordinal` must be a list"),
-        (lambda: SubsetSearch(ordinal=[1]), TypeError, "`ordinal` must hold column names"),
+        (lambda: SubsetSearch(ordinal=[1]), TypeError, "`ordinal` must contain column names"),
         (
             lambda: BayesianIhat(prior_scale=np.inf),
             ValueError,
