@@ -205,8 +205,8 @@ def test_a_table_without_inequality_is_refused():
 # observed scenario (notebook 08 uses 50, an audit its n_replicates): 50 for the issue's
 # generator, 30 for the real tables, 20 for the generators it was not tuned on (CI's time).
 # Fewer inner replicates make the one-sided choice noisier, so the mass is larger as often as
-# it is smaller but never below the level: the interval over-covers more (with 30, the issue's
-# generator at 2,500 rows covered 0.97 where it covers 0.94 with 50).
+# it is smaller but never below the level: the interval over-covers more (on the issue's
+# generator at 2,500 rows, 30 took it above 0.95; commit 08f7803 gives the run).
 
 
 @pytest.mark.slow
@@ -241,8 +241,8 @@ def test_default_covers_on_generators_it_was_not_tuned_on(levels, kw, seed):
     effects with skewed shares, and interactions only: the default covers at least 0.86,
     and at most 0.95 (an expected failure, with the coverage, where it over-covers: on rare
     outcomes many small intersections have no positive, the observed scenario's smoothed
-    rates are rougher than the population's and the calibration widens more than needed,
-    0.955 against the hierarchical posterior's 0.915-0.925)."""
+    rates are rougher than the population's and the calibration widens more than needed;
+    notebook 08, section 3, gives both intervals' coverage)."""
 
     def population(rng):
         return additive_population(rng, levels, **kw)
