@@ -1,4 +1,5 @@
-"""Shared fixtures: the reference data home, and a private download cache."""
+"""Shared fixtures: the reference data home, a private download cache, and PyMC's own
+density of a model to check the package's hand-written ones against."""
 
 from __future__ import annotations
 
@@ -37,3 +38,27 @@ def data_home() -> Path:
             "repository (it holds compas-scores-two-years.csv and adult.data/.test)"
         )
     return home
+
+
+@pytest.fixture(scope="session")
+def pymc_reference():
+    """``compile(model, graphs=()) -> evaluate(point) -> (logp, dlogp, [graph values])``:
+    PyMC's log density, its gradient and derived values of ``model`` at a point, in one
+    function compiled once and without PyTensor's graph optimisations (a test evaluates a
+    few points, so optimising the graph would cost more than it saves)."""
+
+    def compile(model, graphs=()):
+        fn = model.compile_fn(
+            [model.logp(), model.dlogp(), *graphs],
+            inputs=model.value_vars,
+            on_unused_input="ignore",
+            mode="FAST_COMPILE",
+        )
+
+        def evaluate(point):
+            logp, dlogp, *values = fn(point)
+            return float(logp), dlogp, values
+
+        return evaluate
+
+    return compile

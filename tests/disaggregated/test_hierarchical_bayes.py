@@ -177,7 +177,9 @@ def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_sid
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("binomial", [True, False])
 @pytest.mark.parametrize("interactions", [True, False, "one attribute", "150 cells"])
-def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions, centred):
+def test_hierarchical_closed_form_density_equals_pymc(
+    binomial, interactions, centred, pymc_reference
+):
     """The sampler's hand-written density and gradient (disaggregated/_hb_logp.py) against
     PyMC's for the same hierarchical model, at random points; and theta / eta and the
     standardized effects z.  With one attribute a count model has no group effect besides
@@ -218,28 +220,27 @@ def test_hierarchical_closed_form_density_equals_pymc(binomial, interactions, ce
     start = model.initial_point()
     sizes = [int(np.prod(start[n].shape)) for n in names]
     assert sum(sizes) == lay.ndim
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
     out_var = "theta" if binomial else "eta"
-    graph = next(v for v in model.unobserved_value_vars if v.name == out_var)
-    value = model.compile_fn(graph, inputs=model.value_vars, on_unused_input="ignore")
+    derived = {v.name: v for v in model.unobserved_value_vars}
+    z_names = [f"z_{c}" for c in prob.centring]
+    evaluate = pymc_reference(model, [derived[out_var], *(derived[z] for z in z_names)])
     offsets = []
     for _ in range(4):
         x = rng.normal(0.0, 0.7, lay.ndim)
         parts = np.split(x, np.cumsum(sizes)[:-1])
         point = {n: p.reshape(start[n].shape) for n, p in zip(names, parts, strict=True)}
         ours, grad = lay.logp(x)
-        offsets.append(ours - float(logp(point)))
-        np.testing.assert_allclose(grad, dlogp(point), rtol=1e-7, atol=1e-9)
+        theirs, their_grad, (value, *z_values) = evaluate(point)
+        offsets.append(ours - theirs)
+        np.testing.assert_allclose(grad, their_grad, rtol=1e-7, atol=1e-9)
         out = np.empty(sum(int(np.prod(sh)) for sh in lay.variables()[1]))
         hb_expand(x, lay.buffer, out)
-        np.testing.assert_allclose(out[-M * G :], np.ravel(value(point)), rtol=1e-10)
-        for c in prob.centring:  # the standardized effects, in whichever coordinates
-            z = next(v for v in model.unobserved_value_vars if v.name == f"z_{c}")
-            z_value = model.compile_fn(z, inputs=model.value_vars, on_unused_input="ignore")
-            at = lay.variables()[0].index(f"z_{c}")
+        np.testing.assert_allclose(out[-M * G :], np.ravel(value), rtol=1e-10)
+        for z, z_value in zip(z_names, z_values, strict=True):  # the standardized effects
+            at = lay.variables()[0].index(z)
             o = sum(int(np.prod(sh)) for sh in lay.variables()[1][:at])
             n_z = int(np.prod(lay.variables()[1][at]))
-            np.testing.assert_allclose(out[o : o + n_z], np.ravel(z_value(point)), rtol=1e-10)
+            np.testing.assert_allclose(out[o : o + n_z], np.ravel(z_value), rtol=1e-10)
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-8 * abs(offsets[0]) + 1e-8)
 
 

@@ -1087,7 +1087,7 @@ def _unravel(vector: np.ndarray, names: list[str], shapes: list[tuple]) -> dict:
         ),
     ],
 )
-def test_closed_form_density_equals_pymc(cls, params):
+def test_closed_form_density_equals_pymc(cls, params, pymc_reference):
     """The sampler's hand-written log density and gradient (models/_fastlogp.py) against
     PyMC's compiled ones for the same model, at random points, with an empty and a
     tiny intersection; and every expanded variable against PyMC's deterministics."""
@@ -1120,25 +1120,25 @@ def test_closed_form_density_equals_pymc(cls, params):
     )
     assert sorted(order) == sorted(names)
     start = model.initial_point()
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
     wanted = ["c", *[f"beta_{a}" for a in levels], "p"] + (["gamma"] if hlr else [])
     graphs = [v for v in model.unobserved_value_vars if v.name in wanted]
-    values = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore")
+    evaluate = pymc_reference(model, graphs)
     rng = np.random.default_rng(0)
     offsets = []
     for _ in range(4):
         x = rng.normal(0.0, 0.7, lay.ndim)
         point = _unravel(x, order, [start[n].shape for n in order])
         ours, grad = lay.logp(x)
-        offsets.append(ours - float(logp(point)))
-        ref = _unravel(dlogp(point), names, [start[n].shape for n in names])
+        theirs, their_grad, values = evaluate(point)
+        offsets.append(ours - theirs)
+        ref = _unravel(their_grad, names, [start[n].shape for n in names])
         np.testing.assert_allclose(
             grad, np.concatenate([ref[n].ravel() for n in order]), rtol=1e-6, atol=1e-8
         )
         out = np.empty(lay.n_expanded)
         expand(x, lay.buffer, out)
         got = _unravel(out, *lay.variables()[:2])
-        for g, v in zip(graphs, values(point), strict=True):
+        for g, v in zip(graphs, values, strict=True):
             np.testing.assert_allclose(np.ravel(got[g.name]), np.ravel(v), rtol=1e-10, atol=1e-12)
     # equal up to the normalising constant, which PyMC keeps and we drop
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-6 * abs(offsets[0]) + 1e-8)
@@ -1152,7 +1152,7 @@ def test_closed_form_density_equals_pymc(cls, params):
         ({"a": ["x", "y", "z"], "b": ["u", "v"]}, {"lam": 2.0}),
     ],
 )
-def test_marginal_density_equals_pymc(levels, params):
+def test_marginal_density_equals_pymc(levels, params, pymc_reference):
     """HLR with its effects integrated out: the compiled density and gradient against
     PyMC's model of the same parameterisation, every expanded variable against its
     deterministics; and both against the Gaussian marginal of gamma computed directly
@@ -1176,9 +1176,8 @@ def test_marginal_density_equals_pymc(levels, params):
     assert lay.n_interaction == design.n_groups - 1 - sum(len(v) - 1 for v in levels.values())
     start = model.initial_point()
     shapes = [start[n].shape for n in order]
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
     graphs = [v for v in model.unobserved_value_vars if v.name in ("gamma", "p")]
-    values = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore")
+    evaluate = pymc_reference(model, graphs)
     xf, prior_mu, _ = fixed_effects(design, hlr.mu, hlr.effects)
     rng = np.random.default_rng(0)
     offsets, direct = [], []
@@ -1186,15 +1185,16 @@ def test_marginal_density_equals_pymc(levels, params):
         x = rng.normal(0.0, 0.7, lay.ndim)
         point = _unravel(x, order, shapes)
         ours, grad = lay.logp(x)
-        offsets.append(ours - float(logp(point)))
-        ref = _unravel(dlogp(point), names, [start[n].shape for n in names])
+        theirs, their_grad, values = evaluate(point)
+        offsets.append(ours - theirs)
+        ref = _unravel(their_grad, names, [start[n].shape for n in names])
         np.testing.assert_allclose(
             grad, np.concatenate([ref[n].ravel() for n in order]), rtol=1e-6, atol=1e-8
         )
         out = np.empty(lay.buffer.astype(int)[5])
         mg_expand(x, lay.buffer, out)
         got = _unravel(out, *lay.variables()[:2])
-        for g, v in zip(graphs, values(point), strict=True):
+        for g, v in zip(graphs, values, strict=True):
             np.testing.assert_allclose(got[g.name], v, rtol=1e-10, atol=1e-12)
         # the density of (gamma, log sigma2): Gaussian marginal times the prior of sigma2
         # (and its log Jacobian); the map from (m, w) to gamma is orthogonal up to the
@@ -1250,6 +1250,7 @@ def test_marginal_recovers_the_effects_from_their_conditional(effects):
     np.testing.assert_allclose(eta + sig[:, None] * got["z"], gamma, atol=1e-9)
 
 
+@pytest.mark.slow  # four NUTS fits compared statistically
 def test_hlr_on_one_attribute_samples_marginal_and_cleanly():
     """With one protected attribute every deviation of HLR is redundant with its value's
     effect; "auto" integrates the effects out, which samples without divergences and

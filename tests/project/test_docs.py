@@ -57,6 +57,7 @@ def _public_objects():
                 yield name, attr, obj
 
 
+@pytest.mark.slow  # a whole Sphinx build: make test runs it, make test-fast leaves it
 def test_docs_build_without_warnings(tmp_path):
     pytest.importorskip("sphinx", reason="the docs extra is not installed: pip install -e .[docs]")
     pytest.importorskip("numpydoc", reason="the docs extra is not installed")

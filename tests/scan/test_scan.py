@@ -837,7 +837,7 @@ def test_posterior_bias_scan_small():
     np.testing.assert_array_equal(default.score_draws, named.score_draws)
 
 
-def test_posterior_ihat_closed_form_density_equals_pymc():
+def test_posterior_ihat_closed_form_density_equals_pymc(pymc_reference):
     """The weighted I-hat regression's closed-form density (the sampler's) against PyMC's
     model of it, at random points: equal up to a constant, gradients equal."""
     from bayesfair.scan.bayes import _ihat_layout, _ihat_model
@@ -847,18 +847,19 @@ def test_posterior_ihat_closed_form_density_equals_pymc():
     W1, W0 = rng.uniform(0, 3, 40), rng.uniform(0, 3, 40)
     model = _ihat_model(X, W1, W0, ["a", "b", "c"], 2.5)
     lay = _ihat_layout(X, W1, W0, 2.5)
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    evaluate = pymc_reference(model)
     offsets = []
     for _ in range(4):
         x = rng.normal(0, 1, lay.ndim)
         point = {"intercept": x[0], "coef": x[1:]}
         ours, grad = lay.logp(x)
-        offsets.append(ours - float(logp(point)))
-        np.testing.assert_allclose(grad, dlogp(point), rtol=1e-9, atol=1e-10)
+        theirs, their_grad, _ = evaluate(point)
+        offsets.append(ours - theirs)
+        np.testing.assert_allclose(grad, their_grad, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(offsets, offsets[0], atol=1e-8)
 
 
-def test_posterior_ihat_separates_the_directions_no_pattern_sees():
+def test_posterior_ihat_separates_the_directions_no_pattern_sees(pymc_reference):
     """With one indicator per value beside the intercept (the scan's I-hat features) some
     directions are seen by no pattern: the sampler's layout rotates them into coordinates
     of their own.  At rotated points its density equals PyMC's model up to the same
@@ -877,14 +878,15 @@ def test_posterior_ihat_separates_the_directions_no_pattern_sees():
     lay = _ihat_layout(X, W1, W0, 2.5)
     rot = unidentified_rotation(np.hstack([np.ones((30, 1)), X]))
     assert rot is not None and rot.shape == (6, 6)  # two unseen directions, one per attribute
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    evaluate = pymc_reference(model)
     offsets = []
     for _ in range(4):
         f = rng.normal(0, 1, 6)
         point = {"intercept": f[0], "coef": f[1:]}
         ours, grad = lay.logp(rot.T @ f)
-        offsets.append(ours - float(logp(point)))
-        np.testing.assert_allclose(grad, rot.T @ dlogp(point), rtol=1e-9, atol=1e-10)
+        theirs, their_grad, _ = evaluate(point)
+        offsets.append(ours - theirs)
+        np.testing.assert_allclose(grad, rot.T @ their_grad, rtol=1e-9, atol=1e-10)
         out = np.empty(lay.n_expanded)
         lr_expand(rot.T @ f, lay.buffer, out)
         np.testing.assert_allclose(out, f, rtol=1e-10, atol=1e-12)
