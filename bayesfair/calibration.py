@@ -309,9 +309,7 @@ def interval_calibration(
                 "method": [m for m in ALL_METHODS for _ in METRICS],
                 "estimate": estimates.ravel(),
                 **interval_columns(bounds[..., 0].ravel(), bounds[..., 1].ravel(), level),
-                "credible_mass": np.concatenate(
-                    [mass, np.full(2 * len(METHODS) - 2, level), [np.nan, np.nan]]
-                ),
+                "credible_mass": _credible_masses(mass, level),
             }
         ),
         coverage=pd.DataFrame(rows),
@@ -322,6 +320,19 @@ def interval_calibration(
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         notes=notes,
     )
+
+
+def _credible_masses(calibrated: np.ndarray, level: float) -> np.ndarray:
+    """The credible mass of every row of the intervals table (methods x metrics, in the
+    order of ``ALL_METHODS``): the calibrated one's, the level for the two posteriors, none
+    (NaN) for the Clopper-Pearson box, which is no posterior interval."""
+    per_method = {
+        "calibrated": calibrated,
+        "hierarchical": level,
+        "Dirichlet-multinomial": level,
+        "Clopper-Pearson": np.nan,
+    }
+    return np.concatenate([np.broadcast_to(per_method[m], len(METRICS)) for m in ALL_METHODS])
 
 
 def table_name(role: str, given_outcome: int | None = None) -> str:
