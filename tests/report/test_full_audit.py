@@ -125,7 +125,7 @@ def test_the_report_answers_first(frame):
     ]
     # every interval says its kind and level
     shown = answers.loc[answers["interval"] != "—", "interval"]
-    assert shown.str.contains(r"\(90% (CI|posterior|HDI)|p = ").all()
+    assert shown.str.contains(r"\(90% (?:CI|posterior|HDI)|p = ").all()
     # the gap of the extreme intersections' FPR: the rates of the table, and Newcombe's
     # interval contains the difference
     gap = answers[answers["answer"].str.startswith("false positive rate")].iloc[0]
