@@ -42,12 +42,13 @@ def data_home() -> Path:
 
 @pytest.fixture(scope="session")
 def pymc_reference():
-    """``compile(model, graphs=()) -> evaluate(point) -> (logp, dlogp, [graph values])``:
-    PyMC's log density, its gradient and derived values of ``model`` at a point, in one
-    function compiled once and without PyTensor's graph optimisations (a test evaluates a
-    few points, so optimising the graph would cost more than it saves)."""
+    """``compile_reference(model, graphs=())`` gives ``evaluate(point) -> (logp, dlogp,
+    [graph values])``: PyMC's log density, its gradient and derived values of ``model``
+    at a point, in one function compiled once and without PyTensor's graph optimisations
+    (a test evaluates a few points, so optimising the graph would cost more than it
+    saves)."""
 
-    def compile(model, graphs=()):
+    def compile_reference(model, graphs=()):
         fn = model.compile_fn(
             [model.logp(), model.dlogp(), *graphs],
             inputs=model.value_vars,
@@ -61,4 +62,4 @@ def pymc_reference():
 
         return evaluate
 
-    return compile
+    return compile_reference
