@@ -62,15 +62,19 @@ def simulate(pop, n_draws: int, ridge="groups") -> pd.DataFrame:
     )
 
 
-def ridge_sweep(pop, n_draws: int) -> pd.DataFrame:
+#: the partial ridge penalties the sweep compares, the default first
+RIDGES = ("groups", 0.02, 0.01, 0.005, "rows")
+
+
+def ridge_sweep(sims: dict) -> pd.DataFrame:
     """Structured regression's 95% coverage (all groups, small ones) and width relative to
-    the standard interval's, by partial ridge penalty lam2.  In the weighted loss,
-    lam2 on a group's identity coefficient is a normal prior on its departure from the
-    selected surface of variance tau2 = sigma2 / (N lam2) (N rows): ``"groups"`` (1 / 32)
-    stands for tau2 = sigma2 / 156 at N = 5,000, ``"rows"`` for tau2 = sigma2."""
+    the standard interval's, by partial ridge penalty lam2 (``sims``: :func:`simulate`'s
+    result per penalty).  In the weighted loss, lam2 on a group's identity coefficient is a
+    normal prior on its departure from the selected surface of variance tau2 = sigma2 /
+    (N lam2) (N rows): ``"groups"`` (1 / 32) stands for tau2 = sigma2 / 156 at N = 5,000,
+    ``"rows"`` for tau2 = sigma2."""
     rows = []
-    for ridge in ("groups", 0.02, 0.01, 0.005, "rows"):
-        sim = simulate(pop, n_draws, ridge)
+    for ridge, sim in sims.items():
         iv = sim[sim.defined & np.isfinite(sim.truth) & (sim.estimator == "structured")]
         held = (iv.lower <= iv.truth) & (iv.truth <= iv.upper)
         _, cov = herlihy.summarise(sim)
@@ -90,10 +94,9 @@ def ridge_sweep(pop, n_draws: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main(n_draws: int) -> pd.DataFrame:
-    home = os.environ.get("BAYESFAIR_DATA", "../shared/data")
-    pop = herlihy.population(home, 0, name="diabetes")
-    sim = simulate(pop, n_draws)
+def departures(sim: pd.DataFrame) -> pd.DataFrame:
+    """Per draw and metric of :func:`simulate`'s result (the default penalty): the ML
+    departure variance and the true departures' mean squares, all, small and large groups."""
     wide = sim.pivot_table(
         index=["draw", "metric", "group"], columns="estimator", values=["estimate", "n", "truth"]
     )
@@ -120,10 +123,12 @@ def main(n_draws: int) -> pd.DataFrame:
 
 
 if __name__ == "__main__":
-    table = main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
-    print(table.round(5).to_string(index=False))
-    print(f"\nML tau2 = 0 in {(table.ml_tau2 == 0).sum()} of {len(table)} draw-metrics")
+    n_draws = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     home = os.environ.get("BAYESFAIR_DATA", "../shared/data")
     pop = herlihy.population(home, 0, name="diabetes")
+    sims = {ridge: simulate(pop, n_draws, ridge) for ridge in RIDGES}
+    table = departures(sims["groups"])
+    print(table.round(5).to_string(index=False))
+    print(f"\nML tau2 = 0 in {(table.ml_tau2 == 0).sum()} of {len(table)} draw-metrics")
     print("\nstructured regression by partial ridge penalty (95% intervals):")
-    print(ridge_sweep(pop, int(sys.argv[1]) if len(sys.argv) > 1 else 10).round(3).to_string())
+    print(ridge_sweep(sims).round(3).to_string())
