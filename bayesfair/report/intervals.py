@@ -9,6 +9,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from .._table_intervals import CALIBRATION_SCENARIO
 from ..calibration import AMPLIFICATION
 from .html import Figure, Report, Table, Text
 
@@ -24,7 +25,7 @@ _SCENARIO_WORDS = {
 
 def interval_check_words(cal: Any, metric: str) -> str:
     """One sentence: how the default interval of ``metric`` was checked on this audit (its
-    coverage in the observed scenario, on which its credible mass was chosen, is in-sample).
+    coverage in the scenario on which its credible mass was chosen is marked in-sample).
 
     Parameters
     ----------
@@ -47,9 +48,9 @@ def interval_check_words(cal: Any, metric: str) -> str:
     """
     c = cal.coverage
     c = c[(c["method"] == "calibrated") & (c["metric"] == metric)]
-    # the calibrated mass was chosen on the observed scenario's replicates: in-sample there
     parts = ", ".join(
-        f"{r.coverage:.2f} ({r.scenario}{', in-sample' if r.scenario == 'observed' else ''})"
+        f"{r.coverage:.2f} ({r.scenario}"
+        f"{', in-sample' if r.scenario == CALIBRATION_SCENARIO else ''})"
         for r in c.itertuples()
     )
     return f"covered {parts} of {cal.n_replicates} replicate tables each"

@@ -148,7 +148,8 @@ def test_bad_input_is_refused():
 
 def test_the_audit_reports_the_default_and_its_check():
     """bf.audit computes the default intervals of labels and decisions; the answers give
-    them first, with the coverage measured on this audit, and the report has the section."""
+    them first, with the coverage measured on this audit (marked in-sample on the observed
+    scenario), and the report has the section."""
     data = bf.datasets.make_gaussian_threshold(n_rows=1500, random_state=0).audit_data()
     res = bf.audit(data, n_resamples=20, random_state=0)
     assert set(res.intervals) == {
@@ -161,6 +162,9 @@ def test_the_audit_reports_the_default_and_its_check():
     answers = res.to_frame()
     first = answers.iloc[0]
     assert "calibrated" in first["interval"] and "replicate tables" in first["method"]
+    # the coverage on the scenario the credible mass was chosen on, and only it, is in-sample
+    assert "(observed, in-sample)" in first["method"]
+    assert first["method"].count("in-sample") == 1
     amplify = answers[answers["question"].str.contains("amplify")]
     assert "calibrated" in amplify.iloc[0]["interval"]
     assert "replicate tables" in amplify.iloc[0]["method"]
