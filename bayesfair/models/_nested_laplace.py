@@ -14,12 +14,14 @@ the intersection's own deviation,
 with half-normal priors on the two scales. Integrating the Gaussian effects out, ``eta``
 has the prior ``N(m 1, C)``, ``C = sigma_mu^2 11' + sigma_a^2 K + tau^2 I`` (``K_{st}``:
 the number of attributes on which ``s`` and ``t`` agree). Given the scales, the
-posterior of ``eta`` is approximated by a Gaussian at its mode (Newton's method in the
-stable form of Rasmussen & Williams 2006, Algorithm 3.1), whose Laplace estimate of the
-marginal likelihood weights the grid point; draws come from the mixture. Every grid point
-is solved at once (batched linear algebra over ``(grid, G, G)``), so a table of a few
-dozen intersections takes milliseconds, which is what lets interval calibration refit it
-on hundreds of replicate tables.
+posterior of ``eta`` is approximated by a Gaussian at its mode (Newton's method, Rasmussen
+& Williams 2006, Algorithm 3.1), whose Laplace estimate of the marginal likelihood weights
+the grid point; draws come from the mixture. Newton's steps work in the effects, where the
+intersections' deviations have a diagonal precision and can be eliminated, so each solves
+a system of the ``1 + sum(levels)`` intercept and attribute effects rather than of the
+``G`` intersections; every grid point is solved at once (batched linear algebra), so a
+table of a few dozen intersections takes milliseconds, which is what lets interval
+calibration refit it on hundreds of replicate tables.
 
 The attribute effects let an intersection borrow strength from every intersection that
 shares one of its values; the deviations keep interactions; the scales are learned with
@@ -61,8 +63,11 @@ class GridPosterior:  # numpydoc ignore=PR01
         cdf = np.cumsum(self.weight, axis=-1)
         u = rng.random((*lead, size)) * cdf[..., -1:]
         g = np.minimum(_row_searchsorted(cdf, u), self.weight.shape[-1] - 1)
-        mode = np.take_along_axis(self.mode, g[..., None], axis=-2)
-        chol = np.take_along_axis(self.chol, g[..., None, None], axis=-3)
+        if lead:
+            mode = np.take_along_axis(self.mode, g[..., None], axis=-2)
+            chol = np.take_along_axis(self.chol, g[..., None, None], axis=-3)
+        else:  # one table: plain indexing gathers the same rows several times faster
+            mode, chol = self.mode[g], self.chol[g]
         z = rng.standard_normal((*lead, size, self.mode.shape[-1]))
         return expit(mode + np.einsum("...dij,...dj->...di", chol, z))
 
@@ -72,46 +77,67 @@ def _row_searchsorted(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     return (u[..., :, None] >= cdf[..., None, :]).sum(axis=-1)
 
 
-def agreement(codes: np.ndarray) -> np.ndarray:
-    """``K_st``: on how many attributes intersections ``s`` and ``t`` agree.
-
-    Parameters
-    ----------
-    codes : numpy.ndarray, shape (n_attributes, G)
-
-    Returns
-    -------
-    numpy.ndarray, shape (G, G)
-    """
-    return sum((c[:, None] == c[None, :]).astype(float) for c in codes)
-
-
 def _loglik(n: np.ndarray, k: np.ndarray, eta: np.ndarray) -> np.ndarray:
     return np.sum(-k * np.logaddexp(0, -eta) - (n - k) * np.logaddexp(0, eta), axis=-1)
 
 
-def _newton_target(n, k, cov, m, f):
-    """One Newton step of the mode (Rasmussen & Williams Alg. 3.1): the new ``f = eta - m``
-    and its ``a = C^{-1} f``."""
+class _LowRankPrior:
+    """The prior of ``f = eta - m`` at every grid point as effects, ``f = Z beta + u``:
+    ``Z`` (G, r) the intercept's column of ones and every attribute's one-hot columns
+    (``Z_d Z_d'`` is the agreement on attribute ``d``), ``beta ~ N(0, D)`` with ``D``
+    (grid, r) the intercept's and the attribute effects' variances, ``u ~ N(0, tau^2 I)``;
+    so ``C = Z D Z' + tau^2 I``. A Newton step eliminates ``u`` (its precision is
+    diagonal) and solves an ``r x r`` system per grid point, ``r = 1 + sum(levels)``,
+    instead of a ``G x G`` one."""
+
+    def __init__(self, codes: np.ndarray, sa: np.ndarray, tau: np.ndarray) -> None:
+        columns = [np.ones((codes.shape[1], 1))]
+        columns += [(c[:, None] == np.unique(c)[None, :]).astype(float) for c in codes]
+        self.z = np.hstack(columns)
+        effects = np.repeat(sa[:, None] ** 2, self.z.shape[1] - 1, axis=1)
+        self.d = np.hstack([np.full((len(sa), 1), INTERCEPT_SD**2), effects])
+        self.tau2 = tau[:, None] ** 2
+
+    def dense(self) -> np.ndarray:
+        """``C`` at every grid point: (grid, G, G)."""
+        eye = np.eye(len(self.z))
+        return (self.z * self.d[:, None, :]) @ self.z.T + self.tau2[..., None] * eye
+
+    def newton_step(self, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The Newton target ``f = (C^{-1} + W)^{-1} b`` and ``a = C^{-1} f`` for weights
+        ``w`` and ``b`` (..., grid, G).
+
+        In the effects, the target solves ``Q (beta, u) = (Z' b, b)`` with ``Q`` the prior
+        precision plus ``X' W X``, ``X = [Z, I]``. The ``u`` rows give ``u = tau^2 (b - W Z
+        beta) / lam``, ``lam = 1 + tau^2 w``; substituted in the ``beta`` rows, ``(D^{-1} +
+        Z' diag(w / lam) Z) beta = Z' (b / lam)``. The minimising split of ``f`` into
+        effects has ``u / tau^2 = C^{-1} f``, which is ``a``."""
+        lam = 1 + self.tau2 * w
+        zt = self.z.T
+        inner = (zt * (w / lam)[..., None, :]) @ self.z + np.eye(len(zt)) / self.d[..., :, None]
+        rhs = (b / lam) @ self.z
+        beta = np.linalg.solve(inner, rhs[..., None])[..., 0]
+        zb = beta @ zt
+        u = self.tau2 * (b - w * zb) / lam
+        return zb + u, u / self.tau2
+
+
+def _newton_target(n, k, prior: _LowRankPrior, m, f):
+    """One Newton step of the mode (Rasmussen & Williams Alg. 3.1, in the prior's effects):
+    the new ``f = eta - m`` and its ``a = C^{-1} f``."""
     p = expit(m + f)
     w = n * p * (1 - p)
-    sw = np.sqrt(w)
-    b = w * f + (k - n * p)
-    eye = np.eye(len(n))
-    big_b = eye + sw[..., :, None] * cov * sw[..., None, :]
-    v = np.linalg.solve(big_b, (sw * (cov @ b[..., None])[..., 0])[..., None])[..., 0]
-    a = b - sw * v
-    return (cov @ a[..., None])[..., 0], a
+    return prior.newton_step(w, w * f + (k - n * p))
 
 
-def _mode(n, k, cov, m, max_iter: int = 100, tol: float = 1e-8):
+def _mode(n, k, prior: _LowRankPrior, m, max_iter: int = 100, tol: float = 1e-8):
     """The posterior mode of ``f = eta - m`` at every grid point (and table), with step
     halving where a full Newton step would lower ``log p(k | eta) - f' C^{-1} f / 2``."""
-    f = np.zeros(np.broadcast_shapes(cov.shape[:-1], k.shape))
+    f = np.zeros(np.broadcast_shapes((len(prior.tau2), len(n)), k.shape))
     a = np.zeros_like(f)
     psi = _loglik(n, k, m + f)
     for _ in range(max_iter):
-        f_new, a_new = _newton_target(n, k, cov, m, f)
+        f_new, a_new = _newton_target(n, k, prior, m, f)
         step = np.ones(f.shape[:-1])
         for _ in range(30):
             ft = f + step[..., None] * (f_new - f)
@@ -161,12 +187,9 @@ def grid_posterior(
     pos = k.sum(axis=-1, keepdims=True)
     m = np.log((pos + 0.5) / (n.sum() - pos + 0.5))
     sa, tau = (g.ravel() for g in np.meshgrid(scales, scales, indexing="ij"))
-    cov = (
-        INTERCEPT_SD**2
-        + sa[:, None, None] ** 2 * agreement(np.asarray(codes))
-        + tau[:, None, None] ** 2 * np.eye(len(n))
-    )
-    f, _, psi = _mode(n, k, cov, m)
+    prior = _LowRankPrior(np.asarray(codes), sa, tau)
+    f, _, psi = _mode(n, k, prior, m)
+    cov = prior.dense()
     p = expit(m + f)
     sw = np.sqrt(n * p * (1 - p))
     lower = np.linalg.cholesky(np.eye(len(n)) + sw[..., :, None] * cov * sw[..., None, :])

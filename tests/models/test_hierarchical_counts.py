@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit
 
 import bayesfair as bf
-from bayesfair.models._nested_laplace import INTERCEPT_SD, grid_posterior
+from bayesfair.models._nested_laplace import INTERCEPT_SD, _LowRankPrior, grid_posterior
 
 pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
 
@@ -37,6 +37,31 @@ def test_nested_laplace_matches_importance_sampling_on_small_counts():
     exact_sd = np.sqrt(w @ (p - exact_mean) ** 2)
     np.testing.assert_allclose(approx.mean(axis=0), exact_mean, atol=0.02)
     np.testing.assert_allclose(approx.std(axis=0), exact_sd, rtol=0.1)
+
+
+def test_newton_steps_in_the_effects_equal_the_dense_step():
+    """The prior's covariance is sigma_mu^2 + sigma_a^2 K + tau^2 I (K: the attributes two
+    intersections agree on), and a Newton step in the effects gives the dense step of
+    Rasmussen & Williams' Algorithm 3.1, f = C a with a = b - W^(1/2) B^(-1) W^(1/2) C b,
+    B = I + W^(1/2) C W^(1/2), on unbalanced designs and with empty intersections."""
+    rng = np.random.default_rng(3)
+    for levels in ((4, 2, 3), (3, 3), (5,)):
+        codes = np.indices(levels).reshape(len(levels), -1)
+        g = codes.shape[1]
+        sa, tau = rng.uniform(0.02, 4, 7), rng.uniform(0.02, 4, 7)
+        prior = _LowRankPrior(codes, sa, tau)
+        agree = sum((c[:, None] == c[None, :]).astype(float) for c in codes)
+        cov = INTERCEPT_SD**2 + sa[:, None, None] ** 2 * agree + tau[:, None, None] ** 2 * np.eye(g)
+        np.testing.assert_allclose(prior.dense(), cov, rtol=1e-12)
+        w = rng.uniform(0, 300, (2, 7, g)) * (rng.random(g) > 0.2)  # some intersections empty
+        b = rng.normal(0, 50, (2, 7, g))
+        sw = np.sqrt(w)
+        big_b = np.eye(g) + sw[..., :, None] * cov * sw[..., None, :]
+        v = np.linalg.solve(big_b, (sw * (cov @ b[..., None])[..., 0])[..., None])[..., 0]
+        a = b - sw * v
+        f, a_new = prior.newton_step(w, b)
+        np.testing.assert_allclose(a_new, a, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(f, (cov @ a[..., None])[..., 0], rtol=1e-7, atol=1e-9)
 
 
 def test_batched_fits_equal_one_at_a_time():
