@@ -41,9 +41,10 @@ def test_nested_laplace_matches_importance_sampling_on_small_counts():
 
 def test_newton_steps_in_the_effects_equal_the_dense_step():
     """The prior's covariance is sigma_mu^2 + sigma_a^2 K + tau^2 I (K: the attributes two
-    intersections agree on), and a Newton step in the effects gives the dense step of
+    intersections agree on), and in the effects a Newton step gives the dense step of
     Rasmussen & Williams' Algorithm 3.1, f = C a with a = b - W^(1/2) B^(-1) W^(1/2) C b,
-    B = I + W^(1/2) C W^(1/2), on unbalanced designs and with empty intersections."""
+    B = I + W^(1/2) C W^(1/2), and the Gaussian approximation its log-determinant and
+    covariance (C^-1 + W)^-1, on unbalanced designs and with empty intersections."""
     rng = np.random.default_rng(3)
     for levels in ((4, 2, 3), (3, 3), (5,)):
         codes = np.indices(levels).reshape(len(levels), -1)
@@ -62,6 +63,15 @@ def test_newton_steps_in_the_effects_equal_the_dense_step():
         f, a_new = prior.newton_step(w, b)
         np.testing.assert_allclose(a_new, a, rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(f, (cov @ a[..., None])[..., 0], rtol=1e-7, atol=1e-9)
+        # the Laplace normalisation and covariance: log|B| / 2 and (C^-1 + W)^-1
+        half_logdet, post_cov = prior.gaussian(w)
+        np.testing.assert_allclose(half_logdet, 0.5 * np.linalg.slogdet(big_b)[1], rtol=1e-10)
+        np.testing.assert_allclose(
+            post_cov,
+            np.linalg.inv(np.linalg.inv(cov) + w[..., None] * np.eye(g)),
+            rtol=1e-7,
+            atol=1e-10,
+        )
 
 
 def test_batched_fits_equal_one_at_a_time():
