@@ -12,7 +12,7 @@ Newton steps, Laplace normalisation and posterior covariance work in the interce
 attribute effects (an ``r x r`` system per grid point, ``r = 1 + sum(levels)``). The last
 rows time it against the same fit computed on the ``G`` intersections (Rasmussen &
 Williams' Algorithm 3.1 and ``G x G`` factorisations per grid point), on generated tables
-of 24 and 60 intersections.
+of 24, 60 and 240 intersections.
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ def _laplace_fits(quick: bool) -> list[dict]:
 
     from bayesfair.models import _nested_laplace as nl
 
-    rows, reps = [], 20 if quick else 100
-    for levels in ((4, 2, 3), (5, 4, 3)):
+    rows = []
+    for levels, reps in (((4, 2, 3), 100), ((5, 4, 3), 100), ((6, 5, 4, 2), 10)):
+        reps = max(2, reps // 5) if quick else reps
         rng = np.random.default_rng(0)
         codes = np.indices(levels).reshape(len(levels), -1)
         g = codes.shape[1]

@@ -45,6 +45,8 @@ __all__ = ["GridPosterior", "grid_posterior"]
 SCALES = np.geomspace(0.02, 4.0, 9)
 #: Prior standard deviation of the intercept around the overall log-odds.
 INTERCEPT_SD = 2.0
+#: Floats of Cholesky factors gathered at once when drawing (32 MB).
+GATHER_FLOATS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,21 @@ class GridPosterior:  # numpydoc ignore=PR01
         cdf = np.cumsum(self.weight, axis=-1)
         u = rng.random((*lead, size)) * cdf[..., -1:]
         g = np.minimum(_row_searchsorted(cdf, u), self.weight.shape[-1] - 1)
-        if lead:
-            mode = np.take_along_axis(self.mode, g[..., None], axis=-2)
-            chol = np.take_along_axis(self.chol, g[..., None, None], axis=-3)
-        else:  # one table: plain indexing gathers the same rows several times faster
-            mode, chol = self.mode[g], self.chol[g]
         z = rng.standard_normal((*lead, size, self.mode.shape[-1]))
-        return expit(mode + np.einsum("...dij,...dj->...di", chol, z))
+        out = np.empty_like(z)
+        # every draw needs its grid point's (G, G) factor: gathered a chunk of draws at a
+        # time, so that many intersections do not need (size, G, G) of memory at once
+        step = max(1, GATHER_FLOATS // self.chol.shape[-1] ** 2)
+        for start in range(0, size, step):
+            gi, chunk = g[..., start : start + step], slice(start, start + step)
+            if lead:
+                mode = np.take_along_axis(self.mode, gi[..., None], axis=-2)
+                chol = np.take_along_axis(self.chol, gi[..., None, None], axis=-3)
+            else:  # one table: plain indexing gathers the same rows several times faster
+                mode, chol = self.mode[gi], self.chol[gi]
+            eta = mode + np.einsum("...dij,...dj->...di", chol, z[..., chunk, :])
+            out[..., chunk, :] = expit(eta)
+        return out
 
 
 def _row_searchsorted(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:

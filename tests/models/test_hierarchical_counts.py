@@ -74,6 +74,22 @@ def test_newton_steps_in_the_effects_equal_the_dense_step():
         )
 
 
+@pytest.mark.parametrize("lead", [(), (2,)], ids=["one table", "batched tables"])
+def test_draws_gathered_in_chunks_equal_the_draws_gathered_at_once(lead, monkeypatch):
+    """Many intersections gather their grid points' Cholesky factors a chunk of draws at a
+    time: the draws are the same numbers as with every draw gathered at once."""
+    from bayesfair.models import _nested_laplace
+
+    rng = np.random.default_rng(4)
+    codes = np.indices((4, 3, 2)).reshape(3, -1)
+    n = rng.integers(0, 60, 24)
+    post = grid_posterior(n, rng.binomial(n, 0.3, size=(*lead, 24)), codes)
+    at_once = post.draw(300, np.random.default_rng(9))
+    monkeypatch.setattr(_nested_laplace, "GATHER_FLOATS", 7 * 24**2)  # chunks of 7 draws
+    np.testing.assert_array_equal(post.draw(300, np.random.default_rng(9)), at_once)
+    assert at_once.shape == (*lead, 300, 24)
+
+
 def test_batched_fits_equal_one_at_a_time():
     """Replicate tables fitted at once (leading dimension) give each table's own fit."""
     rng = np.random.default_rng(1)
