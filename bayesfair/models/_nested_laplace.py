@@ -97,9 +97,9 @@ class _LowRankPrior:
     ``Z`` (G, r) the intercept's column of ones and every attribute's one-hot columns
     (``Z_d Z_d'`` is the agreement on attribute ``d``), ``beta ~ N(0, D)`` with ``D``
     (grid, r) the intercept's and the attribute effects' variances, ``u ~ N(0, tau^2 I)``;
-    so ``C = Z D Z' + tau^2 I``. A Newton step eliminates ``u`` (its precision is
-    diagonal) and solves an ``r x r`` system per grid point, ``r = 1 + sum(levels)``,
-    instead of a ``G x G`` one."""
+    so ``C = Z D Z' + tau^2 I``. A Newton step and the Gaussian approximation eliminate
+    ``u`` (its precision is diagonal) and solve an ``r x r`` system per grid point,
+    ``r = 1 + sum(levels)``, instead of a ``G x G`` one."""
 
     def __init__(self, codes: np.ndarray, sa: np.ndarray, tau: np.ndarray) -> None:
         columns = [np.ones((codes.shape[1], 1))]
@@ -110,9 +110,17 @@ class _LowRankPrior:
         self.tau2 = tau[:, None] ** 2
 
     def dense(self) -> np.ndarray:
-        """``C`` at every grid point: (grid, G, G)."""
+        """``C`` at every grid point: (grid, G, G) (the fit never forms it; the checks
+        compare against it)."""
         eye = np.eye(len(self.z))
         return (self.z * self.d[:, None, :]) @ self.z.T + self.tau2[..., None] * eye
+
+    def _effects_precision(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``lam = 1 + tau^2 w`` and ``M = D^{-1} + Z' diag(w / lam) Z``, the effects'
+        precision once the deviations are eliminated: (..., grid, G) and (..., grid, r, r)."""
+        lam = 1 + self.tau2 * w
+        zt = self.z.T
+        return lam, (zt * (w / lam)[..., None, :]) @ self.z + np.eye(len(zt)) / self.d[..., :, None]
 
     def newton_step(self, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The Newton target ``f = (C^{-1} + W)^{-1} b`` and ``a = C^{-1} f`` for weights
@@ -123,12 +131,9 @@ class _LowRankPrior:
         beta) / lam``, ``lam = 1 + tau^2 w``; substituted in the ``beta`` rows, ``(D^{-1} +
         Z' diag(w / lam) Z) beta = Z' (b / lam)``. The minimising split of ``f`` into
         effects has ``u / tau^2 = C^{-1} f``, which is ``a``."""
-        lam = 1 + self.tau2 * w
-        zt = self.z.T
-        inner = (zt * (w / lam)[..., None, :]) @ self.z + np.eye(len(zt)) / self.d[..., :, None]
-        rhs = (b / lam) @ self.z
-        beta = np.linalg.solve(inner, rhs[..., None])[..., 0]
-        zb = beta @ zt
+        lam, inner = self._effects_precision(w)
+        beta = np.linalg.solve(inner, ((b / lam) @ self.z)[..., None])[..., 0]
+        zb = beta @ self.z.T
         u = self.tau2 * (b - w * zb) / lam
         return zb + u, u / self.tau2
 
@@ -142,13 +147,11 @@ class _LowRankPrior:
         matrix determinant lemma), and ``eta = Z beta + u`` has covariance ``diag(tau^2 /
         lam) + A M^{-1} A'`` with ``A = diag(1 / lam) Z``: a sum of two positive parts,
         which ``C - C W^(1/2) B^{-1} W^(1/2) C`` is not."""
-        lam = 1 + self.tau2 * w
-        zt = self.z.T
-        inner = (zt * (w / lam)[..., None, :]) @ self.z + np.eye(len(zt)) / self.d[..., :, None]
+        lam, inner = self._effects_precision(w)
         lower = np.linalg.cholesky(inner)
         log_diag = np.log(np.diagonal(lower, axis1=-2, axis2=-1))
         half_logdet = 0.5 * (np.log(lam).sum(-1) + np.log(self.d).sum(-1)) + log_diag.sum(-1)
-        v = np.linalg.solve(lower, zt / lam[..., None, :])
+        v = np.linalg.solve(lower, self.z.T / lam[..., None, :])
         post_cov = np.swapaxes(v, -1, -2) @ v
         i = np.arange(len(self.z))
         post_cov[..., i, i] += self.tau2 / lam
