@@ -24,6 +24,9 @@ from bayesfair.report import Report, Table, Text
 COMMON = ["--protected", "g", "s", "--outcome", "y", "--score", "p", "--threshold", "0.5"]
 #: few resamples and replicate tables: these tests are about the outputs, not the statistics
 QUICK = ["--n-resamples", "19"]
+#: a stand-in for a report an earlier audit wrote: the package's generator tag is what lets
+#: the CLI replace it
+PREVIOUS_REPORT = '<meta name="generator" content="bayesfair previous"/>'
 
 
 @pytest.fixture
@@ -317,7 +320,7 @@ def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
     """A file-size limit makes the report's write fail (as a full disk would): the CLI
     says so in one line, exits 2, and the previous report is intact."""
     out = tmp_path / "r.html"
-    out.write_text('<meta name="generator" content="bayesfair previous"/>')
+    out.write_text(PREVIOUS_REPORT)
     before = out.read_bytes()
 
     def limit():
@@ -350,7 +353,7 @@ def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_cli_stopped_mid_audit_leaves_the_previous_report(tmp_path, csv, sig, code):
     out = tmp_path / "r.html"
-    out.write_text('<meta name="generator" content="bayesfair previous"/>')
+    out.write_text(PREVIOUS_REPORT)
     before = out.read_bytes()
     proc = subprocess.Popen(
         [
