@@ -108,11 +108,17 @@ class StructuredRegression:
         The rBLPR interval (see
         :func:`~bayesfair.disaggregated.structured.structured_regression`).
     ridge : {"groups", "rows"} or float, default "groups"
-        The partial ridge of rBLPR: ``"groups"`` gives tighter intervals that cover where
-        the features explain the small groups; ``"rows"`` intervals close to the standard
-        width that cover conservatively where they do not. The default's intervals are not
-        calibrated for small groups where the features do not explain them (notebook 07
-        measures both on Herlihy et al.'s diabetes population).
+        The partial ridge of rBLPR: ``"groups"`` gives tighter intervals, ``"rows"``
+        intervals close to the standard width that cover conservatively.
+    departures : bool, default True
+        Let rBLPR's bootstrap world hold the groups' departures from the regression
+        surface, with the variance the lasso's residuals show beyond their sampling
+        variance (:func:`~bayesfair.disaggregated.structured.departure_variance`), so that
+        the intervals of small groups allow for what the features do not explain.
+        ``False`` is rBLPR as published, whose bootstrap world is the fitted surface
+        itself: tighter, and short of its level where the features miss real differences
+        between small groups (notebook 07 measures both on Herlihy et al.'s diabetes
+        population).
     interactions : bool, default False
         Add pairwise attribute interactions to the features.
     explanatory : mapping, optional
@@ -137,6 +143,7 @@ class StructuredRegression:
 
     interval: str = "percentile"
     ridge: str | float = "groups"
+    departures: bool = True
     interactions: bool = False
     explanatory: Mapping[str, Callable[[pd.DataFrame], np.ndarray]] | None = None
     outcome_rates: bool = True
@@ -149,6 +156,7 @@ class StructuredRegression:
         check_rblpr_options(self.interval, self.ridge)
         check_count(self.n_folds, "n_folds", 2)
         check_count(self.n_lambdas, "n_lambdas")
+        check_flag(self.departures, "departures")
         check_flag(self.interactions, "interactions")
         check_flag(self.outcome_rates, "outcome_rates")
         check_resamples(self.n_resamples, "n_resamples", minimum=2)

@@ -85,8 +85,9 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     level : float
         Confidence level of ``lower`` and ``upper`` in ``table``.
     structured : dict
-        Per metric: chosen lambda, selected features, coefficients, and the features
-        left out because they copy the metric (``dropped``).
+        Per metric: chosen lambda, selected features, coefficients, the features left
+        out because they copy the metric (``dropped``), and the variance of the groups'
+        departures from the surface in rBLPR's bootstrap world (``departure_variance``).
     idata : dict
         ArviZ InferenceData of the hierarchical model(s): "binomial", "fay_herriot".
     diagnostics : dict
@@ -743,7 +744,7 @@ class _StructuredRun:
             estimator=self.sr,
             rng=rng,
         )
-        keys = ("lam", "selected", "coef", "cv_loss", "lambdas", "dropped")
+        keys = ("lam", "selected", "coef", "cv_loss", "lambdas", "dropped", "departure_variance")
         self.info[name] = {k: res[k] for k in keys}
         # the linear model of a rate or an AUC is projected onto [0, 1]
         ivals = {lv: _truncate_interval(iv, m) for lv, iv in res["intervals"].items()}

@@ -26,7 +26,7 @@ from .._vocabulary import LEVEL, moved_options, renamed_arguments
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
-__all__ = ["goodness_of_fit", "group_features", "structured_regression"]
+__all__ = ["departure_variance", "goodness_of_fit", "group_features", "structured_regression"]
 
 
 def group_features(
@@ -287,7 +287,7 @@ def structured_regression(
     rng: np.random.Generator,
 ) -> dict:
     """Lasso estimates of every group's metric and rBLPR intervals (Herlihy et al. eq. 5;
-    Liu, Xu and Li 2020).
+    Liu, Xu and Li 2020), optionally with the groups' departures from the surface.
 
     The lasso weights group a by ``n_a / sigma2``.  ``lam`` fixes its penalty (0 gives
     back the standard estimates for defined groups, a very large value the weighted
@@ -304,16 +304,26 @@ def structured_regression(
 
     * ``"groups"`` (default): n = number of groups with an estimate.  A small group's
       own indicator is shrunk almost entirely, so its interval is mostly the
-      uncertainty of the regression surface: tight, and calibrated where the features
-      explain the groups (``tests/disaggregated/test_structured.py -k rblpr`` checks
-      it on a well-specified additive simulation), but it under-covers where the
-      features miss real differences between small groups (notebooks 04 and 07
+      uncertainty of the regression surface (and, with ``departures``, of the group's
+      departure from it): tight, and calibrated where the features explain the groups
+      (``tests/disaggregated/test_structured.py -k rblpr`` checks it on a
+      well-specified additive simulation); without ``departures`` it under-covers where
+      the features miss real differences between small groups (notebooks 04 and 07
       measure it).
     * ``"rows"``: n = number of rows, each carrying its group's estimate (the loss
       of eq. 5 is least squares over rows).  A group's indicator keeps n_a / (n_a +
       1) of its deviation, so intervals are close to the standard width and cover
       conservatively.
     * a number: lam2 itself.
+
+    ``departures`` (on by default) lets the bootstrap world hold the groups' departures
+    from the surface: each replicate's truth is the lasso fit plus independent
+    ``N(0, tau^2)`` departures (``tau^2`` the :func:`departure_variance` of the lasso's
+    residuals), its data that truth plus resampled noise, and the interval is taken of
+    the replicate's LPR estimate minus its departure, so that the interval of a group
+    whose estimate is shrunk towards the surface allows for what the features do not
+    explain. Without it the world's truth is the surface itself, and a small group's
+    interval is the surface's uncertainty alone.
 
     Parameters
     ----------
@@ -334,8 +344,9 @@ def structured_regression(
         the outcome rate) do not carry the held-out rows into the training fit.  Default:
         ``features`` in every fold, which is exact for indicator features only.
     estimator : StructuredRegression, optional
-        The rBLPR options (``interval``, ``ridge``, ``n_resamples``) and the penalty's
-        cross-validation (``n_folds``, ``n_lambdas``); default ``StructuredRegression()``.
+        The rBLPR options (``interval``, ``ridge``, ``departures``, ``n_resamples``) and
+        the penalty's cross-validation (``n_folds``, ``n_lambdas``); default
+        ``StructuredRegression()``.
         Its feature options are for :func:`group_features`, which builds ``features``.
     level : float or sequence of float, default 0.9
         Confidence level(s) of the intervals.
@@ -348,9 +359,10 @@ def structured_regression(
     dict
         ``estimate`` (groups,), ``lpr`` (the lasso + partial ridge estimate),
         ``intervals`` {level: (lo, hi)}, ``lam``, ``cv_loss``, ``lambdas``,
-        ``selected`` (feature names), ``coef`` (a Series on the features' scale) and
-    ``dropped``: features left out because they copy the metric (see
-    :func:`target_copies`; also warned).
+        ``selected`` (feature names), ``coef`` (a Series on the features' scale),
+        ``dropped``: features left out because they copy the metric (see
+        :func:`target_copies`; also warned), and ``departure_variance`` (0 without
+        ``departures``).
 
     Examples
     --------
@@ -411,39 +423,90 @@ def structured_regression(
     # centred and rescaled to unit variance: the pooled variance model fixes the noise level,
     # which a lasso fit that interpolates small groups would otherwise under-state
     se = np.sqrt(sigma2 / n[ok])
+    tau2 = departure_variance(s[ok] - est[ok], se) if est_opts.departures else 0.0
     resid = (s[ok] - est[ok]) / se
     resid = resid - resid.mean()
     sd = resid.std()
     resid = resid / sd if sd > 1e-12 else rng.standard_normal(len(resid))
+    # each replicate's estimates minus its world's departures from the surface (none
+    # without ``departures``): what the intervals' quantiles are taken of. The departures
+    # come from a child stream (Generator.spawn advances no state), so that the draws of
+    # everything else sharing ``rng`` are those of ``departures=False``.
     boot = np.empty((n_resamples, gd.n_groups))
     theta_b = theta.copy()
+    dep = np.zeros(gd.n_groups)
+    dep_rng = rng.spawn(1)[0] if tau2 > 0 else None
     for b in range(n_resamples):
-        ystar = est[ok] + rng.choice(resid, size=len(resid)) * se
+        if dep_rng is not None:
+            dep = np.sqrt(tau2) * dep_rng.standard_normal(gd.n_groups)
+        ystar = est[ok] + dep[ok] + rng.choice(resid, size=len(resid)) * se
         _b0b, theta_b = lasso_cd(F_ok, ystar, w, lam, theta_b)
         selb = np.abs(theta_b) > 1e-12
         c0b, cb = ridge_fit.fit(ystar, selb, lam2)
-        boot[b] = c0b + F @ cb
-    intervals = {}
-    for lv in [level] if isinstance(level, Real) else list(level):
-        a = (1 - lv) / 2
-        if est_opts.interval == "percentile":
-            # rBLPR as published: percentiles of the bootstrap LPR estimates
-            intervals[lv] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
-        else:
-            # basic bootstrap interval around the lasso + partial ridge estimate
-            q_lo, q_hi = np.quantile(boot - lpr, [a, 1 - a], axis=0)
-            intervals[lv] = (lpr - q_hi, lpr - q_lo)
+        boot[b] = c0b + F @ cb - dep
     return {
         "estimate": est,
         "lpr": lpr,
-        "intervals": intervals,
+        "intervals": _rblpr_intervals(boot, lpr, level, est_opts.interval),
         "lam": float(lam),
         "lambdas": lams,
         "cv_loss": cv_loss,
         "selected": list(F_df.columns[selected]),
         "coef": pd.Series(theta / _sd, index=F_df.columns),
         "dropped": dropped,
+        "departure_variance": tau2,
     }
+
+
+def _rblpr_intervals(
+    boot: np.ndarray, lpr: np.ndarray, level: float | Sequence[float], interval: str
+) -> dict:
+    """``{level: (lo, hi)}`` from the bootstrap replicates ``boot`` (replicates, groups):
+    their percentiles (rBLPR as published), or the basic interval around ``lpr``."""
+    intervals = {}
+    for lv in [level] if isinstance(level, Real) else list(level):
+        a = (1 - lv) / 2
+        if interval == "percentile":
+            intervals[lv] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
+        else:
+            q_lo, q_hi = np.quantile(boot - lpr, [a, 1 - a], axis=0)
+            intervals[lv] = (lpr - q_hi, lpr - q_lo)
+    return intervals
+
+
+def departure_variance(residuals: np.ndarray, se: np.ndarray) -> float:
+    r"""The variance of the groups' departures from the regression surface, by the method
+    of moments: :math:`\hat\tau^2 = \max(0, \overline{r_a^2 - \sigma^2 / n_a})`, with
+    :math:`r_a` a group's standard estimate minus the surface's fit and
+    :math:`\sigma^2 / n_a` its sampling variance (the pooled variance model).
+
+    A group's residual is its sampling error plus its departure, so the mean squared
+    residual beyond the sampling variance estimates the departures' variance (the
+    moment estimator of a random-effects meta-analysis, unweighted, so that the many
+    small groups, whose departures the intervals must allow for, count as much as the
+    large ones; DerSimonian and Laird 1986).
+
+    Parameters
+    ----------
+    residuals : numpy.ndarray
+        Standard estimates minus the surface's fit, per group with an estimate.
+    se : numpy.ndarray
+        Their standard errors under the pooled variance, ``sqrt(sigma2 / n_a)``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.disaggregated.structured import departure_variance
+    >>> round(departure_variance(np.array([0.3, -0.3]), np.array([0.1, 0.1])), 6)
+    0.08
+    >>> departure_variance(np.array([0.01, -0.01]), np.array([0.1, 0.1]))  # noise alone
+    0.0
+    """
+    return max(0.0, float(np.mean(residuals**2 - se**2)))
 
 
 def goodness_of_fit(

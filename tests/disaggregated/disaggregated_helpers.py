@@ -56,9 +56,12 @@ def _lasso_kkt_gap(X, y, w, lam, b0, th):
     )
 
 
-def _additive_population(seed: int, n_rows: int = 2000):
+def _additive_population(seed: int, n_rows: int = 2000, departure: float = 0.0):
     """32 groups (4 x 2 x 4) of very unequal size (5 to 370 rows) whose decision rates are
-    additive in the attributes: structured regression's features hold the truth."""
+    additive in the attributes: structured regression's features hold the truth. With
+    ``departure`` > 0, every group's rate departs from that surface by N(0, departure^2)
+    (clipped to [0.02, 0.98]), drawn from a stream of its own so that the rows' draws
+    are those of ``departure=0``."""
     rng = np.random.default_rng(seed)
     levels = pd.MultiIndex.from_product([list("abcd"), ["f", "m"], list("1234")]).to_frame(
         index=False
@@ -72,6 +75,8 @@ def _additive_population(seed: int, n_rows: int = 2000):
         + np.array([-0.12, 0.02, 0.08, 0.05])[None, None, :]
     )
     p = (0.22 + eff).ravel()
+    if departure > 0:
+        p = np.clip(p + np.random.default_rng([seed, 1]).normal(0, departure, p.size), 0.02, 0.98)
     g = np.repeat(np.arange(32), np.round(n_rows * share).astype(int))
     df = pd.DataFrame(
         {

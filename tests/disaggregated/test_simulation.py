@@ -142,26 +142,37 @@ def test_simulation_on_the_diabetes_population(diabetes_population):
 
 @pytest.mark.slow
 @pytest.mark.data
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (issue 39): structured regression's default rBLPR intervals under-cover small "
-    "groups on the diabetes population (0.89 FPR, 0.91 selection rate at 95%); documented in "
-    "disaggregated_evaluation and the report",
-)
 def test_structured_intervals_cover_on_the_diabetes_population(diabetes_population):
+    """Structured regression's default intervals on the paper's population (20 evaluation
+    sets of 5,000, the issue's size; 640 group-draws per metric): with the groups'
+    departures from the regression surface in the bootstrap world they cover in [0.92,
+    0.98] and stay at least 15% narrower than the standard intervals; without them
+    (``departures=False``, the published rBLPR) they cover less (0.89-0.91 in notebook
+    07)."""
+    from dataclasses import replace
+
     from bayesfair.replication import herlihy
 
-    sim = herlihy.simulate(
-        10,
-        pop_truth=diabetes_population,
-        metrics=("selection_rate", "fpr"),
-        estimators=_simulation_estimators(diabetes_population, "standard", "structured"),
-        level=[0.95],
-        random_state=1,
-    )
-    coverage = _at_95(sim).loc["structured", "coverage"]
+    standard, structured = _simulation_estimators(diabetes_population, "standard", "structured")
+    assert structured.departures  # the default
+    sims = {
+        dep: herlihy.simulate(
+            20,
+            pop_truth=diabetes_population,
+            metrics=("selection_rate", "fpr"),
+            estimators=(standard, replace(structured, departures=dep)),
+            level=[0.95],
+            random_state=1,
+        )
+        for dep in (True, False)
+    }
+    at_95 = {dep: _at_95(sim).loc["structured"] for dep, sim in sims.items()}
+    coverage = at_95[True]["coverage"]
     print("structured regression's 95% coverage:", coverage.round(3).to_dict())
+    print("without departures:", at_95[False]["coverage"].round(3).to_dict())
     assert coverage.between(0.92, 0.98).all(), coverage
+    assert (at_95[True]["relative_width"] <= 0.85).all(), at_95[True]
+    assert (coverage > at_95[False]["coverage"]).all()
 
 
 @pytest.mark.slow
