@@ -11,8 +11,9 @@ tau2 + sigma2 / n_a)`` (the surface taken as known), which is 0 in every set it 
 and the unweighted moment estimate ``mean(r_a^2 - sigma2 / n_a)`` of the package's default
 (:func:`~bayesfair.disaggregated.structured.departure_variance`, here with the pooled binomial
 variance where the package uses the pooled bootstrap variance), in which every group counts
-alike, positive in about a third of the set-metrics. The departures are not exchangeable (the small groups' mean square is several times
-the large groups'), so one variance for all groups is a compromise.
+alike, positive in about a third of the set-metrics. The departures are not exchangeable (the
+small groups' mean square is several times the large groups'), so one variance for all groups
+is a compromise.
 
 The last table compares the intervals: the published rBLPR at several partial ridge
 penalties lam2 (a normal prior of variance sigma2 / (N lam2) on a group's departure, N rows;
