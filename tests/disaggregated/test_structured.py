@@ -134,11 +134,12 @@ def test_structured_regression_limits():
     assert np.all(lo <= hi)
 
 
-def _rblpr_study(departure: float, estimators: dict, replicates: int = 40) -> tuple:
-    """Coverage of 95% intervals and mean width relative to the standard interval, per
-    estimator option, over replicates of :func:`_additive_population`."""
+def _rblpr_study(departure: float, estimators: dict, levels=(0.95,), replicates: int = 40) -> tuple:
+    """Over replicates of :func:`_additive_population`, per estimator option: the coverage
+    at each of ``levels`` ``{name: {level: coverage}}``, the mean width of the 95% interval
+    relative to the standard one ``{name: width}``, and the number of group-replicates."""
     rng0 = np.random.default_rng(2024)
-    hits = {name: [] for name in estimators}
+    hits = {name: {lv: [] for lv in levels} for name in estimators}
     width = {name: [] for name in estimators}
     for _ in range(replicates):
         seed = int(rng0.integers(2**31))
@@ -151,22 +152,24 @@ def _rblpr_study(departure: float, estimators: dict, replicates: int = 40) -> tu
         tr = np.array([truth[tuple(r)] for r in gd.labels.itertuples(index=False)])
         feats = group_features(gd)
         for name, est in estimators.items():
-            lo, hi = structured_regression(
+            intervals = structured_regression(
                 gd,
                 "selection_rate",
                 s,
                 sigma2,
                 features=feats,
-                level=0.95,
+                level=levels,
                 estimator=est,
                 rng=np.random.default_rng(seed + 1),
-            )["intervals"][0.95]
-            hits[name].extend((lo <= tr) & (tr <= hi))
+            )["intervals"]
+            for lv in levels:
+                lo, hi = intervals[lv]
+                hits[name][lv].extend((lo <= tr) & (tr <= hi))
+            lo, hi = intervals[0.95]
             width[name].extend((hi - lo) / (2 * 1.959964 * np.sqrt(sigma2 / n)))
-    return (
-        {k: float(np.mean(v)) for k, v in hits.items()},
-        {k: float(np.mean(v)) for k, v in width.items()},
-    )
+    cov = {k: {lv: float(np.mean(h)) for lv, h in d.items()} for k, d in hits.items()}
+    first = next(iter(hits.values()))[levels[0]]
+    return cov, {k: float(np.mean(v)) for k, v in width.items()}, len(first)
 
 
 @pytest.mark.slow
@@ -180,7 +183,8 @@ def test_rblpr_with_departures_covers_where_the_groups_depart_from_the_surface()
         "surface only": StructuredRegression(n_resamples=200, departures=False),
         "departures": StructuredRegression(n_resamples=200),
     }
-    cov, rel = _rblpr_study(0.06, est)
+    cov, rel, _ = _rblpr_study(0.06, est)
+    cov = {name: c[0.95] for name, c in cov.items()}
     print("coverage:", cov, "width relative to standard:", rel)
     assert cov["surface only"] < cov["departures"]
     assert 0.92 <= cov["departures"] <= 0.99
@@ -189,8 +193,9 @@ def test_rblpr_with_departures_covers_where_the_groups_depart_from_the_surface()
 
 def test_departures_change_nothing_where_the_residuals_are_noise():
     """Where the lasso's residuals are no larger than their sampling noise, the departures'
-    variance is 0 and ``departures=True`` gives the default's intervals exactly; where the
-    groups depart from the surface it is positive and widens the intervals."""
+    variance is 0 and ``departures=True`` gives the published rBLPR's intervals
+    (``departures=False``) exactly; where the groups depart from the surface it is positive
+    and widens the intervals."""
     df, _ = _additive_population(3)
     gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", "d")
     s = gd.estimate("selection_rate")
@@ -224,39 +229,13 @@ def test_rblpr_intervals_cover_when_the_features_hold_the_truth():
     within [0.92, 0.99] and [0.75, 0.92] with the default partial ridge, narrower than the
     standard intervals; the conservative ``ridge="rows"`` covers at least as often with
     wider intervals.  (Where the features miss real differences, as on the Adult
-    simulation, the default under-covers: notebook 04.)"""
-    rng0 = np.random.default_rng(2024)
-    hits = {"groups": {0.95: [], 0.8: []}, "rows": {0.95: [], 0.8: []}}
-    width = {"groups": [], "rows": []}
-    for _ in range(40):
-        seed = int(rng0.integers(2**31))
-        df, truth = _additive_population(seed)
-        gd = GroupedData.from_frame(df, ["race", "sex", "age"], "y", "d")
-        s, n = gd.estimate("selection_rate"), gd.sizes().astype(float)
-        rng = np.random.default_rng(seed)
-        sigma2 = pooled_sigma2(n, gd.bootstrap_variance("selection_rate", 100, rng))
-        tr = np.array([truth[tuple(r)] for r in gd.labels.itertuples(index=False)])
-        std_w = 2 * 1.959964 * np.sqrt(sigma2 / n)
-        feats = group_features(gd)
-        for ridge in hits:
-            out = structured_regression(
-                gd,
-                "selection_rate",
-                s,
-                sigma2,
-                features=feats,
-                level=(0.95, 0.8),
-                estimator=StructuredRegression(n_resamples=200, ridge=ridge),
-                rng=np.random.default_rng(seed + 1),
-            )
-            for level, (lo, hi) in out["intervals"].items():
-                hits[ridge][level].extend((lo <= tr) & (tr <= hi))
-            lo, hi = out["intervals"][0.95]
-            width[ridge].extend((hi - lo) / std_w)
-    cov = {r: {lv: float(np.mean(h)) for lv, h in d.items()} for r, d in hits.items()}
-    rel = {r: float(np.mean(w)) for r, w in width.items()}
+    simulation, the published rBLPR, ``departures=False``, under-covers: notebook 04.)"""
+    est = {
+        ridge: StructuredRegression(n_resamples=200, ridge=ridge) for ridge in ("groups", "rows")
+    }
+    cov, rel, cases = _rblpr_study(0.0, est, levels=(0.95, 0.8))
     print("rBLPR coverage:", cov, "width relative to standard:", rel)
-    assert len(hits["groups"][0.95]) == 1280
+    assert cases == 1280
     assert 0.92 <= cov["groups"][0.95] <= 0.99
     assert 0.75 <= cov["groups"][0.8] <= 0.92
     assert rel["groups"] < 0.9
