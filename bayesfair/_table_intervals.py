@@ -23,9 +23,10 @@ from .models._nested_laplace import grid_posterior
 #: default, is the hierarchical posterior's at a credible mass chosen on replicates)
 METHODS = ("hierarchical", "Dirichlet-multinomial", "Clopper-Pearson")
 METRICS = ("epsilon-DF", "gamma-SF")
-#: the replicate scenario (see :func:`~bayesfair.interval_calibration`) on which the
-#: calibrated interval's credible mass is chosen
-CALIBRATION_SCENARIO = "observed"
+#: the replicate scenarios (see :func:`~bayesfair.interval_calibration`) on which the
+#: calibrated interval is chosen: its bias correction in the first, its credible mass the
+#: smallest that covers in both
+CALIBRATION_SCENARIOS = ("posterior", "observed")
 #: every interval of a calibration, the audit's default first
 ALL_METHODS = ("calibrated", *METHODS)
 #: credible masses above the level among which the calibrated interval's is chosen
@@ -48,21 +49,30 @@ def mass_bounds(draws: np.ndarray, zero_lower: bool, masses: np.ndarray) -> np.n
     return np.stack([lo, hi], axis=-1)
 
 
-def replicate_bounds(box, truth: np.ndarray, size: int, draws: int, rng) -> np.ndarray:
+def replicate_bounds(
+    box, truth: np.ndarray, size: int, draws: int, rng, methods: bool = True
+) -> np.ndarray:
     """``size`` replicate tables of ``truth`` (rates, or posterior draws of them, one drawn
     per replicate), each with every method's and every mass's interval and the truth:
-    (size, methods + masses, metrics, 3) of (lower, upper, truth); the masses' rows are
-    the hierarchical posterior's intervals at ``credible_masses(box.level)``."""
+    (size, methods + masses + 1, metrics, 3) of (lower, upper, truth); the masses' rows are
+    the hierarchical posterior's intervals at ``credible_masses(box.level)``, the last row
+    its median (as both ends). ``methods=False`` computes the hierarchical posterior only
+    (the methods' rows are NaN), as a calibration needs."""
     if truth.ndim > box.truth_ndim:
         p = truth[rng.integers(len(truth), size=size)]
     else:
         p = np.broadcast_to(truth, (size, *truth.shape))
     masses = credible_masses(box.level)
-    out = np.empty((size, len(METHODS) + len(masses), len(METRICS), 3))
+    out = np.full((size, len(METHODS) + len(masses) + 1, len(METRICS), 3), np.nan)
     for r in range(size):
-        bounds, pvalue, hier, _ = box.bounds(box.simulate(p[r], rng), draws, rng)
-        out[r, : len(METHODS), :, :2] = bounds
-        out[r, len(METHODS) :, :, :2] = mass_bounds(hier, box.zero_lower(pvalue), masses)
+        table = box.simulate(p[r], rng)
+        if methods:
+            bounds, pvalue, hier, _ = box.bounds(table, draws, rng)
+            out[r, : len(METHODS), :, :2] = bounds
+        else:
+            hier, pvalue = box.hierarchical(table, draws, rng)
+        out[r, len(METHODS) : -1, :, :2] = mass_bounds(hier, box.zero_lower(pvalue), masses)
+        out[r, -1, :, :2] = np.median(hier, axis=0)[:, None]
         out[r, :, :, 2] = box.truth(p[r])
     return out
 
@@ -73,10 +83,25 @@ def held(res: np.ndarray) -> np.ndarray:
     return (lo <= truth + 1e-12) & (truth - 1e-12 <= hi)
 
 
-def calibrated_mass(res: np.ndarray, level: float) -> np.ndarray:
-    """Per metric, the smallest of ``credible_masses(level)`` whose hierarchical intervals
-    held their truth in at least ``level`` of the replicates ``res``
-    (:func:`replicate_bounds`); the largest where none did.
+def median_bias(res: np.ndarray) -> np.ndarray:
+    """Per metric, the median over the replicates ``res`` (:func:`replicate_bounds`) of the
+    hierarchical posterior median minus the replicate's truth: how far the posterior of a
+    largest log-ratio sits above (or below) the truth on tables like the audited one; 0
+    for a metric that no replicate defines (an amplification of two infinite maxima)."""
+    med = res[:, -1]
+    with np.errstate(invalid="ignore"):
+        diff = med[..., 0] - med[..., 2]
+    finite = np.isfinite(diff)
+    return np.array(
+        [np.median(d[f]) if f.any() else 0.0 for d, f in zip(diff.T, finite.T, strict=True)]
+    )
+
+
+def calibrated_mass(results: list[np.ndarray], level: float, box, shift: np.ndarray) -> np.ndarray:
+    """Per metric, the smallest of ``credible_masses(level)`` whose hierarchical intervals,
+    moved down by ``shift`` (:meth:`RateIntervals.shifted`), held their truth in at least
+    ``level`` of the replicates of every one of ``results`` (:func:`replicate_bounds`);
+    the largest where none did.
 
     Equal-tailed intervals of one posterior are nested in their mass, so their coverage
     grows with it: this inverts the simulated coverage curve at the level (Loh 1987's
@@ -85,26 +110,53 @@ def calibrated_mass(res: np.ndarray, level: float) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from bayesfair._table_intervals import METHODS, calibrated_mass, credible_masses
+    >>> from bayesfair._table_intervals import (
+    ...     METHODS, RateIntervals, calibrated_mass, credible_masses)
     >>> masses = credible_masses(0.9)
-    >>> res = np.zeros((10, len(METHODS) + len(masses), 2, 3))
+    >>> n = np.array([10, 10])
+    >>> box = RateIntervals(n, np.array([[0, 1]]), n > 0, 0.9, 0.5)
+    >>> res = np.zeros((10, len(METHODS) + len(masses) + 1, 2, 3))
     >>> res[..., 1] = 1.0  # every interval [0, 1] ...
-    >>> res[:, len(METHODS):, :, 2] = np.where(masses < 0.97, 2.0, 0.5)[None, :, None]
-    >>> calibrated_mass(res, 0.9).tolist()  # ... holds the truth 0.5 from mass 0.97 on
+    >>> res[:, len(METHODS):-1, :, 2] = np.where(masses < 0.97, 2.0, 0.5)[None, :, None]
+    >>> calibrated_mass([res], 0.9, box, np.zeros(2)).tolist()  # ... holds 0.5 from 0.97 on
     [0.97, 0.97]
     """
     masses = credible_masses(level)
-    enough = held(res[:, len(METHODS) :]).mean(axis=0) >= level - 1e-12
+    enough = np.all(
+        [_held_shifted(res, box, shift).mean(axis=0) >= level - 1e-12 for res in results],
+        axis=0,
+    )
     idx = np.where(enough.any(axis=0), enough.argmax(axis=0), len(masses) - 1)
     return masses[idx]
 
 
-def calibrated_bounds(box, hier: np.ndarray, pvalue: float, mass: np.ndarray) -> np.ndarray:
+def _held_shifted(res: np.ndarray, box, shift: np.ndarray) -> np.ndarray:
+    """Whether each mass's hierarchical interval of ``res``, moved by ``shift``, held its
+    truth: (replicates, masses, metrics)."""
+    rows = res[:, len(METHODS) : -1]
+    return held(np.concatenate([box.shifted(rows[..., :2], shift), rows[..., 2:]], axis=-1))
+
+
+def calibrate(box, results: dict, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The calibrated interval's credible mass and bias correction per metric, from the
+    replicate scenarios ``results`` (``{scenario: replicate_bounds(...)}``) that include
+    :data:`CALIBRATION_SCENARIOS`: the correction is the hierarchical median's bias in the
+    first (:func:`median_bias`), the mass the smallest whose corrected intervals cover in
+    all of them (:func:`calibrated_mass`)."""
+    shift = median_bias(results[CALIBRATION_SCENARIOS[0]])
+    mass = calibrated_mass([results[s] for s in CALIBRATION_SCENARIOS], level, box, shift)
+    return mass, shift
+
+
+def calibrated_bounds(
+    box, hier: np.ndarray, pvalue: float, mass: np.ndarray, shift: np.ndarray
+) -> np.ndarray:
     """The calibrated interval of one table: its hierarchical posterior draws ``hier``
     (draws, metrics) at each metric's credible ``mass``, lower ends 0 where ``box``
-    sets them so at ``pvalue``: (metrics, 2)."""
+    sets them so at ``pvalue``, moved by ``shift``: (metrics, 2)."""
     masses = credible_masses(box.level)
-    return at_mass(mass_bounds(hier, box.zero_lower(pvalue), masses), mass, box.level)
+    rows = mass_bounds(hier, box.zero_lower(pvalue), masses)
+    return at_mass(box.shifted(rows, shift), mass, box.level)
 
 
 def at_mass(mass_res: np.ndarray, mass: np.ndarray, level: float) -> np.ndarray:
@@ -263,6 +315,20 @@ class RateIntervals(_TableIntervals):
         """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows."""
         return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng)
 
+    def hierarchical(self, k, draws, rng) -> tuple[np.ndarray, float]:
+        """The hierarchical posterior's draws of (epsilon, gamma) and the equal-rates
+        p-value: what a calibration needs of a replicate table."""
+        post = self.hierarchical_draws(k, draws, rng)
+        share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
+        return table_metrics(post[:, self.seen], share), self.pvalue(k, rng)
+
+    def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,), within [0, inf):
+        a lower end at 0 (equal rates not rejected) stays there."""
+        lo, hi = bounds[..., 0], bounds[..., 1]
+        lo = np.where(lo > 0, np.maximum(lo - shift, 0.0), lo)
+        return np.stack([lo, np.maximum(hi - shift, lo)], axis=-1)
+
     def bounds(self, k, draws, rng, post=None):
         """Bounds (methods, 2, 2), the equal-rates p-value, and the hierarchical and
         Dirichlet-multinomial draws of (epsilon, gamma)."""
@@ -345,6 +411,16 @@ class AmplificationIntervals(_TableIntervals):
     def zero_lower(self, pvalue: float) -> bool:
         """Never: the amplification may be negative."""
         return False
+
+    def hierarchical(self, t, draws, rng) -> tuple[np.ndarray, float]:
+        """As :meth:`RateIntervals.hierarchical`, of the amplification."""
+        post = self.hierarchical_draws(t, draws, rng)
+        share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
+        return self._amplification(post, share), self.pvalue(t, rng)
+
+    def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,)."""
+        return bounds - np.asarray(shift)[:, None]
 
     def pvalue(self, t, rng) -> float:
         """Of equal rates of the decisions (the amplification's first term)."""

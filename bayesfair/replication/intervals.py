@@ -20,11 +20,11 @@ from scipy.special import expit, logit
 
 from .._table_intervals import (
     ALL_METHODS,
-    CALIBRATION_SCENARIO,
+    CALIBRATION_SCENARIOS,
     METRICS,
     RateIntervals,
+    calibrate,
     calibrated_bounds,
-    calibrated_mass,
     replicate_bounds,
     table_metrics,
 )
@@ -160,10 +160,10 @@ def interval_coverage(
     draws : int, default 2000
         Posterior draws per replicate.
     n_calibration : int, default 100
-        Replicate tables of each replicate's own ``observed`` scenario on which its
-        calibrated interval's credible mass is chosen (an audit's
-        :func:`~bayesfair.interval_calibration` uses ``n_replicates``, 200), each with
-        400 posterior draws.
+        Replicate tables of each of every replicate's own ``posterior`` and ``observed``
+        scenarios on which its calibrated interval's bias correction and credible mass are
+        chosen (an audit's :func:`~bayesfair.interval_calibration` uses ``n_replicates``,
+        200), each with 400 posterior draws.
     random_state : int, numpy.random.Generator or None
 
     Returns
@@ -197,9 +197,13 @@ def interval_coverage(
         box = RateIntervals(n, codes, seen, level, PSEUDO_COUNT)
         post = box.hierarchical_draws(k, draws, rng)
         bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post)
-        observed = box.truths(k, post)[CALIBRATION_SCENARIO]
-        mass = calibrated_mass(replicate_bounds(box, observed, n_calibration, 400, rng), level)
-        bounds = np.concatenate([calibrated_bounds(box, hier, pvalue, mass)[None], bounds])
+        truths = box.truths(k, post)
+        inner = {
+            s: replicate_bounds(box, truths[s], n_calibration, 400, rng, methods=False)
+            for s in CALIBRATION_SCENARIOS
+        }
+        mass, shift = calibrate(box, inner, level)
+        bounds = np.concatenate([calibrated_bounds(box, hier, pvalue, mass, shift)[None], bounds])
         truth = table_metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])

@@ -9,7 +9,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from .._table_intervals import CALIBRATION_SCENARIO
+from .._table_intervals import CALIBRATION_SCENARIOS
 from ..calibration import AMPLIFICATION
 from .html import Figure, Report, Table, Text
 
@@ -25,7 +25,7 @@ _SCENARIO_WORDS = {
 
 def interval_check_words(cal: Any, metric: str) -> str:
     """One sentence: how the default interval of ``metric`` was checked on this audit (its
-    coverage in the scenario on which its credible mass was chosen is marked in-sample).
+    coverage in the scenarios on which it was chosen is marked in-sample).
 
     Parameters
     ----------
@@ -50,7 +50,7 @@ def interval_check_words(cal: Any, metric: str) -> str:
     c = c[(c["method"] == "calibrated") & (c["metric"] == metric)]
     parts = ", ".join(
         f"{r.coverage:.2f} ({r.scenario}"
-        f"{', in-sample' if r.scenario == CALIBRATION_SCENARIO else ''})"
+        f"{', in-sample' if r.scenario in CALIBRATION_SCENARIOS else ''})"
         for r in c.itertuples()
     )
     return f"covered {parts} of {cal.n_replicates} replicate tables each"
@@ -92,14 +92,17 @@ def add_interval_section(
             "of a hierarchical model of the counts (bayesfair.HierarchicalCounts: attribute "
             "effects and intersection deviations, nested Laplace), with its lower end at 0 "
             "where a test of equal rates does not reject at the "
-            f"{1 - first.level:.0%} level, at the credible mass whose intervals held the "
-            f"truth in {first.level:.0%} of the replicate tables of the observed scenario "
-            "(the 'hierarchical' rows are the same posterior at the nominal mass). Every "
+            f"{1 - first.level:.0%} level, moved down by the bias its median showed on "
+            "replicate tables drawn from the posterior, at the credible mass whose moved "
+            f"intervals held the truth in {first.level:.0%} of the replicate tables of the "
+            "posterior and observed scenarios (the 'hierarchical' rows are the same "
+            "posterior, uncorrected, at the nominal mass). Every "
             "interval was recomputed on replicate tables "
             "with this table's intersection sizes and checked against the replicate's truth, "
             "in four scenarios: "
             + "; ".join(f"{k}: {v}" for k, v in _SCENARIO_WORDS.items())
-            + ". The calibrated interval's coverage in the observed scenario is in-sample. "
+            + ". The calibrated interval's coverage in the posterior and observed scenarios "
+            "is in-sample. "
             "A coverage far from the level says the interval cannot be read at face value "
             "if the population looks like that scenario. The amplification's table (decisions "
             "minus labels) models the labels and the decisions given each label, so the "
