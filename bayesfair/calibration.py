@@ -221,7 +221,10 @@ def interval_calibration(
         interval has the same three factors with independent Beta rates; its
         Clopper-Pearson interval is the difference of both boxes at level ``1 - (1 -
         level) / 2`` (Bonferroni). Its ``equal_rates_pvalue`` is the decisions', and its
-        lower end is not set to 0 (the amplification may be negative).
+        lower end is not set to 0 (the amplification may be negative). Its calibrated
+        interval has the calibrated mass but no bias correction: the two maxima's biases
+        cancel in part in the difference, and what is left in the posterior scenario
+        does not carry over to the observed and shrunk rates.
     given_outcome : {None, 0, 1}, default None
         With ``role="decision"``: the decisions among the rows whose outcome is this value
         only, so that epsilon-DF is that of ``P(decision | y, s)``, the equalized-odds form

@@ -18,7 +18,8 @@ def data():
 
 def test_the_estimate_is_the_empirical_amplification(data):
     """The Clopper-Pearson row's estimate is the unsmoothed EDF amplification of
-    bf.bias_amplification, whatever the factorisation."""
+    bf.bias_amplification, whatever the factorisation; the calibrated interval is not
+    moved by a bias correction."""
     cal = interval_calibration(data, role="amplification", n_replicates=10, random_state=0)
     est = cal.intervals.set_index(["metric", "method"])["estimate"]
     direct = bf.bias_amplification(
@@ -29,6 +30,10 @@ def test_the_estimate_is_the_empirical_amplification(data):
     assert est[("gamma-SF", "Clopper-Pearson")] == pytest.approx(direct["gamma-SF"])
     assert cal.role == "amplification"
     assert set(cal.coverage["scenario"]) == {"posterior", "observed", "shrunk", "fair"}
+    # no bias correction for the amplification: the calibrated row is the hierarchical
+    # posterior's, at its calibrated mass, with the same estimate
+    assert cal.bias_correction == {"epsilon-DF": 0.0, "gamma-SF": 0.0}
+    assert est[("epsilon-DF", "calibrated")] == est[("epsilon-DF", "hierarchical")]
 
 
 def test_factor_draws_agree_with_a_dirichlet_over_the_four_cells():
