@@ -37,21 +37,23 @@ $(STAMP_NEXT): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/bayesfair demo --out report.html
 
-# -n 2: the project's machines have two cores (pytest-xdist spreads the tests over both)
+# -n 2: the project's machines have two cores (pytest-xdist spreads the tests over both);
+# --maxschedchunk 1: each worker takes the next test when it frees up, and tests/conftest.py
+# puts the slow tests first, so the short ones fill the end on both cores
 test: test-default test-next
 
 test-default: $(STAMP)
-	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 2 --maxschedchunk 1
 
 # on PyMC 6 / ArviZ 1: the unit tests, every test of the Bayesian models (slow ones included)
 # and the notebooks that use PyMC or ArviZ, in their small mode; the stack's versions are
 # printed first
 test-next: $(STAMP_NEXT)
 	$(PY_NEXT) -c "import sys, pymc, arviz, nutpie; print('next stack: Python', sys.version.split()[0], '| PyMC', pymc.__version__, '| ArviZ', arviz.__version__, '| nutpie', nutpie.__version__)"
-	$(PY_NEXT) -m pytest -q -n 2 -m "not slow or bayesian"
+	$(PY_NEXT) -m pytest -q -n 2 --maxschedchunk 1 -m "not slow or bayesian"
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	$(PY) -m pytest -q -n 2 --maxschedchunk 1 -m "not slow"
 
 bench: $(STAMP) bench-next
 	$(PY) -m pip install --quiet -e ".[bench]"

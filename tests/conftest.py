@@ -23,6 +23,14 @@ def _data_home() -> Path | None:
     return None
 
 
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first, each group in collection order: with the Makefile's
+    ``--maxschedchunk 1`` the two xdist workers take the long statistical tests as they
+    free up and the many short unit tests fill the end, so that neither waits on the
+    other's last long test (longest-first list scheduling)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Downloads in tests go to a temporary cache, never the user's."""
