@@ -258,11 +258,14 @@ def test_a_table_without_inequality_is_refused():
 # --------------------------------------------------------------------------- the study
 # 200 replicates each; a coverage of 0.9 is measured to within 0.021 (one standard error).
 # Every replicate calibrates its interval (bias correction and credible mass) on n_calibration
-# replicates of each of its own posterior and observed scenarios (notebook 08 uses 50, an
-# audit its n_replicates): 30 for the issue's generator and the real tables, 20 for the
-# generators it was not tuned on, 10 for the fair population (CI's time). Fewer inner
-# replicates make the one-sided choice of the mass noisier: it is larger as often as it is
-# smaller but never below the level, so the interval over-covers more.
+# replicates of each of its own posterior and observed scenarios (an audit uses its
+# n_replicates): 50 for the real tables, as notebook 08 does, so that the test repeats the
+# notebook's own study of their observed rates and checks the numbers it stores; 30 for the
+# issue's generator, 20 for the generators it was not tuned on, 10 for the fair population
+# (CI's time). With fewer inner replicates the chosen mass is noisier, and the smallest mass
+# whose intervals held the truth in 90% of m replicates covers about 0.9 m / (m + 1) of the
+# scenario on average (an order statistic's expected coverage, before the grid of masses
+# rounds it up): the default covers less.
 
 
 @pytest.mark.slow
@@ -333,30 +336,29 @@ def test_default_covers_a_fair_population(n_rows):
 
 
 @pytest.mark.slow
-def test_default_on_fixed_compas_and_adult_like_populations(data_home):
+@pytest.mark.parametrize("table", ["compas", "adult"])
+def test_default_on_fixed_compas_and_adult_like_populations(table, data_home):
     """COMPAS (race 6 x sex 2) and Adult (race 4 x sex 2 x nationality 2) tables, each as
     a fixed population (its smoothed rates and shares, the same number of rows).
 
     Asserted: gamma-SF's default interval covers in [0.86, 0.95]; on COMPAS, whose largest
     log-ratio sits in a 2-row intersection, the calibration widens the epsilon-DF interval
-    and raises its coverage by at least 0.15 over the hierarchical posterior's (about 0.57
+    and raises its coverage by at least 0.15 over the hierarchical posterior's (about 0.5
     there). The open part of issue 40, reported as an expected failure with the measured
-    coverage while it lasts: epsilon-DF's default covers about 0.8 on COMPAS and 0.97 on
-    Adult, outside [0.86, 0.95] (notebook 08). One test, so that the two studies run once."""
-    out = {}
-    for load in (bf.datasets.load_compas, bf.datasets.load_adult):
-        data = load(data_home=data_home).audit_data()
-        c = data.counts("outcome")
-        n, k = c.sum(axis=1), c[:, 1]
-        t = interval_coverage(
-            table_population(n, k), data.shape_, int(n.sum()), n_calibration=30, random_state=0
-        )
-        out[load.__name__] = t.set_index(["method", "metric"])["coverage"]
-    for name, cov in out.items():
-        assert 0.86 <= cov[("calibrated", "gamma-SF")] <= 0.95, (name, cov.to_dict())
-    compas = out["load_compas"]
-    gain = compas[("calibrated", "epsilon-DF")] - compas[("hierarchical", "epsilon-DF")]
-    assert gain >= 0.15, compas.to_dict()
-    epsilon = {name: cov[("calibrated", "epsilon-DF")] for name, cov in out.items()}
-    if not all(0.86 <= v <= 0.95 for v in epsilon.values()):
-        pytest.xfail(f"issue 40 open: epsilon-DF's default covers {epsilon} on fixed populations")
+    coverage while it lasts: epsilon-DF's default covers about 0.82 on COMPAS and 0.96 on
+    Adult, outside [0.86, 0.95] (notebook 08, section 4, the same study)."""
+    load = getattr(bf.datasets, f"load_{table}")
+    data = load(data_home=data_home).audit_data()
+    c = data.counts("outcome")
+    n, k = c.sum(axis=1), c[:, 1]
+    t = interval_coverage(
+        table_population(n, k), data.shape_, int(n.sum()), n_calibration=50, random_state=0
+    )
+    cov = t.set_index(["method", "metric"])["coverage"]
+    assert 0.86 <= cov[("calibrated", "gamma-SF")] <= 0.95, cov.to_dict()
+    if table == "compas":
+        gain = cov[("calibrated", "epsilon-DF")] - cov[("hierarchical", "epsilon-DF")]
+        assert gain >= 0.15, cov.to_dict()
+    epsilon = cov[("calibrated", "epsilon-DF")]
+    if not 0.86 <= epsilon <= 0.95:
+        pytest.xfail(f"issue 40 open: epsilon-DF's default covers {epsilon} on fixed {table}")
