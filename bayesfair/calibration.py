@@ -311,16 +311,7 @@ def interval_calibration(
     median = np.median(hier, axis=0)
     corrected = box.shifted(np.stack([median, median], axis=-1), shift)[:, 0]
     estimates = np.array([corrected, median, np.median(dm, axis=0), box.estimate(table)])
-    notes.append(
-        "calibrated: the hierarchical posterior's interval at credible mass "
-        + " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
-        + ", moved down by its median's bias in the "
-        f"'{CALIBRATION_SCENARIOS[0]}' scenario ("
-        + " and ".join(f"{b:+.3g}" for b in shift)
-        + "), the smallest mass that then held the truth in at least "
-        f"{level:g} of the replicates of the '{CALIBRATION_SCENARIOS[0]}' and "
-        f"'{CALIBRATION_SCENARIOS[1]}' scenarios (its coverage there is in-sample)"
-    )
+    notes.append(_calibration_note(mass, shift, level, box.bias_corrected))
     rows = []
     for scenario, res in results.items():
         rows += _coverage_rows(scenario, _with_calibrated(res, box, mass, shift))
@@ -342,6 +333,24 @@ def interval_calibration(
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
         notes=notes,
+    )
+
+
+def _calibration_note(mass: np.ndarray, shift: np.ndarray, level: float, moved: bool) -> str:
+    """How the calibrated interval was chosen, for the result's notes."""
+    first, second = CALIBRATION_SCENARIOS
+    masses = " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
+    how = (
+        f", moved down by its median's bias in the '{first}' scenario ("
+        + " and ".join(f"{b:+.3g}" for b in shift)
+        + ")"
+        if moved
+        else " (no bias correction for this table)"
+    )
+    return (
+        f"calibrated: the hierarchical posterior's interval at credible mass {masses}{how}, "
+        f"the smallest mass that held the truth in at least {level:g} of the replicates of "
+        f"the '{first}' and '{second}' scenarios (its coverage there is in-sample)"
     )
 
 

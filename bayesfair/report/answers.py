@@ -114,20 +114,26 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
     """The answer of the audit's default interval (:func:`~bayesfair.interval_calibration`)
     to ``question``, about ``subject`` (what the metric is of)."""
     r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "calibrated")]
-    shift = cal.bias_correction.get(metric, 0.0)
-    kind = (
-        f"{level:.0%} posterior, hierarchical, calibrated: credible mass {r['credible_mass']:g}, "
-        f"bias correction {-shift:+.3g}"
-    )
-    if r["lower"] == 0 and cal.role != AMPLIFICATION:
-        kind += f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
+    corrected = cal.role != AMPLIFICATION  # its interval has no bias correction
+    kind = f"{level:.0%} posterior, hierarchical, calibrated: credible mass {r['credible_mass']:g}"
+    if corrected:
+        kind += f", bias correction {-cal.bias_correction.get(metric, 0.0):+.3g}"
+    if r["lower"] == 0 and corrected:
+        kind += (
+            f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
+            if cal.equal_rates_pvalue >= 1 - level
+            else f"; lower end 0 after the bias correction (equal rates rejected, "
+            f"p = {cal.equal_rates_pvalue:.2g})"
+        )
+    median = "bias-corrected posterior median" if corrected else "posterior median"
     return {
         "question": question,
-        "answer": f"{subject}: bias-corrected posterior median {_fmt(r['estimate'])}",
+        "answer": f"{subject}: {median} {_fmt(r['estimate'])}",
         "estimate": r["estimate"],
         "interval": _interval(r["lower"], r["upper"], kind),
-        "method": "Bayesian: hierarchical model of the counts (nested Laplace), its bias and "
-        "credible mass calibrated on replicate tables, the default; "
+        "method": "Bayesian: hierarchical model of the counts (nested Laplace), its "
+        + ("bias and credible mass" if corrected else "credible mass")
+        + " calibrated on replicate tables, the default; "
         + interval_check_words(cal, metric),
     }
 

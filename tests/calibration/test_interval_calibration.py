@@ -150,6 +150,32 @@ def test_bias_correction_is_reported_and_applied_to_the_estimate():
     assert any("bias" in note for note in cal.notes)
 
 
+def test_answers_say_why_a_lower_end_is_zero_and_which_intervals_are_corrected():
+    """The answer of the default interval names its bias correction; a lower end of 0 is
+    read as 'equal rates not rejected' only where the test did not reject, else as the bias
+    correction's doing; the amplification's answer names no correction."""
+    from dataclasses import replace
+
+    from bayesfair.report.answers import _default_row
+
+    n = np.array([60, 80, 120, 90])
+    cal = interval_calibration(
+        _table(n, np.array([12, 30, 50, 30])), n_replicates=10, random_state=0
+    )
+    zero = cal.intervals.assign(lower=0.0)
+    kept = _default_row(
+        replace(cal, intervals=zero, equal_rates_pvalue=0.5), "epsilon-DF", "q", "s", 0.9
+    )
+    assert "bias correction" in kept["interval"] and "equal rates not rejected" in kept["interval"]
+    assert kept["answer"].startswith("s: bias-corrected posterior median")
+    moved = _default_row(
+        replace(cal, intervals=zero, equal_rates_pvalue=0.01), "epsilon-DF", "q", "s", 0.9
+    )
+    assert "after the bias correction (equal rates rejected" in moved["interval"]
+    amp = _default_row(replace(cal, role="amplification"), "epsilon-DF", "q", "s", 0.9)
+    assert "bias" not in amp["interval"] + amp["answer"] + amp["method"]
+
+
 def test_equal_rates_test_has_its_level():
     """Under equal rates (small groups, rate 0.15) the test rejects at 0.1 in about 10% of
     600 tables (3 standard errors: 0.037), and rejects a real difference nearly always."""
