@@ -123,18 +123,18 @@ def calibrated_mass(results: list[np.ndarray], level: float, box, shift: np.ndar
     """
     masses = credible_masses(level)
     enough = np.all(
-        [_held_shifted(res, box, shift).mean(axis=0) >= level - 1e-12 for res in results],
+        [held(shifted_mass_rows(res, box, shift)).mean(axis=0) >= level - 1e-12 for res in results],
         axis=0,
     )
     idx = np.where(enough.any(axis=0), enough.argmax(axis=0), len(masses) - 1)
     return masses[idx]
 
 
-def _held_shifted(res: np.ndarray, box, shift: np.ndarray) -> np.ndarray:
-    """Whether each mass's hierarchical interval of ``res``, moved by ``shift``, held its
-    truth: (replicates, masses, metrics)."""
+def shifted_mass_rows(res: np.ndarray, box, shift: np.ndarray) -> np.ndarray:
+    """The masses' rows of :func:`replicate_bounds`' output ``res``, their intervals moved
+    by ``shift`` (:meth:`RateIntervals.shifted`): (replicates, masses, metrics, 3)."""
     rows = res[:, len(METHODS) : -1]
-    return held(np.concatenate([box.shifted(rows[..., :2], shift), rows[..., 2:]], axis=-1))
+    return np.concatenate([box.shifted(rows[..., :2], shift), rows[..., 2:]], axis=-1)
 
 
 def calibrate(box, results: dict, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -272,6 +272,23 @@ class _TableIntervals:
         self.n, self.codes, self.seen, self.level, self.a = n, codes, seen, level, a
         self.qs = [(1 - level) / 2, (1 + level) / 2]
 
+    def truth(self, p: np.ndarray) -> np.ndarray:
+        """(epsilon, gamma) of the truth ``p`` over the intersections with rows."""
+        return self._metrics(p, self.n[self.seen])
+
+    def _posterior(self, t, draws, rng, post=None) -> tuple[np.ndarray, np.ndarray]:
+        """The hierarchical posterior's draws of (epsilon, gamma) of table ``t`` (from
+        ``post`` when given), and the shares drawn with them."""
+        post = self.hierarchical_draws(t, draws, rng) if post is None else post
+        share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
+        return self._metrics(post, share), share
+
+    def hierarchical(self, t, draws, rng) -> tuple[np.ndarray, float]:
+        """The hierarchical posterior's draws of (epsilon, gamma) and the equal-rates
+        p-value: what a calibration needs of a replicate table."""
+        hier, _ = self._posterior(t, draws, rng)
+        return hier, self.pvalue(t, rng)
+
 
 class RateIntervals(_TableIntervals):
     """The three intervals of one table of positives ``k`` (sizes ``n`` and codes fixed).
@@ -288,9 +305,9 @@ class RateIntervals(_TableIntervals):
         """A replicate table of rates ``p`` with the audited sizes."""
         return rng.binomial(self.n, p)
 
-    def truth(self, p: np.ndarray) -> np.ndarray:
-        """(epsilon, gamma) of rates ``p`` over the intersections with rows."""
-        return table_metrics(p[self.seen], self.n[self.seen])
+    def _metrics(self, p: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """Of rates ``p`` (..., groups), over the intersections with rows."""
+        return table_metrics(p[..., self.seen], share)
 
     def estimate(self, k: np.ndarray) -> np.ndarray:
         """The empirical (epsilon, gamma) of the table."""
@@ -318,13 +335,6 @@ class RateIntervals(_TableIntervals):
         """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows."""
         return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng)
 
-    def hierarchical(self, k, draws, rng) -> tuple[np.ndarray, float]:
-        """The hierarchical posterior's draws of (epsilon, gamma) and the equal-rates
-        p-value: what a calibration needs of a replicate table."""
-        post = self.hierarchical_draws(k, draws, rng)
-        share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
-        return table_metrics(post[:, self.seen], share), self.pvalue(k, rng)
-
     def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
         """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,), within [0, inf):
         a lower end at 0 (equal rates not rejected) stays there."""
@@ -336,9 +346,7 @@ class RateIntervals(_TableIntervals):
         """Bounds (methods, 2, 2), the equal-rates p-value, and the hierarchical and
         Dirichlet-multinomial draws of (epsilon, gamma)."""
         n, s, a = self.n[self.seen], self.seen, self.a
-        post = self.hierarchical_draws(k, draws, rng) if post is None else post
-        share = rng.dirichlet(n + a, size=len(post))
-        hier = table_metrics(post[:, s], share)
+        hier, share = self._posterior(k, draws, rng, post)
         pvalue = self.pvalue(k, rng)
         dm = table_metrics(rng.beta(k[s] + a, n - k[s] + a, size=(draws, len(n))), share[:draws])
         h_lo, h_hi = np.quantile(hier, self.qs, axis=0)
@@ -384,12 +392,9 @@ class AmplificationIntervals(_TableIntervals):
         ky = rng.binomial(self.n, p[:, 0])
         return np.stack([ky, rng.binomial(self.n - ky, p[:, 1]), rng.binomial(ky, p[:, 2])], -1)
 
-    def _amplification(self, p: np.ndarray, share: np.ndarray) -> np.ndarray:
+    def _metrics(self, p: np.ndarray, share: np.ndarray) -> np.ndarray:
         """Of factor rates ``p`` (..., groups, 3), over the intersections with rows."""
         return _amplification(p[..., self.seen, :], share)
-
-    def truth(self, p: np.ndarray) -> np.ndarray:
-        return self._amplification(p, self.n[self.seen])
 
     def estimate(self, t: np.ndarray) -> np.ndarray:
         s = self.seen
@@ -419,12 +424,6 @@ class AmplificationIntervals(_TableIntervals):
         """Never: the amplification may be negative."""
         return False
 
-    def hierarchical(self, t, draws, rng) -> tuple[np.ndarray, float]:
-        """As :meth:`RateIntervals.hierarchical`, of the amplification."""
-        post = self.hierarchical_draws(t, draws, rng)
-        share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
-        return self._amplification(post, share), self.pvalue(t, rng)
-
     def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
         """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,)."""
         return bounds - np.asarray(shift)[:, None]
@@ -438,9 +437,7 @@ class AmplificationIntervals(_TableIntervals):
         """As :meth:`RateIntervals.bounds`, of the amplification."""
         s, a = self.seen, self.a
         n = self.n[s]
-        post = self.hierarchical_draws(t, draws, rng) if post is None else post
-        share = rng.dirichlet(n + a, size=len(post))
-        hier = self._amplification(post, share)
+        hier, share = self._posterior(t, draws, rng, post)
         sizes = self._sizes(t)[s]
         dm = _amplification(
             rng.beta(t[s] + a, sizes - t[s] + a, size=(draws, *t[s].shape)), share[:draws]

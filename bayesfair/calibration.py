@@ -44,6 +44,7 @@ from ._table_intervals import (
     equal_rates_pvalue,
     held,
     replicate_bounds,
+    shifted_mass_rows,
     shrunk_rates,
 )
 from ._validation import check_count, check_open_probability, check_seed
@@ -451,9 +452,7 @@ def _with_calibrated(res: np.ndarray, box, mass: np.ndarray, shift: np.ndarray) 
     """:func:`replicate_bounds`' output as (replicates, ALL_METHODS, metrics, 3): the
     calibrated interval (the hierarchical one at ``mass``, moved by ``shift``) first, then
     the methods'."""
-    rows = res[:, len(METHODS) : -1]
-    moved = np.concatenate([box.shifted(rows[..., :2], shift), rows[..., 2:]], axis=-1)
-    calibrated = at_mass(moved, mass, box.level)
+    calibrated = at_mass(shifted_mass_rows(res, box, shift), mass, box.level)
     return np.concatenate([calibrated[:, None], res[:, : len(METHODS)]], axis=1)
 
 

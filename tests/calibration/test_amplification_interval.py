@@ -55,7 +55,7 @@ def test_factor_draws_agree_with_a_dirichlet_over_the_four_cells():
     sizes = np.stack([n, tn + fp, tp + fn], axis=-1)
     factors = rng.beta(t + 0.5, sizes - t + 0.5, size=(draws, 4, 3))
     share = np.broadcast_to(n / n.sum(), (draws, 4))
-    via_factors = box._amplification(factors, share)
+    via_factors = box._metrics(factors, share)
     joint = np.stack([rng.dirichlet(c + 0.5, size=draws) for c in cells], axis=1)
     py, pd_ = joint[..., 2] + joint[..., 3], joint[..., 1] + joint[..., 3]
     via_cells = table_metrics(pd_, share) - table_metrics(py, share)
