@@ -86,15 +86,10 @@ def held(res: np.ndarray) -> np.ndarray:
 def median_bias(res: np.ndarray) -> np.ndarray:
     """Per metric, the median over the replicates ``res`` (:func:`replicate_bounds`) of the
     hierarchical posterior median minus the replicate's truth: how far the posterior of a
-    largest log-ratio sits above (or below) the truth on tables like the audited one; 0
-    for a metric that no replicate defines (an amplification of two infinite maxima)."""
+    largest log-ratio sits above (or below) the truth on tables like the audited one. For a
+    table of rates both are finite (posterior rates lie strictly inside (0, 1))."""
     med = res[:, -1]
-    with np.errstate(invalid="ignore"):
-        diff = med[..., 0] - med[..., 2]
-    finite = np.isfinite(diff)
-    return np.array(
-        [np.median(d[f]) if f.any() else 0.0 for d, f in zip(diff.T, finite.T, strict=True)]
-    )
+    return np.median(med[..., 0] - med[..., 2], axis=0)
 
 
 def calibrated_mass(results: list[np.ndarray], level: float, box, shift: np.ndarray) -> np.ndarray:
@@ -143,7 +138,11 @@ def calibrate(box, results: dict, level: float) -> tuple[np.ndarray, np.ndarray]
     :data:`CALIBRATION_SCENARIOS`: the correction is the hierarchical median's bias in the
     first (:func:`median_bias`; 0 where ``box.bias_corrected`` is false), the mass the
     smallest whose corrected intervals cover in all of them (:func:`calibrated_mass`)."""
-    shift = median_bias(results[CALIBRATION_SCENARIOS[0]]) * box.bias_corrected
+    shift = (
+        median_bias(results[CALIBRATION_SCENARIOS[0]])
+        if box.bias_corrected
+        else np.zeros(len(METRICS))
+    )
     mass = calibrated_mass([results[s] for s in CALIBRATION_SCENARIOS], level, box, shift)
     return mass, shift
 
