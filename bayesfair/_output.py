@@ -12,15 +12,17 @@ reused folder never mixes two audits and two concurrent runs do not interleave.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import shutil
 import signal
 import stat
 import sys
-import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pandas as pd
 
@@ -65,33 +67,70 @@ def default_file_mode(folder: bool = False) -> int:
     return (0o777 if folder else 0o666) & ~_umask()
 
 
+#: an exclusive create of a private file (as :func:`tempfile.mkstemp` opens it)
+_NEW_FILE = (
+    os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+)
+_T = TypeVar("_T")
+
+
+def _new_file(name: Path) -> int:
+    return os.open(name, _NEW_FILE, 0o600)
+
+
+def _new_folder(name: Path) -> None:
+    os.mkdir(name, 0o700)
+
+
+def _create_beside(path: Path, suffix: str, create: Callable[[Path], _T], made: list[Path]) -> _T:
+    """Create a file or folder of a fresh name ``.<name>.<random>{suffix}`` beside ``path``
+    with ``create(name)`` (an exclusive create: :func:`_new_file`, :func:`_new_folder`).
+
+    Why not :func:`tempfile.mkstemp`: it creates the file before its caller can know the
+    name, so a signal between the two leaves the file behind.  Here the name goes into
+    ``made`` *before* it is created, so the caller's clean-up finds it whenever a signal
+    comes; a name another process holds (``FileExistsError``) is taken out of ``made``
+    again and never removed.
+    """
+    for _ in range(100):
+        made.append(path.parent / f".{path.name}.{secrets.token_hex(6)}{suffix}")
+        try:
+            return create(made[-1])
+        except FileExistsError:
+            made.pop()
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike, mode: str = "w", **open_kwargs) -> Iterator:
     """Open a temporary file beside ``path``; on success it is flushed, synced and renamed
-    over ``path``; on any exception (KeyboardInterrupt included) it is removed and
-    ``path`` keeps its previous content.
+    over ``path``; on any exception (KeyboardInterrupt included, at any point, the file's
+    creation included) it is removed and ``path`` keeps its previous content.
 
     The new file keeps the mode of the file it replaces, else gets the umask's default.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    made: list[Path] = []
+    fd = -1
     try:
+        fd = _create_beside(path, ".part", _new_file, made)
         try:
             mode_bits = stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
             mode_bits = default_file_mode()
-        os.chmod(tmp, mode_bits)
+        os.chmod(made[0], mode_bits)
         with os.fdopen(fd, mode, **open_kwargs) as fh:
             fd = -1
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(made[0], path)
     except BaseException:
         if fd >= 0:
             os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        for name in made:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
         raise
 
 
@@ -301,29 +340,30 @@ def replace_folder(folder: str | os.PathLike, write: callable) -> Path:
     """
     folder = check_output_folder(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
-    old = None
+    made: list[Path] = []  # the new set, built apart
+    olds: list[Path] = []  # where the previous set goes while the new one is swapped in
     try:
-        os.chmod(tmp, default_file_mode(folder=True))
-        write(tmp)
+        _create_beside(folder, ".part", _new_folder, made)
+        os.chmod(made[0], default_file_mode(folder=True))
+        write(made[0])
         with _folder_lock(folder):
             if folder.exists():
                 _check_folder(folder, "tables")  # still one of ours
                 # an empty folder of a unique name, which the rename replaces (POSIX allows it)
-                old = Path(
-                    tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent)
-                )
-                os.replace(folder, old)
-            os.replace(tmp, folder)
+                _create_beside(folder, ".old", _new_folder, olds)
+                os.replace(folder, olds[0])
+            os.replace(made[0], folder)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and old.exists():
-            if folder.exists():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(old, folder)
+        for name in made:
+            shutil.rmtree(name, ignore_errors=True)
+        for old in olds:
+            if old.exists():
+                if folder.exists():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    os.replace(old, folder)
         raise
-    if old is not None:
+    for old in olds:
         shutil.rmtree(old, ignore_errors=True)
     return folder.resolve()
 

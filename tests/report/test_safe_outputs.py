@@ -72,6 +72,55 @@ def test_failed_write_leaves_the_previous_report(tmp_path, monkeypatch):
     assert _leftovers(tmp_path) == []
 
 
+def _interrupted_after(real, suffix):
+    """``real`` (os.open, os.mkdir) that creates a name ending in ``suffix`` and then gets
+    a SIGINT, as on the instant after a temporary file or folder is created."""
+
+    def create(name, *args, **kwargs):
+        out = real(name, *args, **kwargs)
+        if str(name).endswith(suffix):
+            raise KeyboardInterrupt
+        return out
+
+    return create
+
+
+def test_a_signal_as_the_temporary_file_is_created_leaves_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "r.html"
+    _report("first").save(out)
+    before = out.read_bytes()
+    monkeypatch.setattr(os, "open", _interrupted_after(os.open, ".part"))
+    with pytest.raises(KeyboardInterrupt):
+        _report("second").save(out)
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("suffix", [".part", ".old"])
+def test_a_signal_as_a_tables_folder_is_created_leaves_the_previous_set(
+    tmp_path, monkeypatch, suffix
+):
+    folder = tmp_path / "t"
+    _report().save_tables(folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    monkeypatch.setattr(os, "mkdir", _interrupted_after(os.mkdir, suffix))
+    with pytest.raises(KeyboardInterrupt):
+        _report("new").save_tables(folder)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_temporary_name_another_process_holds_is_skipped_and_kept(tmp_path, monkeypatch):
+    names = iter(["0" * 12, "1" * 12])
+    monkeypatch.setattr("bayesfair._output.secrets.token_hex", lambda n: next(names))
+    theirs = tmp_path / f".r.html.{'0' * 12}.part"
+    theirs.write_text("another run's file")
+    _report("mine").save(tmp_path / "r.html")
+    assert theirs.read_text() == "another run's file"
+    assert "mine" in (tmp_path / "r.html").read_text()
+    assert _leftovers(tmp_path) == [theirs.name]
+
+
 def test_report_keeps_the_umask_mode_and_replaces_only_its_own_files(tmp_path):
     out = tmp_path / "r.html"
     _report().save(out)
