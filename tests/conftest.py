@@ -4,10 +4,23 @@ density of a model to check the package's hand-written ones against."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import matplotlib
-import pytest
+# One BLAS thread per test process, set before NumPy loads (and inherited by the notebook
+# kernels and command-line subprocesses the tests start): pytest-xdist already runs one test
+# per core, and OpenBLAS's extra threads spin while they wait, so on a loaded machine they
+# take the cores from the other worker (a PyMC fit of the neural network ran 2.5 times slower
+# beside another test with two threads each than alone; with one thread each, as fast).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from pathlib import Path  # noqa: E402
+
+import matplotlib  # noqa: E402
+import pytest  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+# NumPy may have loaded before this file (a plugin): limit its pools at run time too
+threadpool_limits(1)
 
 matplotlib.use("Agg")
 
