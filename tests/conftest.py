@@ -13,6 +13,7 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import matplotlib  # noqa: E402
@@ -36,12 +37,66 @@ def _data_home() -> Path | None:
     return None
 
 
+#: test files whose fast tests use none of PyMC, PyTensor and ArviZ: they run with those
+#: modules blocked (a use fails, naming them), carry the ``pymc_free`` marker, and make
+#: test-next leaves them out (what the PyMC 6 / ArviZ 1 stack changes is not in them)
+PYMC_FREE = {
+    "calibration/test_amplification_interval.py",
+    "calibration/test_interval_calibration.py",
+    "contracts/test_property_inputs.py",
+    "data/test_datasets.py",
+    "data/test_diabetes.py",
+    "frequentist/test_fairness_intervals.py",
+    "frequentist/test_frequentist.py",
+    "frequentist/test_learning.py",
+    "frequentist/test_sequential_pvalue.py",
+    "metrics/test_metrics.py",
+    "project/test_benchmarks_api.py",
+    "project/test_docs.py",
+    "project/test_function_sizes.py",
+    "project/test_lint.py",
+    "project/test_public_api_of_dependencies.py",
+    "project/test_readme.py",
+    "report/test_full_audit.py",
+    "report/test_safe_outputs.py",
+}
+#: what ``pymc_free`` tests may not import
+BLOCKED = ("pymc", "pytensor", "arviz")
+
+
+@pytest.hookimpl(tryfirst=True)  # the markers are in place before -m selects
 def pytest_collection_modifyitems(config, items):
-    """Slow tests first, each group in collection order: with the Makefile's
-    ``--maxschedchunk 1`` the two xdist workers take the long statistical tests as they
-    free up and the many short unit tests fill the end, so that neither waits on the
-    other's last long test (longest-first list scheduling)."""
+    """Mark the fast tests of :data:`PYMC_FREE` ``pymc_free``; then put the slow tests
+    first, each group in collection order: with the Makefile's ``--maxschedchunk 1`` the
+    two xdist workers take the long statistical tests as they free up and the many short
+    unit tests fill the end, so that neither waits on the other's last long test
+    (longest-first list scheduling)."""
+    tests = REPO / "tests"
+    missing = sorted(f for f in PYMC_FREE if not (tests / f).is_file())
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py PYMC_FREE names missing files: {missing}")
+    for item in items:
+        path = Path(item.path)
+        if path.is_relative_to(tests) and path.relative_to(tests).as_posix() in PYMC_FREE:
+            if item.get_closest_marker("slow") is None:
+                item.add_marker(pytest.mark.pymc_free)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture(autouse=True)
+def _pymc_blocked(request, monkeypatch):
+    """In a ``pymc_free`` test, importing PyMC, PyTensor or ArviZ raises ImportError (also
+    where they were imported before: the test must not reach them)."""
+    if request.node.get_closest_marker("pymc_free") is None:
+        yield
+        return
+    from bayesfair import _arviz
+
+    for name in BLOCKED:
+        monkeypatch.setitem(sys.modules, name, None)
+    _arviz._az.cache_clear()
+    yield
+    _arviz._az.cache_clear()
 
 
 @pytest.fixture(autouse=True)
