@@ -8,8 +8,7 @@ import os
 # One BLAS thread per test process, set before NumPy loads (and inherited by the notebook
 # kernels and command-line subprocesses the tests start): pytest-xdist already runs one test
 # per core, and OpenBLAS's extra threads spin while they wait, so on a loaded machine they
-# take the cores from the other worker (a PyMC fit of the neural network ran 2.5 times slower
-# beside another test with two threads each than alone; with one thread each, as fast).
+# take the cores from the other worker (measured in the commit that added this).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
