@@ -21,6 +21,8 @@ import itertools
 import numba
 import numpy as np
 
+from ._thread_state import keep_thread_state
+
 __all__ = [
     "HIERARCHICAL",
     "LOGISTIC",
@@ -580,8 +582,10 @@ def nutpie_model(
     ndim = len(start)
     logp, expand = _KERNELS[float(buffer[7])]
 
+    # nutpie calls both from its own threads: keep_thread_state spares each call the
+    # creation and deletion of a Python thread state
     def make_logp_fn():
-        return logp
+        return keep_thread_state(logp)
 
     def make_expand_fn(seed1, seed2, chain):
         def expand_draw(x, buffer):
@@ -592,7 +596,7 @@ def nutpie_model(
                 for name, sl, shape in zip(names, slices, shapes, strict=True)
             }
 
-        return expand_draw
+        return keep_thread_state(expand_draw)
 
     def initial_point(seed: int) -> np.ndarray:
         return start + np.random.default_rng(seed).uniform(-1.0, 1.0, ndim)

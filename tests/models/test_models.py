@@ -1409,6 +1409,47 @@ def test_installed_nutpie_takes_the_closed_form_callbacks():
     assert available()
 
 
+def test_sampler_threads_keep_their_python_thread_state():
+    """nutpie calls a Python density from its own threads. Wrapped in keep_thread_state,
+    a thread keeps one Python thread state over all its calls (a threading.local, which
+    lives in the thread state, counts every call of the chain); unwrapped, every call gets
+    a new one (the count never passes 1). The draws are the same either way."""
+    nutpie = pytest.importorskip("nutpie")
+    import threading
+
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    from bayesfair._thread_state import keep_thread_state
+
+    def run(wrap):
+        local, counts = threading.local(), []
+
+        def logp(x):
+            local.calls = getattr(local, "calls", 0) + 1
+            counts.append(local.calls)
+            return -0.5 * float(x @ x), -x
+
+        model = from_pyfunc(
+            ndim=2,
+            make_logp_fn=lambda: wrap(logp),
+            make_expand_fn=lambda *seeds: lambda x: {"x": x.copy()},
+            expanded_dtypes=[np.dtype("float64")],
+            expanded_shapes=[(2,)],
+            expanded_names=["x"],
+            make_initial_point_fn=lambda seed: np.full(2, 0.5),  # a zero gradient is refused
+        )
+        idata = nutpie.sample(
+            model, draws=30, tune=30, chains=1, cores=1, seed=3, progress_bar=False
+        )
+        return counts, np.asarray(idata.posterior["x"])
+
+    kept, kept_draws = run(keep_thread_state)
+    plain, plain_draws = run(lambda f: f)
+    assert len(kept) > 60 and max(kept) == len(kept)  # one state for the whole chain
+    assert max(plain) == 1  # a new state on every call: what keep_thread_state spares
+    np.testing.assert_array_equal(kept_draws, plain_draws)
+
+
 def test_falling_back_from_the_closed_form_says_so(monkeypatch):
     """When nutpie does not take the compiled densities the fit still runs (here on a
     stand-in for nutpie's compilation, to keep the test fast) and warns."""
