@@ -12,8 +12,9 @@ cost more than the density itself.
 the function and never releases it, so the thread keeps one state for all its calls; the
 GIL is still released between calls (``PyGILState_Release`` saves the thread state instead
 of deleting it while its counter is above zero). A sampler thread's state then outlives the
-thread: a few kilobytes per thread, which the interpreter frees when it exits, as it does
-those of any thread that ended without deleting its state. The values a sampler computes are
+thread (its frame stack included, about 16 KB per thread, and nutpie starts new threads for
+every fit), until the interpreter exits and frees it, as it does the state of any thread
+that ended without deleting it. The values a sampler computes are
 the same: only where the thread state lives changes.
 """
 
