@@ -14,8 +14,8 @@ GIL is still released between calls (``PyGILState_Release`` saves the thread sta
 of deleting it while its counter is above zero). A sampler thread's state then outlives the
 thread (its frame stack included, about 16 KB per thread, and nutpie starts new threads for
 every fit), until the interpreter exits and frees it, as it does the state of any thread
-that ended without deleting it. The values a sampler computes are
-the same: only where the thread state lives changes.
+that ended without deleting it. The values a sampler computes are the same: only where the
+thread state lives changes.
 """
 
 from __future__ import annotations
