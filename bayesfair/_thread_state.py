@@ -31,6 +31,10 @@ __all__ = ["keep_thread_state"]
 
 F = TypeVar("F", bound=Callable)
 
+#: marks the thread states kept (a threading.local's values live in the thread state), so a
+#: thread takes the extra PyGILState_Ensure once, whichever wrapped function it calls first
+_KEPT = threading.local()
+
 
 def keep_thread_state(fn: F) -> F:
     """``fn``, keeping the calling thread's Python thread state from its first call on.
@@ -42,15 +46,18 @@ def keep_thread_state(fn: F) -> F:
     """
     if sys.implementation.name != "cpython":
         return fn
-    ensure = ctypes.pythonapi.PyGILState_Ensure
-    ensure.restype = ctypes.c_int
-    local = threading.local()
 
     @functools.wraps(fn)
     def kept(*args, **kwargs):
-        if not getattr(local, "kept", False):
-            ensure()  # never released: the state stays with the thread
-            local.kept = True
+        if not getattr(_KEPT, "kept", False):
+            _ensure()  # never released: the state stays with the thread
+            _KEPT.kept = True
         return fn(*args, **kwargs)
 
     return kept  # type: ignore[return-value]
+
+
+def _ensure() -> None:
+    ensure = ctypes.pythonapi.PyGILState_Ensure
+    ensure.restype = ctypes.c_int
+    ensure()
