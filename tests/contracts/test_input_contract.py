@@ -73,7 +73,7 @@ ENTRY_POINTS = {
         bf.auc_permutation_test(d, by="sex", n_resamples=199, random_state=0, **r).pvalue
     ),
     "run_audit": lambda d, r: bf.run_audit(d, **r).fairness_table().select_dtypes("number"),
-    "audit": lambda d, r: bf.audit(d, n_resamples=19, random_state=0, **r).tests[
+    "audit": lambda d, r: bf.audit(d, n_resamples=9, random_state=0, **r).tests[
         ["statistic", "pvalue"]
     ],
     "DirichletMultinomial.fit": lambda d, r: pd.DataFrame(

@@ -70,7 +70,7 @@ def results(data) -> dict[str, object]:
         )
         out = {
             "AuditResult": bf.run_audit(data),
-            "FullAuditResult": bf.audit(data, n_resamples=19),
+            "FullAuditResult": bf.audit(data, n_resamples=9),
             "FairnessEstimate": bf.empirical_fairness(data, pseudo_count=0),
             "FairnessConfidenceInterval": bf.fairness_confidence_interval(data),
             "IntervalCalibration": bf.interval_calibration(

@@ -210,9 +210,9 @@ def test_the_statistic_is_on_the_scale_of_its_null(data):
 
 
 def test_an_audit_without_a_seed_records_the_one_it_drew(data):
-    a = bf.audit(data, n_resamples=19)
+    a = bf.audit(data, n_resamples=9)  # the seed's round trip, not the statistics
     assert isinstance(a.random_state, int)
-    again = bf.audit(data, n_resamples=19, random_state=a.random_state)
+    again = bf.audit(data, n_resamples=9, random_state=a.random_state)
     pd.testing.assert_frame_equal(a.tests, again.tests)
     assert f"random_state={a.random_state}" in a.report().to_html()
 

@@ -29,18 +29,27 @@ def frame() -> pd.DataFrame:
     return df
 
 
+@pytest.fixture(scope="module")
+def audited(frame):
+    """One audit of the frame with decisions, shared by the tests that read it: the data,
+    the result and the steps it reported."""
+    seen: list[str] = []
+    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
+    res = bf.audit(data, name="d.csv", n_resamples=19, progress=seen.append)
+    return data, res, seen
+
+
 def _titles(html: str) -> list[str]:
     return re.findall(r"<h2>(.*?)</h2>", html)
 
 
-def test_the_python_call_and_the_command_line_write_the_same_sections(frame, tmp_path):
+def test_the_python_call_and_the_command_line_write_the_same_sections(frame, audited, tmp_path):
     csv = tmp_path / "d.csv"
     frame.to_csv(csv, index=False)
     out = tmp_path / "cli.html"
     argv = ["audit", str(csv), "--protected", "race", "sex", "--outcome", "y", "--score", "p"]
     assert main([*argv, "--threshold", "0.5", "--out", str(out), "--n-resamples", "19"]) == 0
-    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
-    res = bf.audit(data, name="d.csv", n_resamples=19)
+    data, res, _ = audited
     assert _titles(res.report().to_html()) == _titles(out.read_text())
     # the Bayesian models, not asked for, then how the audit ran (its seed, to repeat it)
     assert _titles(out.read_text())[-2:] == ["Not run", "Settings"]
@@ -75,10 +84,8 @@ def test_a_count_table_runs_the_tests_and_names_what_needs_rows(frame):
     assert len(res.tests) == 2  # fpr and fnr over race
 
 
-def test_progress_is_called_for_each_step(frame):
-    seen = []
-    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
-    bf.audit(data, n_resamples=19, progress=seen.append)
+def test_progress_is_called_for_each_step(audited):
+    seen = audited[2]
     steps = [re.sub(r"^\[ *[0-9.]+ s\] ", "", s) for s in seen]
     assert steps == [
         "intervals of epsilon-DF and gamma-SF, checked on replicate tables",
@@ -110,9 +117,8 @@ def test_audit_refuses_bad_arguments_by_name(frame, kw, named):
         bf.audit(frame)
 
 
-def test_the_report_answers_first(frame):
-    data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5)
-    res = bf.audit(data, n_resamples=19)  # what the answers say, not their statistics
+def test_the_report_answers_first(audited):
+    res = audited[1]  # what the answers say, not their statistics
     answers = bf.report.audit_answers(res)
     assert answers["question"].drop_duplicates().tolist() == [
         "How unequal are outcomes (labels) across intersections?",
@@ -167,17 +173,18 @@ def test_the_report_passes_the_browser_check(frame, tmp_path):
 
 
 def test_the_command_line_has_the_calls_options(frame, tmp_path, capsys):
-    """--covariates (the scans' further attributes) and --n-resamples reach the audit."""
+    """--covariates (the scans' further attributes) and --n-resamples (here 11, not the
+    default) reach the audit."""
     csv = tmp_path / "d.csv"
     frame.to_csv(csv, index=False)
     out = tmp_path / "r.html"
     argv = ["audit", str(csv), "--protected", "race", "sex", "--outcome", "y", "--score", "p"]
     argv += ["--threshold", "0.5", "--out", str(out)]
-    assert main([*argv, "--covariates", "charge", "--n-resamples", "29"]) == 0
+    assert main([*argv, "--covariates", "charge", "--n-resamples", "11"]) == 0
     html = out.read_text()
-    assert "29 permutations drawn" in html
+    assert "11 permutations drawn" in html
     data = bf.AuditData(frame, ["race", "sex"], "y", score="p", threshold=0.5, covariates="charge")
-    res = bf.audit(data, n_resamples=29, name="d.csv")
+    res = bf.audit(data, n_resamples=11, name="d.csv")
     assert _titles(res.report().to_html()) == _titles(html)
     assert all("charge" in s.scan.attributes for s in res.scans)  # scanned over the covariate
     assert main([*argv, "--covariates", "nope"]) == 2

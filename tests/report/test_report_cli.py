@@ -24,12 +24,18 @@ from bayesfair.spec import load_spec
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_demo_writes_a_self_contained_report(tmp_path, capsys):
+def test_demo_writes_a_self_contained_report_with_every_section(tmp_path, capsys):
+    """``bayesfair demo --no-bayes``: one self-contained HTML file (no address on the
+    network, figures inline) with every section an audit without the Bayesian models has,
+    and no figure left in pyplot's registry."""
+    import matplotlib.pyplot as plt
+
     out = tmp_path / "report.html"
-    assert (
-        main(["demo", "--out", str(out), "--n-rows", "4000", "--no-bayes", "--n-resamples", "19"])
-        == 0
-    )
+    before = set(plt.get_fignums())
+    argv = ["demo", "--out", str(out), "--n-rows", "4000", "--no-bayes", "--n-resamples", "19"]
+    assert main(argv) == 0
+    # the report's figures stay out of pyplot's registry: writing reports leaks none
+    assert set(plt.get_fignums()) == before
     html = out.read_text()
     assert "report written to" in capsys.readouterr().out
     assert "Per-intersection counts" in html and "epsilon-DF" in html and "gamma-SF" in html
@@ -40,6 +46,11 @@ def test_demo_writes_a_self_contained_report(tmp_path, capsys):
     assert "Group D, Male, over 45" in html  # the empty intersection is shown, not dropped
     # ... and the max-T tests say how many groups they leave out (no rate defined)
     assert re.search(r"max-T over \d+ of 24 groups \(fpr undefined in the rest\)", html)
+    assert "Subgroup scan (Conditional Bias Scan)" in html
+    assert "Per-group estimates for small groups" in html and "structured" in html
+    # the caveat on structured regression's intervals
+    assert "StructuredRegression(ridge=&#x27;rows&#x27;)" in html
+    assert "P(flagged rate higher | data)" in html
 
 
 def test_audit_lists_empty_intersections_one_by_one():
@@ -231,7 +242,7 @@ def test_audit_of_a_count_table(tmp_path, capsys):
     rows_csv, counts_csv = tmp_path / "rows.csv", tmp_path / "counts.csv"
     df.to_csv(rows_csv, index=False)
     aggregate_counts(df, ["g", "h"], "y", decision="d").to_csv(counts_csv, index=False)
-    common = ["--protected", "g", "h", "--outcome", "y", "--decision", "d", "--n-resamples", "19"]
+    common = ["--protected", "g", "h", "--outcome", "y", "--decision", "d", "--n-resamples", "9"]
     assert main(["audit", str(rows_csv), *common, "--out", str(tmp_path / "a.html")]) == 0
     by_rows = capsys.readouterr().out.split("report written")[0]
     out = tmp_path / "b.html"
@@ -289,7 +300,7 @@ def test_audit_csv_numeric_pos_label(tmp_path, capsys):
     df = pd.DataFrame({"g": rng.choice(["a", "b"], 300), "y01": y, "y12": y + 1})
     csv = tmp_path / "d.csv"
     df.to_csv(csv, index=False)
-    common = ["audit", str(csv), "--protected", "g"]
+    common = ["audit", str(csv), "--protected", "g", "--n-resamples", "9"]
     outs = []
     for col, extra in (("y01", []), ("y12", ["--pos-label", "2"]), ("y01", ["--pos-label", "1"])):
         out = tmp_path / f"{col}{len(extra)}.html"
@@ -402,7 +413,7 @@ def test_every_audit_spec_in_models_runs(spec, data_home, tmp_path):
                 "--out",
                 str(out),
                 "--n-resamples",
-                "19",
+                "9",
             ]
         )
         == 0
@@ -531,25 +542,6 @@ def test_demo_with_bayesian_section(tmp_path):
     assert "Subgroup scan (Conditional Bias Scan)" in html
     assert "Per-group estimates for small groups" in html and "hierarchical" in html
     assert "NUTS diagnostics of the hierarchical models" in html
-
-
-def test_demo_without_bayes_has_scan_and_per_group_sections(tmp_path):
-    import matplotlib.pyplot as plt
-
-    out = tmp_path / "report.html"
-    before = set(plt.get_fignums())
-    assert (
-        main(["demo", "--out", str(out), "--n-rows", "3000", "--no-bayes", "--n-resamples", "19"])
-        == 0
-    )
-    # the report's figures stay out of pyplot's registry: writing reports leaks none
-    assert set(plt.get_fignums()) == before
-    html = out.read_text()
-    assert "Subgroup scan (Conditional Bias Scan)" in html
-    assert "Per-group estimates for small groups" in html and "structured" in html
-    # the caveat on structured regression's intervals
-    assert "StructuredRegression(ridge=&#x27;rows&#x27;)" in html
-    assert "P(flagged rate higher | data)" in html
 
 
 def test_posterior_probability_beside_pvalues():

@@ -23,7 +23,7 @@ from bayesfair.report import Report, Table, Text
 
 COMMON = ["--protected", "g", "s", "--outcome", "y", "--score", "p", "--threshold", "0.5"]
 #: few resamples and replicate tables: these tests are about the outputs, not the statistics
-QUICK = ["--n-resamples", "19"]
+QUICK = ["--n-resamples", "9"]
 #: a stand-in for a report an earlier audit wrote: the package's generator tag is what lets
 #: the CLI replace it
 PREVIOUS_REPORT = '<meta name="generator" content="bayesfair previous"/>'
@@ -306,7 +306,8 @@ def test_cli_reads_na_like_categories_as_categories(tmp_path, capsys):
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
     out = tmp_path / "r.html"
-    assert main(["audit", str(path), "--protected", "g", "--outcome", "y", "--out", str(out)]) == 0
+    argv = ["audit", str(path), "--protected", "g", "--outcome", "y", *QUICK, "--out", str(out)]
+    assert main(argv) == 0
     html = out.read_text()
     assert all(f"<td>{v}</td>" in html for v in ("NA", "None", "null"))
     # an empty cell is still missing, and said so by name
@@ -320,7 +321,7 @@ def test_cli_encoding(tmp_path, capsys):
     df = pd.DataFrame({"g": ["é", "ü"] * 50, "y": [0, 1] * 50})
     path = tmp_path / "latin.csv"
     df.to_csv(path, index=False, encoding="latin-1")
-    args = ["audit", str(path), "--protected", "g", "--outcome", "y", "--out"]
+    args = ["audit", str(path), "--protected", "g", "--outcome", "y", *QUICK, "--out"]
     assert main([*args, str(tmp_path / "a.html")]) == 2
     assert "--encoding" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "b.html"), "--encoding", "latin-1"]) == 0
