@@ -121,6 +121,12 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         wide.columns.name = None
         return self.intervals.merge(wide.reset_index(), on=["metric", "method"], how="left")
 
+    @property
+    def bias_corrected(self) -> bool:
+        """Whether the calibrated interval and its estimate are moved by a bias correction:
+        for rates, not for the amplification (see :func:`interval_calibration`)."""
+        return _intervals_kind(self.role).bias_corrected
+
     def plot(self, ax=None):
         """Coverage of every method and metric in every scenario, against the level.
 
@@ -145,6 +151,11 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         ax.set_xlabel(f"coverage of {self.level:.0%} intervals ({self.n_replicates} replicates)")
         ax.legend(fontsize=7, loc="best")
         return ax
+
+
+def _intervals_kind(role: str) -> type[RateIntervals] | type[AmplificationIntervals]:
+    """The table whose intervals a calibration of ``role`` checks."""
+    return AmplificationIntervals if role == AMPLIFICATION else RateIntervals
 
 
 def interval_calibration(
@@ -289,8 +300,7 @@ def interval_calibration(
     if not seen.all():
         notes.append(f"{int((~seen).sum())} intersection(s) without rows left out of the metrics")
     codes = np.indices(data.shape_).reshape(len(data.shape_), -1)
-    kind = AmplificationIntervals if role == AMPLIFICATION else RateIntervals
-    box = kind(n, codes, seen, level, float(pseudo_count))
+    box = _intervals_kind(role)(n, codes, seen, level, float(pseudo_count))
     rng = np.random.default_rng(own)
     post = box.hierarchical_draws(table, 10 * draws, rng)
     bounds, pvalue, hier, dm = box.bounds(table, 10 * draws, rng, post=post)

@@ -114,7 +114,7 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
     """The answer of the audit's default interval (:func:`~bayesfair.interval_calibration`)
     to ``question``, about ``subject`` (what the metric is of)."""
     r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "calibrated")]
-    corrected = cal.role != AMPLIFICATION  # its interval has no bias correction
+    corrected = cal.bias_corrected
     kind = f"{level:.0%} posterior, hierarchical, calibrated: credible mass {r['credible_mass']:g}"
     if corrected:
         kind += f", bias correction {-cal.bias_correction.get(metric, 0.0):+.3g}"

@@ -252,6 +252,8 @@ def test_the_audit_reports_the_default_and_its_check():
         "decision | outcome = 1",
         "amplification",
     }
+    # the amplification's calibrated interval alone has no bias correction
+    assert [cal.bias_corrected for cal in res.intervals.values()] == [True] * 4 + [False]
     answers = res.to_frame()
     first = answers.iloc[0]
     assert "calibrated" in first["interval"] and "replicate tables" in first["method"]

@@ -214,7 +214,8 @@ def test_an_audit_without_a_seed_records_the_one_it_drew(data):
     assert isinstance(a.random_state, int)
     again = bf.audit(data, n_resamples=9, random_state=a.random_state)
     pd.testing.assert_frame_equal(a.tests, again.tests)
-    assert f"random_state={a.random_state}" in a.report().to_html()
+    (settings,) = [s for s in a.report().sections if s.title == "Settings"]
+    assert f"random_state={a.random_state}" in settings.to_html()
 
 
 def test_one_encoder_orders_groups_alike(data):

@@ -140,8 +140,7 @@ def test_the_report_answers_first(audited):
         re.search(r"\[([-0-9.e]+), ([-0-9.e]+)\] \(90% CI, Newcombe", gap["interval"]).groups(),
     )
     assert lo <= gap["estimate"] <= hi
-    html = res.report().to_html()
-    assert _titles(html)[0] == "Answers"
+    assert res.report().sections[0].title == "Answers"
 
 
 def test_newcombe_interval_by_hand():
