@@ -338,7 +338,7 @@ def _fit_pow3(n, y):
         return min(sse(0.0, max(float(x @ y) / float(x @ x), 0.0), x), sse(y.mean(), 0.0, x))
 
     grid = np.linspace(0.0, 5.0, 101)
-    sse_grid = np.array([solve(b)[0] for b in grid])
+    sse_grid = _pow3_profile(n, y, grid, floor)
     i = int(np.argmin(sse_grid))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     beta = grid[i]
@@ -350,6 +350,29 @@ def _fit_pow3(n, y):
             beta = float(res.x)
     _, delta, alpha = solve(beta)
     return np.array([delta, alpha, beta])
+
+
+def _pow3_profile(n: np.ndarray, y: np.ndarray, betas: np.ndarray, floor: float) -> np.ndarray:
+    """The least-squares error of :func:`_fit_pow3`'s bounded fit at every one of ``betas``
+    at once (its ``solve``, one row per beta): the grid scan that brackets the minimum."""
+    x = np.power(n[None, :], -betas[:, None])
+    xm, ym = x.mean(axis=1), y.mean()
+    xc, yc = x - xm[:, None], y - ym
+    sxx = np.einsum("bi,bi->b", xc, xc)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = np.where(sxx > 1e-300, np.maximum(xc @ yc / sxx, 0.0), 0.0)
+    delta = ym - alpha * xm
+
+    def sse(d, a):
+        r = y[None, :] - d[:, None] - a[:, None] * x
+        return np.einsum("bi,bi->b", r, r)
+
+    free = sse(delta, alpha)
+    # the bound on delta active: delta = 0 (alpha >= 0) or alpha = 0 (delta = mean(y))
+    through_zero = np.maximum((x @ y) / np.einsum("bi,bi->b", x, x), 0.0)
+    zero = np.zeros(len(betas))
+    bounded = np.minimum(sse(zero, through_zero), sse(np.full(len(betas), ym), zero))
+    return np.where(delta >= floor, free, bounded)
 
 
 def _squared_loss(y, prediction):
