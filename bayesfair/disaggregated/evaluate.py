@@ -23,6 +23,7 @@ from .._validation import (
     SeedLike,
     check_axes,
     check_count,
+    check_flag,
     check_random_state,
     check_resamples,
 )
@@ -191,6 +192,7 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         self,
         metric: str,
         explanatory: Mapping[str, Callable] | None = None,
+        outcome_rates: bool = True,
     ) -> pd.DataFrame:
         """The paper's Table 1 layout: expl vs intercept, sens vs intercept, expl+sens vs
         expl, expl+sens+Y.sens vs expl+sens (no group identities: they fit perfectly).
@@ -202,6 +204,12 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         explanatory : mapping of str to callable, optional
             Explanatory features ``{name: f(frame) -> one value per row}`` (group means),
             beside the outcome rate.
+        outcome_rates : bool, default True
+            Whether the explanatory features include the group's outcome rate ``P(Y=1)``
+            (the paper's ``phi_ay``). ``False`` tests the other explanatory features
+            alone: comparing both says whether a metric's differences follow the groups'
+            base rates (a rate conditioned on the decision, such as PPV, does at a fixed
+            threshold) or the other features.
 
         Returns
         -------
@@ -212,8 +220,13 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         t = self._rows(metric)
         t = t[t["estimator"] == "standard"]
         s = t["estimate"].to_numpy(float)
+        check_flag(outcome_rates, "outcome_rates")
         expl = group_features(
-            gd, identity=False, attributes=False, explanatory=explanatory, outcome_rates=True
+            gd,
+            identity=False,
+            attributes=False,
+            explanatory=explanatory,
+            outcome_rates=outcome_rates,
         )
         ok = np.isfinite(s) & (gd.sizes() > 0)
         expl, _ = drop_target_copies(expl, s, ok, f"goodness of fit of {metric!r}")

@@ -526,6 +526,7 @@ def table1(
     n_eval: int = 5000,
     random_state: int = 0,
     data_home: str | os.PathLike | None = None,
+    outcome_rates: bool = True,
 ):
     """Table 1 of Herlihy et al. on evaluation sets of a population: the median, over
     ``n_sets`` stratified evaluation sets of ``n_eval`` rows, of the p-value of each
@@ -542,6 +543,10 @@ def table1(
     random_state : int, default 0
     data_home : path, optional
         Where the diabetes file is (for the default population).
+    outcome_rates : bool, default True
+        Whether the explanatory features include the groups' outcome rate, as the paper's
+        do (:meth:`DisaggregatedResult.goodness_of_fit`); ``False`` shows how much of each
+        metric's differences the base rate explains.
 
     Returns
     -------
@@ -577,7 +582,7 @@ def table1(
             random_state=int(rng.integers(2**31)),
         )
         for m in metrics:
-            g = res.goodness_of_fit(m, explanatory)
+            g = res.goodness_of_fit(m, explanatory, outcome_rates=outcome_rates)
             rows.append(pd.Series(g["pvalue"].to_numpy(), index=TABLE1_PAPER.columns, name=m))
     ours = pd.DataFrame(rows).groupby(level=0).median().loc[metrics]
     return pd.concat({"package": ours, "paper": TABLE1_PAPER}, axis=1).swaplevel(axis=1)[

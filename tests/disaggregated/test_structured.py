@@ -415,6 +415,24 @@ def test_features_and_goodness_of_fit():
     assert gof["F"].iloc[0] == pytest.approx(F)
 
 
+def test_goodness_of_fit_with_and_without_the_outcome_rate():
+    """``outcome_rates=False`` leaves the groups' P(Y=1) out of the explanatory model (one
+    feature fewer; the models without it are unchanged), so that its part in a metric's
+    differences can be read; anything but True or False is refused by name."""
+    df = _frame(3000)
+    res = disaggregated_evaluation(
+        df, ["race", "sex"], "y", "d", metrics=["ppv"], estimators=["standard"], random_state=0
+    )
+    expl = {"score": lambda d: d["score"].to_numpy()}
+    both = res.goodness_of_fit("ppv", expl).set_index("model")
+    without = res.goodness_of_fit("ppv", expl, outcome_rates=False).set_index("model")
+    assert both.loc["expl", "df"][0] == 2 and without.loc["expl", "df"][0] == 1
+    assert both.loc["sens", "pvalue"] == without.loc["sens", "pvalue"]
+    assert both.loc["expl", "pvalue"] != without.loc["expl", "pvalue"]
+    with pytest.raises(TypeError, match="`outcome_rates` must be True or False"):
+        res.goodness_of_fit("ppv", expl, outcome_rates="no")
+
+
 def test_features_that_copy_the_metric_are_found():
     from bayesfair.disaggregated.structured import target_copies
 
