@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import ClassifierMixin, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -99,18 +100,22 @@ EXPLANATORY_DIABETES = {
 
 
 def population(
-    data_home: str | os.PathLike | None = None, random_state: int = 0, name: str = "adult"
+    data_home: str | os.PathLike | None = None,
+    random_state: int = 0,
+    name: str = "adult",
+    classifier: ClassifierMixin | None = None,
 ):
-    """The simulation's population: a data set audited by a logistic model trained on 25%.
+    """The simulation's population: a data set audited by a model trained on 25%.
 
-    A logistic regression trained on a random 25% of the rows is the system under
-    audit; the other 75%, with its scores and decisions (the top 20% of scores),
-    are the ground-truth population.  ``name="adult"``: Adult (train + test), groups
-    race x sex x age band.  ``name="diabetes"``: the paper's own population, UCI's
-    diabetes readmissions with its filter (:func:`~bayesfair.datasets.load_diabetes`),
-    readmission within 30 days predicted from the clinical features of the Fairlearn
-    SciPy 2021 tutorial's preprocessing and the protected attributes; groups race x age
-    band x gender (32), 73,988 rows of ground truth.  The population's protected
+    A classifier (the paper's logistic regression by default) trained on a random 25%
+    of the rows is the system under audit; the other 75%, with its scores and decisions
+    (the top 20% of scores), are the ground-truth population.  ``name="adult"``: Adult
+    (train + test), groups race x sex x age band.  ``name="diabetes"``: the paper's own
+    population, UCI's diabetes readmissions with its filter
+    (:func:`~bayesfair.datasets.load_diabetes`), readmission within 30 days predicted from
+    the clinical features of the Fairlearn SciPy 2021 tutorial's preprocessing and the
+    protected attributes; groups race x age band x gender (32), 73,988 rows of ground
+    truth.  The population's protected
     columns are in ``pop.attrs["protected"]``, which :func:`simulate` reads.
 
     Parameters
@@ -121,6 +126,13 @@ def population(
         Seeds the 25% training split.
     name : {"adult", "diabetes"}, default "adult"
         Which population.
+    classifier : scikit-learn classifier, optional
+        The system under audit, fitted (a clone) on the training rows' standardised
+        numeric features and one-hot categories, given to it as a dense array; it needs
+        ``predict_proba``. Default: ``LogisticRegression(max_iter=2000)`` on the same
+        features (kept sparse), the paper's model. Another model gives another
+        population: how the estimators fare depends on the scores that set the
+        decisions, so an audit of your own model is best checked on its population.
 
     Returns
     -------
@@ -132,8 +144,13 @@ def population(
     """
     if name not in POPULATIONS:
         raise ValueError(f"`name` must be one of {POPULATIONS}, got {name!r}")
+    if classifier is not None and not hasattr(classifier, "predict_proba"):
+        raise TypeError(
+            f"`classifier` must be a scikit-learn classifier with predict_proba, got "
+            f"{type(classifier).__name__}"
+        )
     if name == "diabetes":
-        return _diabetes_population(data_home, random_state)
+        return _diabetes_population(data_home, random_state, classifier)
     ds = load_adult("both", data_home=data_home)
     f = ds.frame.copy()
     f["age_band"] = pd.Categorical(
@@ -144,31 +161,42 @@ def population(
     rng = np.random.default_rng(random_state)
     train = rng.random(len(f)) < 0.25
     pop = f.loc[~train, SENSITIVE + num + ["income_gt_50k"]].reset_index(drop=True)
-    pop["score"], pop["decision"] = _audited_model(f, f["income_gt_50k"], train, num, cat)
+    pop["score"], pop["decision"] = _audited_model(
+        f, f["income_gt_50k"], train, num, cat, classifier
+    )
     pop = pop.rename(columns={"income_gt_50k": "y"})
     pop.attrs["protected"] = list(SENSITIVE)
     return pop, population_truth(pop)
 
 
 def _audited_model(
-    X: pd.DataFrame, y: pd.Series, train: np.ndarray, num: list[str], cat: list[str]
+    X: pd.DataFrame,
+    y: pd.Series,
+    train: np.ndarray,
+    num: list[str],
+    cat: list[str],
+    classifier: ClassifierMixin | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The system under audit: a logistic regression on the numeric columns ``num``
-    (standardised) and the categories ``cat`` (one-hot), trained on the rows ``train``.
-    Returns the other rows' scores and decisions: the top 20% of scores referred
-    (P[score >= r] = 0.2 in the population, as in the paper)."""
+    """The system under audit: ``classifier`` (a clone; default a logistic regression,
+    on sparse features) on the numeric columns ``num`` (standardised) and the categories
+    ``cat`` (one-hot), trained on the rows ``train``. Returns the other rows' scores and
+    decisions: the top 20% of scores referred (P[score >= r] = 0.2 in the population, as
+    in the paper)."""
+    transformer = ColumnTransformer(
+        [("num", StandardScaler(), num), ("cat", OneHotEncoder(handle_unknown="ignore"), cat)],
+        # a classifier of one's own gets dense features: not every one takes sparse input
+        sparse_threshold=0.3 if classifier is None else 0.0,
+    )
     model = make_pipeline(
-        ColumnTransformer(
-            [("num", StandardScaler(), num), ("cat", OneHotEncoder(handle_unknown="ignore"), cat)]
-        ),
-        LogisticRegression(max_iter=2000),
+        transformer,
+        LogisticRegression(max_iter=2000) if classifier is None else clone(classifier),
     )
     model.fit(X.loc[train, num + cat], y[train])
     score = model.predict_proba(X.loc[~train, num + cat])[:, 1]
     return score, (score >= np.quantile(score, 0.8)).astype(int)
 
 
-def _diabetes_population(data_home, random_state: int):
+def _diabetes_population(data_home, random_state: int, classifier=None):
     """The diabetes population of :func:`population`."""
     f = load_diabetes(data_home=data_home).frame
     X = clinical_features(f)
@@ -184,7 +212,7 @@ def _diabetes_population(data_home, random_state: int):
     pop["heart_failure"] = heart_failure(f.loc[~train])
     pop["y"] = f.loc[~train, "readmitted_30"].to_numpy()
     pop["score"], pop["decision"] = _audited_model(
-        X, f["readmitted_30"], train, CLINICAL_NUMERIC, cat
+        X, f["readmitted_30"], train, CLINICAL_NUMERIC, cat, classifier
     )
     pop.attrs["protected"] = list(DIABETES_PROTECTED)
     return pop, population_truth(pop, DIABETES_PROTECTED)
