@@ -1036,22 +1036,27 @@ def test_hlr_point_estimate_recovers_the_heterogeneity_and_the_epsilon():
 
 def test_cached_map_equals_find_map_for_each_data_set():
     """The MAP objective is compiled once per model structure and reused with new counts:
-    each data set's point estimate must equal a fresh ``pymc.find_MAP`` on its own model."""
+    the second data set's point estimate, from the objective compiled for the first, must
+    equal a fresh ``pymc.find_MAP`` on its own model (a wrong compiled objective would
+    fail there too; a stale one, there only)."""
     import pymc as pm
 
     levels = {"a": ["x", "y", "z"], "b": ["u", "v"]}
     for M in (LogisticRegression, HierarchicalLogisticRegression):
-        for seed in (1, 2):
-            data = make_gaussian_threshold(levels, n_rows=300, random_state=seed).audit_data()
-            # HLR's default point estimate is empirical Bayes; find_MAP is its joint mode
-            kind = {"point_estimate": "joint_map"} if M is HierarchicalLogisticRegression else {}
-            fit = M(method="map", random_state=0, **kind).fit(data)
-            with fit._model, warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ref = pm.find_MAP(progressbar=False)
-            np.testing.assert_allclose(fit.p_point_, np.asarray(ref["p"]), atol=1e-5)
-            if M is HierarchicalLogisticRegression:
-                np.testing.assert_allclose(fit.sigma2_point_, float(ref["sigma2"]), atol=1e-5)
+        # HLR's default point estimate is empirical Bayes; find_MAP is its joint mode
+        kind = {"point_estimate": "joint_map"} if M is HierarchicalLogisticRegression else {}
+        first = make_gaussian_threshold(levels, n_rows=300, random_state=1).audit_data()
+        first_fit = M(method="map", random_state=0, **kind).fit(first)
+        data = make_gaussian_threshold(levels, n_rows=300, random_state=2).audit_data()
+        fit = M(method="map", random_state=0, **kind).fit(data)
+        assert fit._map_objective() is first_fit._map_objective()  # compiled once
+        assert not np.allclose(fit.p_point_, first_fit.p_point_)  # the new counts were used
+        with fit._model, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = pm.find_MAP(progressbar=False)
+        np.testing.assert_allclose(fit.p_point_, np.asarray(ref["p"]), atol=1e-5)
+        if M is HierarchicalLogisticRegression:
+            np.testing.assert_allclose(fit.sigma2_point_, float(ref["sigma2"]), atol=1e-5)
     # the objective's one compiled call gives PyMC's own log density and gradient (raveled in
     # the start point's order) at a random point, also for the network's many variables
     from pymc.blocking import DictToArrayBijection, RaveledVars
