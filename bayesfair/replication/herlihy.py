@@ -103,6 +103,7 @@ def population(
     data_home: str | os.PathLike | None = None,
     random_state: int = 0,
     name: str = "adult",
+    *,
     classifier: ClassifierMixin | None = None,
 ):
     """The simulation's population: a data set audited by a model trained on 25%.
@@ -115,8 +116,8 @@ def population(
     (:func:`~bayesfair.datasets.load_diabetes`), readmission within 30 days predicted from
     the clinical features of the Fairlearn SciPy 2021 tutorial's preprocessing and the
     protected attributes; groups race x age band x gender (32), 73,988 rows of ground
-    truth.  The population's protected
-    columns are in ``pop.attrs["protected"]``, which :func:`simulate` reads.
+    truth.  The population's protected columns are in ``pop.attrs["protected"]``, which
+    :func:`simulate` reads.
 
     Parameters
     ----------
