@@ -11,7 +11,13 @@ from .estimators import (
 )
 from .evaluate import DisaggregatedResult, disaggregated_evaluation
 from .groups import GroupedData, pooled_sigma2
-from .shrinkage import empirical_bayes, james_stein, standard_intervals
+from .shrinkage import (
+    empirical_bayes,
+    james_stein,
+    robust_critical_value,
+    robust_empirical_bayes,
+    standard_intervals,
+)
 from .structured import goodness_of_fit, group_features, structured_regression
 
 __all__ = [
@@ -30,6 +36,8 @@ __all__ = [
     "james_stein",
     "pooled_sigma2",
     "resolve_estimators",
+    "robust_critical_value",
+    "robust_empirical_bayes",
     "standard_intervals",
     "structured_regression",
 ]

@@ -70,7 +70,7 @@ class EmpiricalBayes:
 
     Parameters
     ----------
-    interval : {"prasad_rao", "posterior"}, default "prasad_rao"
+    interval : {"prasad_rao", "posterior", "robust"}, default "prasad_rao"
         ``"prasad_rao"`` adds to the posterior variance the uncertainty of the estimated
         mean and spread of the groups (Prasad and Rao's mean squared error, as in
         small-area estimation); ``"posterior"`` is the paper's plug-in posterior interval,
@@ -79,6 +79,12 @@ class EmpiricalBayes:
         group by group: both hold their level only on average over groups drawn from the
         normal model, and a group far from the others' mean is shrunk towards it and
         missed (notebook 07 measures it on Herlihy et al.'s diabetes population).
+        ``"robust"`` changes the estimates too: Armstrong, Kolesar and Plagborg-Moller's
+        robust empirical Bayes
+        (:func:`~bayesfair.disaggregated.robust_empirical_bayes`), whose spread
+        counts every group alike and whose intervals hold their level on average over the
+        groups whatever the distribution of their true values: conservative, and only a
+        little narrower than the standard intervals.
 
     Examples
     --------

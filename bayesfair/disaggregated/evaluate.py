@@ -97,7 +97,8 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     grouped : GroupedData
         The coded rows (used by :meth:`goodness_of_fit`).
     eb_interval : str
-        Which empirical-Bayes interval the table holds ("prasad_rao" or "posterior").
+        Which empirical-Bayes interval the table holds ("prasad_rao", "posterior" or
+        "robust", whose estimates are the robust empirical Bayes ones too).
     """
 
     __repr__ = compact_repr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
+from scipy.special import ndtr
 
 from .._vocabulary import LEVEL
 
@@ -17,6 +18,8 @@ __all__ = [
     "dersimonian_laird_variance",
     "empirical_bayes",
     "james_stein",
+    "robust_critical_value",
+    "robust_empirical_bayes",
     "standard_intervals",
 ]
 
@@ -103,7 +106,7 @@ def james_stein(s, n, sigma2):
     return np.where(ok, mu0 + shrink * (s - mu0), np.nan)
 
 
-EB_INTERVALS = ("posterior", "prasad_rao")
+EB_INTERVALS = ("posterior", "prasad_rao", "robust")
 
 
 def dersimonian_laird_variance(tau2: float, w: np.ndarray) -> float:
@@ -126,6 +129,146 @@ def dersimonian_laird_variance(tau2: float, w: np.ndarray) -> float:
     return float(var_q / (s1 - s2 / s1) ** 2)
 
 
+def _noncoverage(t: np.ndarray, chi: np.ndarray) -> np.ndarray:
+    """``r(sqrt(t), chi) = P(|Z - b| > chi)`` at ``b^2 = t``, Z standard normal."""
+    b = np.sqrt(t)
+    return ndtr(-chi - b) + ndtr(-chi + b)
+
+
+def _bisect(f, lo: np.ndarray, hi: np.ndarray, steps: int = 60, log: bool = False) -> np.ndarray:
+    """Elementwise root of an increasing ``f`` between ``lo`` (f < 0) and ``hi`` (f > 0)."""
+    for _ in range(steps):
+        mid = np.sqrt(lo * hi) if log else (lo + hi) / 2
+        up = f(mid) > 0
+        hi, lo = np.where(up, mid, hi), np.where(up, lo, mid)
+    return (lo + hi) / 2
+
+
+def _tangency(chi: np.ndarray) -> np.ndarray:
+    """Where the tangent from ``t = 0`` touches ``t -> r(sqrt(t), chi)``, which is convex
+    then concave in ``t`` (convex near 0 when ``chi > sqrt(3)``; 0 where it is not)."""
+    r0 = _noncoverage(0.0, chi)
+
+    def gap(t):  # < 0 below the tangency point, > 0 above it
+        b = np.sqrt(t)
+        slope = (np.exp(-((chi - b) ** 2) / 2) - np.exp(-((chi + b) ** 2) / 2)) / (
+            2 * b * np.sqrt(2 * np.pi)
+        )
+        return _noncoverage(t, chi) - r0 - t * slope
+
+    lo, hi = np.full_like(chi, 1e-8), (chi + 6) ** 2
+    t0 = _bisect(gap, lo, hi, log=True)
+    return np.where(chi > np.sqrt(3.0), t0, 0.0)
+
+
+def _worst_noncoverage(m2: np.ndarray, chi: np.ndarray) -> np.ndarray:
+    """The largest ``E_F P(|Z - b| > chi)`` over distributions F of the normalized bias ``b``
+    with ``E_F b^2 = m2``: the concave envelope of ``t -> r(sqrt(t), chi)`` at ``m2``, the
+    tangent from ``t = 0`` below the tangency point and the function above it (Armstrong,
+    Kolesar and Plagborg-Moller 2022, Proposition B.1)."""
+    t0 = _tangency(chi)
+    r0 = _noncoverage(0.0, chi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        line = r0 + m2 / t0 * (_noncoverage(t0, chi) - r0)
+    return np.where(m2 >= t0, _noncoverage(m2, chi), line)
+
+
+def robust_critical_value(m2, level: float = LEVEL) -> np.ndarray:
+    """The robust empirical Bayes critical value ``cva``: the smallest ``chi`` such that
+    ``estimate +- chi * w * sigma`` misses with probability at most ``1 - level`` on average
+    over any distribution of the groups' true values whose normalized bias ``b`` has second
+    moment ``m2`` (Armstrong, Kolesar and Plagborg-Moller 2022, "Robust empirical Bayes
+    confidence intervals", Econometrica 90(6); no constraint on the kurtosis).
+
+    ``m2 = 0`` (no bias) gives the normal quantile; the value grows with ``m2``, beyond the
+    normal model's ``z sqrt(1 + m2)``, because the bias need not be normal.
+
+    Parameters
+    ----------
+    m2 : float or array_like
+        Second moment of the normalized bias ``(estimate's mean - truth) / (w sigma)``.
+    level : float, default 0.9
+
+    Returns
+    -------
+    numpy.ndarray
+        One critical value per ``m2``.
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import robust_critical_value
+    >>> robust_critical_value([0.0, 1.0], 0.95).round(3)  # the normal model's: 1.96, 2.772
+    array([1.96 , 3.259])
+    """
+    m2 = np.atleast_1d(np.asarray(m2, float))
+    alpha = 1 - level
+    z = stats.norm.ppf(1 - alpha / 2)
+    lo = np.full_like(m2, z)
+    hi = np.sqrt(m2 / alpha) + 2 * z + 1
+    while np.any(short := _worst_noncoverage(m2, hi) > alpha):
+        hi = np.where(short, 2 * hi, hi)
+    chi = _bisect(lambda c: alpha - _worst_noncoverage(m2, c), lo, hi)
+    return np.where(m2 > 0, chi, z)
+
+
+def robust_empirical_bayes(s, n, sigma2, level: float = LEVEL):
+    """Robust empirical Bayes estimates and intervals (Armstrong, Kolesar and
+    Plagborg-Moller 2022)::
+
+        mu2 = max(mean_a((s_a - m)^2 - sigma_a^2), 2 mean_a(sigma_a^4) / (K mean_a(sigma_a^2))),
+        w_a = mu2 / (mu2 + sigma_a^2),   estimate_a = m + w_a (s_a - m),
+        interval_a = estimate_a +- cva(sigma_a^2 / mu2) w_a sigma_a,
+
+    with ``m`` the mean of the K defined groups' estimates and :func:`robust_critical_value`
+    ``cva``. Every group counts alike in ``m`` and ``mu2``, so the spread the small groups
+    show is not swamped by the large groups' (the size-weighted moment estimate of
+    :func:`empirical_bayes` is, and its shrinkage then pulls small groups too far for its
+    intervals); the lower bound on ``mu2`` (their "posterior mean truncation") keeps the
+    estimates from being shrunk all the way to ``m``. The intervals hold their level on
+    average over the groups whatever the distribution of the true values around ``m``,
+    not only a normal one, which is why they are wider than a normal model's.
+
+    Parameters
+    ----------
+    s : array_like
+        Standard estimates per group (NaN where undefined).
+    n : array_like
+        Group sizes (the metric's denominators).
+    sigma2 : float
+        Pooled variance parameter: sigma_a^2 = sigma2 / n_a.
+    level : float, default 0.9
+
+    Returns
+    -------
+    estimate, lower, upper : numpy.ndarray
+    mu2 : float
+        The estimated second moment of the true values around ``m``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.disaggregated import robust_empirical_bayes
+    >>> s, n = np.array([0.1, 0.3, 0.2, 0.25]), np.array([500, 10, 80, 40])
+    >>> est, lo, hi, mu2 = robust_empirical_bayes(s, n, 0.2)
+    >>> bool(abs(est[0] - 0.1) < abs(est[1] - 0.3))  # the large group is shrunk least
+    True
+    """
+    s = np.asarray(s, float)
+    n = np.asarray(n, float)
+    ok = _defined(s, n)
+    sig = sigma2 / np.maximum(n, 1)
+    centre = float(np.mean(s[ok]))
+    mu2 = max(
+        float(np.mean((s[ok] - centre) ** 2 - sig[ok])),
+        2 * float(np.mean(sig[ok] ** 2)) / (ok.sum() * float(np.mean(sig[ok]))),
+    )
+    w = mu2 / (mu2 + sig)
+    est = np.where(ok, centre + w * (s - centre), np.nan)
+    half = robust_critical_value(np.where(ok, sig / mu2, 0.0), level) * w * np.sqrt(sig)
+    half = np.where(ok, half, np.nan)
+    return est, est - half, est + half, mu2
+
+
 def empirical_bayes(s, n, sigma2, level: float = LEVEL, interval: str = "posterior"):
     """Empirical Bayes (Herlihy et al., Appendix B, eqs. 9, 13, 14)::
 
@@ -140,7 +283,10 @@ def empirical_bayes(s, n, sigma2, level: float = LEVEL, interval: str = "posteri
     Prasad and Rao's (1990) mean squared error of this estimator, as in small-area
     estimation: g2 = B_a^2 / sum_b 1 / (tau^2 + sigma_b^2) for the estimate of mu and
     g3 = sigma_a^4 / (tau^2 + sigma_a^2)^3 Var(tau^2) for the estimate of tau^2, with
-    :func:`dersimonian_laird_variance`.
+    :func:`dersimonian_laird_variance`.  ``interval="robust"`` is another estimator with
+    its intervals, :func:`robust_empirical_bayes` (its shrinkage counts every group alike;
+    its intervals hold their level on average over the groups whatever the distribution of
+    their true values).
 
     Parameters
     ----------
@@ -152,7 +298,7 @@ def empirical_bayes(s, n, sigma2, level: float = LEVEL, interval: str = "posteri
         Pooled variance parameter: sigma_a^2 = sigma2 / n_a (eq. 6,
         :func:`pooled_sigma2`).
     level : float, default 0.9
-    interval : {"posterior", "prasad_rao"}
+    interval : {"posterior", "prasad_rao", "robust"}
         See above.  (:func:`~bayesfair.disaggregated.disaggregated_evaluation`
         uses ``"prasad_rao"`` by default.)
 
@@ -160,7 +306,8 @@ def empirical_bayes(s, n, sigma2, level: float = LEVEL, interval: str = "posteri
     -------
     estimate, lower, upper : numpy.ndarray
     tau2 : float
-        The estimated spread of the true values.
+        The estimated spread of the true values (``mu2`` of
+        :func:`robust_empirical_bayes` with ``interval="robust"``).
 
     Examples
     --------
@@ -175,6 +322,8 @@ def empirical_bayes(s, n, sigma2, level: float = LEVEL, interval: str = "posteri
     """
     if interval not in EB_INTERVALS:
         raise ValueError(f"`interval` must be one of {EB_INTERVALS}, got {interval!r}")
+    if interval == "robust":
+        return robust_empirical_bayes(s, n, sigma2, level)
     s = np.asarray(s, float)
     n = np.asarray(n, float)
     ok = _defined(s, n)

@@ -143,6 +143,15 @@ def _caveats(result: DisaggregatedResult, have: Sequence[str]) -> list[str]:
 
 
 def _empirical_bayes_caveat(interval: str) -> str:
+    if interval == "robust":
+        return (
+            "Empirical Bayes here is the robust one (Armstrong, Kolesar and Plagborg-Moller "
+            "2022): the groups' spread is estimated with every group counting alike, and "
+            "its intervals hold their level on average over the groups whatever the "
+            "distribution of their true values, not only a normal one. They are "
+            "conservative, and a group far from the others' mean may still be missed: do "
+            "not read them group by group."
+        )
     if interval == "posterior":
         text = (
             "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
@@ -163,7 +172,8 @@ def _empirical_bayes_caveat(interval: str) -> str:
         "group far from the others' mean is shrunk towards it and its interval misses (on "
         "the diabetes simulation, 95% intervals covered 0.67-0.93 by metric, 0.47 for the "
         "quarter of groups farthest from the median); do not read them group by group."
-        " Hierarchical Bayes integrates over both."
+        " Hierarchical Bayes integrates over both; EmpiricalBayes(interval='robust') "
+        "gives intervals that hold on average over the groups whatever their spread."
     )
 
 

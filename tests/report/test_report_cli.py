@@ -681,6 +681,9 @@ def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
     html = add_disaggregated_section(Report("t"), res).to_html()
     assert "are the paper&#x27;s plug-in posterior intervals" in html
     assert "smallest of" not in html
+    res.eb_interval = "robust"
+    html = add_disaggregated_section(Report("t"), res).to_html()
+    assert "Empirical Bayes here is the robust one" in html and "Prasad and Rao" not in html
     # with more groups than a plot can show, it shows the smallest and says so
     monkeypatch.setattr(report_disaggregated, "MAX_PLOTTED_GROUPS", 4)
     html = add_disaggregated_section(Report("t"), res).to_html()
