@@ -230,17 +230,17 @@ def robust_empirical_bayes(s, n, sigma2, level: float = LEVEL):
 
     Parameters
     ----------
-    s : array_like
-        Standard estimates per group (NaN where undefined).
-    n : array_like
-        Group sizes (the metric's denominators).
+    s, n : array_like
+        As :func:`empirical_bayes`: the standard estimates (NaN where undefined) and the
+        metric's denominators, per group.
     sigma2 : float
-        Pooled variance parameter: sigma_a^2 = sigma2 / n_a.
+        As :func:`empirical_bayes`.
     level : float, default 0.9
 
     Returns
     -------
     estimate, lower, upper : numpy.ndarray
+        NaN where the standard estimate is.
     mu2 : float
         The estimated second moment of the true values around ``m``.
 
