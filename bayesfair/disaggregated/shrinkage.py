@@ -136,7 +136,11 @@ def _noncoverage(t: np.ndarray, chi: np.ndarray) -> np.ndarray:
 
 
 def _bisect(f, lo: np.ndarray, hi: np.ndarray, steps: int = 60, log: bool = False) -> np.ndarray:
-    """Elementwise root of an increasing ``f`` between ``lo`` (f < 0) and ``hi`` (f > 0)."""
+    """Elementwise root of an increasing ``f`` between ``lo`` (f < 0) and ``hi`` (f > 0),
+    by the sign of ``f`` alone (geometric midpoints with ``log``). Not scipy's elementwise
+    ``find_root``: near ``t = 0`` the tangency gap is of order ``t^2``, below rounding, and
+    that solver, which stops where ``|f|`` is tiny, returned the bracket's end there (and
+    NaN at other ``chi``)."""
     for _ in range(steps):
         mid = np.sqrt(lo * hi) if log else (lo + hi) / 2
         up = f(mid) > 0
