@@ -217,11 +217,11 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         pandas.DataFrame
             As :func:`~bayesfair.disaggregated.goodness_of_fit`, with a ``metric`` column.
         """
+        check_flag(outcome_rates, "outcome_rates")
         gd = self.grouped
         t = self._rows(metric)
         t = t[t["estimator"] == "standard"]
         s = t["estimate"].to_numpy(float)
-        check_flag(outcome_rates, "outcome_rates")
         expl = group_features(
             gd,
             identity=False,

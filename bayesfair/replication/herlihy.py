@@ -35,6 +35,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from .. import _arviz
 from .._sampling import SamplerWarning
+from .._validation import check_flag
 from .._vocabulary import ROLE_RENAMES, moved_options, renamed_arguments
 from ..datasets import load_adult, load_diabetes
 from ..datasets.diabetes import (
@@ -589,6 +590,7 @@ def table1(
     >>> t1 = herlihy.table1(n_sets=2)  # doctest: +SKIP
     >>> t1[("expl vs none", "package")].round(3)  # doctest: +SKIP
     """
+    check_flag(outcome_rates, "outcome_rates")  # before the population is read
     if pop_truth is None:
         pop_truth = population(data_home, random_state=0, name="diabetes")
     pop = pop_truth[0]

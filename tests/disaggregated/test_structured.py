@@ -431,6 +431,11 @@ def test_goodness_of_fit_with_and_without_the_outcome_rate():
     assert both.loc["expl", "pvalue"] != without.loc["expl", "pvalue"]
     with pytest.raises(TypeError, match="`outcome_rates` must be True or False"):
         res.goodness_of_fit("ppv", expl, outcome_rates="no")
+    from bayesfair.replication import herlihy
+
+    # refused before the population is read (no data home here) and any set is evaluated
+    with pytest.raises(TypeError, match="`outcome_rates` must be True or False"):
+        herlihy.table1(data_home="/nonexistent", outcome_rates="no")
 
 
 def test_features_that_copy_the_metric_are_found():
