@@ -34,6 +34,7 @@ from ._result import ResultMixin
 from ._table_intervals import (
     ALL_METHODS,
     CALIBRATION_SCENARIOS,
+    MASSES,
     METHODS,
     METRICS,
     AmplificationIntervals,
@@ -92,6 +93,12 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     bias_correction : dict
         Per metric, how far the calibrated interval (and its estimate) is moved down from the
         hierarchical posterior's: its median's bias in the ``posterior`` scenario.
+    shortfall : dict
+        Per metric whose calibrated interval, even at the largest credible mass (0.999),
+        held its truth in fewer than ``level`` of the replicates of a scenario it was chosen
+        on: ``{scenario: coverage}``. Empty when the level was reached: then the interval
+        can be read at its level on tables like the audited one; otherwise it cannot, and
+        the Clopper-Pearson interval, valid at any size, is the one to read.
     notes : list of str
     """
 
@@ -105,6 +112,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     n_replicates: int
     credible_mass: dict[str, float] = field(default_factory=dict)
     bias_correction: dict[str, float] = field(default_factory=dict)
+    shortfall: dict[str, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -322,10 +330,11 @@ def interval_calibration(
     median = np.median(hier, axis=0)
     corrected = box.shifted(np.stack([median, median], axis=-1), shift)[:, 0]
     estimates = np.array([corrected, median, np.median(dm, axis=0), box.estimate(table)])
-    notes.append(_calibration_note(mass, shift, level, box.bias_corrected))
     rows = []
     for scenario, res in results.items():
         rows += _coverage_rows(scenario, _with_calibrated(res, box, mass, shift))
+    short = _shortfall(rows, level)
+    notes.append(_calibration_note(mass, shift, level, box.bias_corrected, short))
     return IntervalCalibration(
         intervals=pd.DataFrame(
             {
@@ -343,12 +352,31 @@ def interval_calibration(
         n_replicates=n_replicates,
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
+        shortfall=short,
         notes=notes,
     )
 
 
-def _calibration_note(mass: np.ndarray, shift: np.ndarray, level: float, moved: bool) -> str:
-    """How the calibrated interval was chosen, for the result's notes."""
+def _shortfall(rows: list[dict], level: float) -> dict[str, dict[str, float]]:
+    """Per metric, the calibration scenarios in which the calibrated interval's coverage
+    (:func:`_coverage_rows`) stayed below ``level``: possible only at the largest mass,
+    where no mass reached it."""
+    out: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if (
+            r["method"] == "calibrated"
+            and r["scenario"] in CALIBRATION_SCENARIOS
+            and r["coverage"] < level - 1e-12
+        ):
+            out.setdefault(r["metric"], {})[r["scenario"]] = r["coverage"]
+    return out
+
+
+def _calibration_note(
+    mass: np.ndarray, shift: np.ndarray, level: float, moved: bool, short: dict
+) -> str:
+    """How the calibrated interval was chosen, for the result's notes; where no mass
+    reached the level (``short``, :func:`_shortfall`), says so and which interval holds."""
     first, second = CALIBRATION_SCENARIOS
     masses = " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
     how = (
@@ -358,11 +386,24 @@ def _calibration_note(mass: np.ndarray, shift: np.ndarray, level: float, moved: 
         if moved
         else " (no bias correction for this table)"
     )
-    return (
-        f"calibrated: the hierarchical posterior's interval at credible mass {masses}{how}, "
-        f"the smallest mass that held the truth in at least {level:g} of the replicates of "
-        f"the '{first}' and '{second}' scenarios (its coverage there is in-sample)"
-    )
+    reached = [m for m in METRICS if m not in short]
+    note = f"calibrated: the hierarchical posterior's interval at credible mass {masses}{how}"
+    if reached:
+        note += (
+            f"; for {' and '.join(reached)}, the smallest mass that held the truth in at "
+            f"least {level:g} of the replicates of the '{first}' and '{second}' scenarios "
+            "(its coverage there is in-sample)"
+        )
+    for metric, scenarios in short.items():
+        covered = ", ".join(f"{c:.2f} ({s})" for s, c in scenarios.items())
+        note += (
+            f"; for {metric}, no mass up to {MASSES[-1]:g} held the truth in {level:g} of "
+            f"the replicates: the largest covered {covered}. The hierarchy shrinks small "
+            "intersections that may set the maximum, so this interval can be too short on "
+            f"tables like this one; read {metric} with the Clopper-Pearson interval, which "
+            "holds at any group size"
+        )
+    return note
 
 
 def _credible_masses(calibrated: np.ndarray, level: float) -> np.ndarray:

@@ -125,6 +125,13 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
             else f"; lower end 0 after the bias correction (equal rates rejected, "
             f"p = {cal.equal_rates_pvalue:.2g})"
         )
+    short = cal.shortfall.get(metric)
+    if short:
+        covered = ", ".join(f"{c:.2f} ({s})" for s, c in short.items())
+        kind += (
+            f"; short of its level on this table's replicates even at that mass, covered "
+            f"{covered}: read the Clopper-Pearson interval"
+        )
     median = "bias-corrected posterior median" if corrected else "posterior median"
     return {
         "question": question,

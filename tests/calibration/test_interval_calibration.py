@@ -124,6 +124,36 @@ def test_calibrated_mass_inverts_the_coverage_curve():
     )
     for metric, mass in smooth.credible_mass.items():
         assert 0.9 <= mass <= 0.95, (metric, mass)
+    assert cal.shortfall == smooth.shortfall == {}
+
+
+def test_a_default_short_of_its_level_says_so_and_names_the_interval_to_read():
+    """Seven intersections of 300 rows at rates 0.28-0.33 and two of 2 and 3 rows with
+    every row positive: the observed scenario's truth is set by the two small ones, which
+    the hierarchy shrinks, so no credible mass up to 0.999 covers it. The result, its note
+    and the answer say so, with the coverage, and name the Clopper-Pearson interval;
+    gamma-SF, which weights the small intersections by their share, reaches its level and
+    is not flagged. Wherever the level was reached, the calibrated interval's in-sample
+    coverage is at least the level."""
+    from bayesfair.report.answers import _default_row
+
+    n = np.array([300, 300, 300, 300, 300, 300, 300, 2, 3])
+    k = np.array([90, 95, 100, 85, 92, 97, 88, 2, 3])
+    cal = interval_calibration(_table(n, k), n_replicates=40, random_state=1)
+    assert set(cal.shortfall) == {"epsilon-DF"}
+    (scenario, coverage), *_ = cal.shortfall["epsilon-DF"].items()
+    assert scenario in ("posterior", "observed") and coverage < 0.9
+    assert cal.credible_mass["epsilon-DF"] == 0.999
+    c = cal.coverage.set_index(["scenario", "metric", "method"])["coverage"]
+    assert c[(scenario, "epsilon-DF", "calibrated")] == coverage
+    for s in ("posterior", "observed"):
+        assert c[(s, "gamma-SF", "calibrated")] >= 0.9
+    (note,) = [x for x in cal.notes if x.startswith("calibrated")]
+    assert "for epsilon-DF, no mass up to 0.999 held the truth" in note
+    assert f"{coverage:.2f} ({scenario})" in note and "Clopper-Pearson" in note
+    row = _default_row(cal, "epsilon-DF", "q", "s", 0.9)
+    assert "short of its level" in row["interval"] and "Clopper-Pearson" in row["interval"]
+    assert "short of" not in _default_row(cal, "gamma-SF", "q", "s", 0.9)["interval"]
 
 
 def test_bias_correction_moves_the_interval_by_the_posterior_scenarios_median_bias():
