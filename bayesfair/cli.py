@@ -313,7 +313,8 @@ _non_negative_int = _int_at_least(0, "a non-negative integer")
 
 def _add_audit_options(p: argparse.ArgumentParser, seed: int | None) -> None:
     """The options of :func:`bayesfair.audit` that ``demo`` and ``audit`` share: the
-    vocabulary's (seed, level, resamples, pseudo-count) and the Bayesian fits' (the names
+    vocabulary's (random_state as --random-state, or --seed; level, resamples,
+    pseudo-count) and the Bayesian fits' (the names
     the SamplerWarning's advice uses are those of the Python API: HierarchicalBayes'
     draws are --draws, its main_effects --hb-main-effects)."""
     p.add_argument(
@@ -323,10 +324,13 @@ def _add_audit_options(p: argparse.ArgumentParser, seed: int | None) -> None:
         help=f"Dirichlet pseudo-count of the smoothed EDF (default {PSEUDO_COUNT:g})",
     )
     p.add_argument(
+        "--random-state",
         "--seed",
+        dest="seed",
+        metavar="SEED",
         type=_non_negative_int,
         default=seed,
-        help="seed of every random step: permutations, scans, samplers "
+        help="random_state: the seed of every random step: permutations, scans, samplers "
         + (
             f"(default {seed})" if seed is not None else "(default: drawn, and shown in the report)"
         ),

@@ -220,7 +220,8 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
             Text(
                 f"Intervals at {self.empirical.level:.0%}; {self.n_resamples} resamples per "
                 f"permutation test, scan and bootstrap; random_state={self.random_state} "
-                "(pass it to bf.audit, or --seed on the command line, to repeat this audit)."
+                "(pass it to bf.audit, or --random-state on the command line, to repeat this "
+                "audit)."
             )
         )
         return rep

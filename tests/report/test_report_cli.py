@@ -918,3 +918,17 @@ def test_posterior_boxes_draw_the_frequentist_interval_beside_the_models():
         assert segment[0, 1] == lo
         # up to the upper end, or to the plot's top with an arrow where the end lies beyond
         assert end == hi or (end < hi and ax.lines[-1].get_marker() == "^")
+
+
+@pytest.mark.parametrize("command", [["demo"], ["audit", "data.csv"]])
+def test_the_seed_option_has_the_vocabularys_name(command):
+    """--random-state is random_state's name on the command line (the report's Settings
+    say random_state=...); --seed, its earlier name, means the same; a negative seed is
+    refused under both names."""
+    from bayesfair.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args([*command, "--random-state", "7"]).seed == 7
+    assert parser.parse_args([*command, "--seed", "7"]).seed == 7
+    with pytest.raises(SystemExit):
+        parser.parse_args([*command, "--random-state", "-1"])
