@@ -14,21 +14,12 @@ from collections.abc import Callable
 import numpy as np
 from joblib import Parallel, delayed
 
-from ._validation import check_resamples, check_seed
+from ._validation import check_n_jobs, check_resamples, check_seed
 
 __all__ = ["chunked_resamples", "sequential_resamples", "shuffled_statistic"]
 
 #: How many chunks a resampling loop is split into (independent of n_jobs).
 N_CHUNKS = 16
-
-
-def _check_n_jobs(n_jobs: object) -> None:
-    if n_jobs is not None and (
-        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
-    ):
-        raise ValueError(
-            f"`n_jobs` must be None or a non-zero integer (-1: every core), got {n_jobs!r}"
-        )
 
 
 def _chunks(
@@ -37,7 +28,7 @@ def _chunks(
     """Sizes adding up to ``n_resamples`` in at most ``n_chunks`` chunks and one seed each
     (a SeedSequence is used as it is: callers spawn from one before passing it on)."""
     check_resamples(n_resamples, "n_resamples")
-    _check_n_jobs(n_jobs)
+    check_n_jobs(n_jobs)
     seq = (
         random_state
         if isinstance(random_state, np.random.SeedSequence)

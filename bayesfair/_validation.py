@@ -19,6 +19,7 @@ __all__ = [
     "check_binary",
     "check_by",
     "check_count",
+    "check_n_jobs",
     "check_no_missing_groups",
     "check_open_probability",
     "check_probability",
@@ -273,6 +274,16 @@ def check_count(value: object, argument: str, minimum: int = 1, maximum: int | N
             "that cost memory and time without making the result noticeably more precise"
         )
     return int(value)
+
+
+def check_n_jobs(n_jobs: object) -> None:
+    """Validate joblib's ``n_jobs``: None or a non-zero integer (-1: every core)."""
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"`n_jobs` must be None or a non-zero integer (-1: every core), got {n_jobs!r}"
+        )
 
 
 def check_resamples(value: object, argument: str = "n_resamples", minimum: int = 1) -> int:

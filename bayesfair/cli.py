@@ -60,6 +60,7 @@ def _whole_audit(data: AuditData, args: argparse.Namespace, *, bayes: bool, **kw
         n_resamples=args.n_resamples,
         level=args.level,
         progress=_progress,
+        n_jobs=args.n_jobs,
         **kw,
     )
 
@@ -297,6 +298,19 @@ def _int_at_least(minimum: int, what: str):
 _positive_int = _int_at_least(1, "a positive integer")
 
 
+def _n_jobs(text: str) -> int:
+    """joblib's n_jobs, for --n-jobs: a non-zero integer (-1: every core)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a non-zero integer (-1: every core), got {text!r}"
+        )
+    return value
+
+
 def _probability(text: str) -> float:
     """A number strictly between 0 and 1, for --level."""
     try:
@@ -360,6 +374,13 @@ def _add_audit_options(p: argparse.ArgumentParser, seed: int | None) -> None:
         default="auto",
         help="coordinates of hierarchical Bayes' main effects (default auto; "
         "non-centred when a SamplerWarning suggests it)",
+    )
+    p.add_argument(
+        "--n-jobs",
+        type=_n_jobs,
+        default=1,
+        help="replicate tables and permutations run this many at a time (-1: every core; "
+        "default 1); the report does not depend on it",
     )
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 from ._output import raise_if_stopped
 from ._repr import compact_repr
 from ._result import ResultMixin, diagnostics_warning, worst_diagnostics
-from ._validation import SeedLike, check_count, check_flag, check_seed
+from ._validation import SeedLike, check_count, check_flag, check_n_jobs, check_seed
 from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT, renamed_arguments
 from .calibration import AMPLIFICATION, interval_calibration, table_name
 from .data import AuditData, as_audit_data
@@ -228,7 +228,12 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
 
 
 def _calibrated_intervals(
-    data: AuditData, level: float, seed: int, n_resamples: int, progressbar: bool = False
+    data: AuditData,
+    level: float,
+    seed: int,
+    n_resamples: int,
+    progressbar: bool = False,
+    n_jobs: int | None = 1,
 ) -> tuple[dict, list[str]]:
     """The default intervals of labels and decisions, of the decisions given each outcome
     (error rates) and of the amplification (decisions minus labels), with their coverage
@@ -249,6 +254,7 @@ def _calibrated_intervals(
                 n_replicates=reps,
                 random_state=seed + i,
                 progressbar=progressbar,
+                n_jobs=n_jobs,
             )
         except ValueError as err:
             notes.append(f"{key}: no interval ({err})")
@@ -300,12 +306,14 @@ def _per_group(
     )
 
 
-def _scans(data: AuditData, seed: int, n_resamples: int) -> tuple[list, list[str]]:
+def _scans(
+    data: AuditData, seed: int, n_resamples: int, n_jobs: int | None = 1
+) -> tuple[list, list[str]]:
     """The scans, and the warnings they gave (classes or covariates left out), which are
     said again on stderr as before and kept for the report."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        scans = scan_audit_data(data, n_resamples=n_resamples, random_state=seed)
+        scans = scan_audit_data(data, n_resamples=n_resamples, random_state=seed, n_jobs=n_jobs)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return scans, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
@@ -354,6 +362,7 @@ def audit(
     draws: int = 1000,
     hb_main_effects: str = "auto",
     progress: Callable[[str], None] | None = None,
+    n_jobs: int | None = 1,
     **roles: Any,
 ) -> FullAuditResult:
     """Run the whole audit: the empirical fairness of labels and decisions with confidence
@@ -395,6 +404,9 @@ def audit(
         Called with the name of each step as it starts (the command line prints them).
         Several sections are an expensive computation; this reports on them as they go,
         and the interval checks show a progress bar over their replicate tables.
+    n_jobs : int, optional
+        Chunks of replicate tables (interval checks) and of permutations (tests and scans)
+        run at once through joblib (-1: every core); the result does not depend on it.
     **roles
         With a DataFrame as ``data``: its columns' roles, as :class:`~bayesfair.AuditData`
         takes them (``protected=``, ``outcome=``, ``decision=``, ``score=``,
@@ -407,7 +419,7 @@ def audit(
 
     Notes
     -----
-    Eleven parameters: the options of the parts the audit runs, so that one call gives what
+    Twelve parameters: the options of the parts the audit runs, so that one call gives what
     the command line gives; each has the command line's default.
 
     Examples
@@ -424,6 +436,7 @@ def audit(
     n_resamples = check_count(n_resamples, "n_resamples")
     seed = _audit_seed(random_state)
     draws = check_count(draws, "draws")
+    check_n_jobs(n_jobs)
     if hb_main_effects not in ("auto", "non-centred", "centred"):
         raise ValueError(
             f"`hb_main_effects` must be 'auto', 'non-centred' or 'centred', got {hb_main_effects!r}"
@@ -444,17 +457,19 @@ def audit(
     if empirical.intervals:  # as run_audit: at least two intersections with rows
         step("intervals of epsilon-DF and gamma-SF, checked on replicate tables")
         out.intervals, out.interval_notes = _calibrated_intervals(
-            data, level, seed, n_resamples, progressbar=progress is not None
+            data, level, seed, n_resamples, progressbar=progress is not None, n_jobs=n_jobs
         )
     if bayes:
         step("Bayesian models of the labels and decisions (Dirichlet-multinomial, HLR by NUTS)")
         out.bayesian = _bayesian_fits(data, seed, draws)
     if "tests" not in out.not_run:
         step("permutation tests")
-        out.tests = frequentist_tests(data, n_resamples=n_resamples, random_state=seed)
+        out.tests = frequentist_tests(
+            data, n_resamples=n_resamples, random_state=seed, n_jobs=n_jobs
+        )
     if "scans" not in out.not_run:
         step("conditional bias scans of false positive rates")
-        out.scans, out.scan_notes = _scans(data, seed, n_resamples)
+        out.scans, out.scan_notes = _scans(data, seed, n_resamples, n_jobs)
     if "per_group" not in out.not_run:
         step("per-group estimates" + (" (with hierarchical Bayes)" if bayes else ""))
         out.per_group = _per_group(data, bayes, seed, draws, hb_main_effects, n_resamples, level)

@@ -25,6 +25,7 @@ def scan_audit_data(
     n_restarts: int = 20,
     penalty: float = 1.0,
     random_state: SeedLike = None,
+    n_jobs: int | None = 1,
 ) -> list[CBSResult]:
     """FPR scans (separation scan for recommendations, Y = 0, higher FPR) with each value of
     each protected attribute as the protected class, over the other protected attributes and
@@ -44,6 +45,9 @@ def scan_audit_data(
     penalty : float, default 1
         As in :func:`~bayesfair.scan.conditional_bias_scan`.
     random_state : None, int or numpy SeedSequence, Generator or RandomState, default None
+    n_jobs : int, optional
+        Permutation chunks run at once through joblib (-1: every core); the p-values do
+        not depend on it.
 
     Returns
     -------
@@ -96,6 +100,7 @@ def scan_audit_data(
                         search=SubsetSearch(penalty=penalty, n_restarts=n_restarts),
                         n_resamples=n_resamples,
                         random_state=random_state,
+                        n_jobs=n_jobs,
                     )
                 )
             except Inestimable as err:  # the scan's own reason, with the columns' names

@@ -107,6 +107,8 @@ def test_progress_is_called_for_each_step(audited):
         ({"progress": 5}, "progress"),
         ({"level": 1.5}, "level"),
         ({"alpha": -1.0}, "alpha"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"n_jobs": 1.5}, "n_jobs"),
     ],
 )
 def test_audit_refuses_bad_arguments_by_name(frame, kw, named):
@@ -115,6 +117,20 @@ def test_audit_refuses_bad_arguments_by_name(frame, kw, named):
         bf.audit(data, **kw)
     with pytest.raises(TypeError, match="data"):
         bf.audit(frame)
+
+
+def test_the_audit_does_not_depend_on_n_jobs(audited):
+    """Two jobs give the audit of one (its seed repeated): the intervals' checks, the
+    permutation tests and the scans run their chunks of replicates and permutations with
+    fixed seeds, whichever worker runs them."""
+    data, res, _ = audited
+    two = bf.audit(data, name="d.csv", n_resamples=19, random_state=res.random_state, n_jobs=2)
+    assert set(two.intervals) == set(res.intervals)
+    for table, cal in res.intervals.items():
+        pd.testing.assert_frame_equal(two.intervals[table].summary(), cal.summary())
+    pd.testing.assert_frame_equal(two.tests, res.tests)
+    assert [s.pvalue for s in two.scans] == [s.pvalue for s in res.scans]
+    pd.testing.assert_frame_equal(two.per_group.table, res.per_group.table)
 
 
 def test_the_report_answers_first(audited):

@@ -932,3 +932,20 @@ def test_the_seed_option_has_the_vocabularys_name(command):
     assert parser.parse_args([*command, "--seed", "7"]).seed == 7
     with pytest.raises(SystemExit):
         parser.parse_args([*command, "--random-state", "-1"])
+
+
+def test_n_jobs_reaches_the_audit_and_a_zero_is_refused(monkeypatch):
+    """--n-jobs is bf.audit's n_jobs (default 1; -1 for every core); 0 or a word is a usage
+    error that names the option."""
+    import bayesfair.cli as cli
+
+    parser = cli.build_parser()
+    assert parser.parse_args(["demo"]).n_jobs == 1
+    assert parser.parse_args(["demo", "--n-jobs", "-1"]).n_jobs == -1
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["demo", "--n-jobs", bad])
+    seen = {}
+    monkeypatch.setattr(cli, "audit", lambda data, **kw: seen.update(kw))
+    cli._whole_audit(None, parser.parse_args(["demo", "--n-jobs", "2"]), bayes=False)
+    assert seen["n_jobs"] == 2
