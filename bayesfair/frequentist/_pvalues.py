@@ -1,5 +1,6 @@
-"""Monte Carlo p-values, Clopper-Pearson bounds and the exact permutation of a rate: the
-pieces the package's permutation tests (rates, AUC, correlation, any metric) share."""
+"""Monte Carlo p-values, Holm's adjustment, Clopper-Pearson bounds and the exact
+permutation of a rate: the pieces the package's permutation tests (rates, AUC, correlation,
+any metric) and the audit's scans share."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ __all__ = [
     "CLASS_CELLS",
     "clopper_pearson",
     "exact_permutation",
+    "holm",
     "inexact_note",
     "monte_carlo_pvalue",
     "monte_carlo_pvalues",
@@ -42,6 +44,32 @@ def monte_carlo_pvalues(null: np.ndarray, observed: np.ndarray, alternative: str
         hits = null <= observed + tol
     k = np.sum(hits & ~np.isnan(null), axis=0)
     return (k + 1) / (null.shape[0] + 1), k
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    r"""Holm's (1979) step-down adjustment of the p-values ``p`` of several tests.
+
+    With the ``m`` p-values that are not NaN sorted, :math:`p_{(1)} \le \dots \le
+    p_{(m)}`, the adjusted :math:`\tilde p_{(i)} = \max_{j \le i} \min(1, (m - j + 1)
+    p_{(j)})`; rejecting where :math:`\tilde p \le \alpha` keeps the chance of any false
+    rejection at most :math:`\alpha` whatever the tests' dependence (the scans of a class
+    and of its complement are far from independent). NaN (a test without a p-value) stays
+    NaN and is not counted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.frequentist._pvalues import holm
+    >>> holm(np.array([0.01, 0.04, 0.03, 0.2, np.nan])).round(2).tolist()
+    [0.04, 0.09, 0.09, 0.2, nan]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    out[order] = np.minimum(np.maximum.accumulate((m - np.arange(m)) * p[order]), 1.0)
+    return out
 
 
 def clopper_pearson(k, n, level: float = 0.99) -> tuple:

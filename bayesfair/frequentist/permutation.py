@@ -37,6 +37,7 @@ from ._pvalues import (
     CLASS_CELLS,
     clopper_pearson,
     exact_permutation,
+    holm,
     inexact_note,
     monte_carlo_pvalue,
     monte_carlo_pvalues,
@@ -646,18 +647,9 @@ def _pairwise_tests(
             "difference": _stat(a, b, metric, False),
             "z": _stat(a, b, metric, True),
             "pvalue": p,
-            "pvalue_holm": _holm(p),
+            "pvalue_holm": holm(p),
         }
     )
-
-
-def _holm(p: np.ndarray) -> np.ndarray:
-    order = np.argsort(p)
-    m = len(p)
-    adj = np.maximum.accumulate((m - np.arange(m)) * p[order])
-    out = np.empty(m)
-    out[order] = np.minimum(adj, 1.0)
-    return out
 
 
 def intersectional_permutation_test(

@@ -7,7 +7,7 @@ from .frequentist import add_frequentist_section, frequentist_tests
 from .html import Figure, KeyValues, Report, Section, Table, Text
 from .intervals import add_interval_section, interval_check_words
 from .plots import plot_group_rates, plot_posterior_boxes, plot_posterior_rates
-from .scan import add_scan_section, scan_audit_data
+from .scan import add_scan_section, scan_audit_data, scans_table
 
 __all__ = [
     "Figure",
@@ -29,4 +29,5 @@ __all__ = [
     "plot_posterior_boxes",
     "plot_posterior_rates",
     "scan_audit_data",
+    "scans_table",
 ]

@@ -24,6 +24,7 @@ from ..metrics import epsilon_df, group_rates, outcome_probabilities
 from ..metrics.rate_intervals import jeffreys_difference, newcombe_difference
 from .html import Report, Section, Table, Text
 from .intervals import interval_check_words
+from .scan import scans_table
 
 __all__ = ["add_answers_section", "audit_answers"]
 
@@ -255,10 +256,12 @@ def _max_t(result: Any, metric: str) -> float | None:
 def _scan_rows(result: Any) -> list[dict]:
     if not result.scans:
         return []
-    s = pd.concat([r.summary() for r in result.scans], ignore_index=True)
+    s = scans_table(result.scans)
     s = s.sort_values(["pvalue", "score"], ascending=[True, False], na_position="last")
     top = s.iloc[0]
-    flagged = top["pvalue"] < 0.05 and top["score"] > 0
+    many = len(s) > 1
+    p_flag = top["pvalue_holm"] if many else top["pvalue"]
+    flagged = p_flag < 0.05 and top["score"] > 0
     where = (
         f"the whole class {top['protected']}"
         if top["subgroup"] == "all values"
@@ -269,14 +272,19 @@ def _scan_rows(result: Any) -> list[dict]:
         f"{top['rate_protected']:.3g} vs {top['rate_comparison']:.3g} outside the class"
         if flagged
         else "no subgroup with a false positive rate above its expectation at p < 0.05"
+        + (f", adjusted for the {len(s)} classes scanned" if many else "")
     )
+    p_text = f"p = {top['pvalue']:.3g} ({int(top['n_resamples'])} permutations)"
+    if many:
+        p_text += f"; {top['pvalue_holm']:.3g} adjusted for the {len(s)} classes scanned (Holm)"
     return [
         {
             "question": "Which subgroup does the bias scan flag?",
             "answer": answer,
             "estimate": top["score"],
-            "interval": f"p = {top['pvalue']:.3g} ({int(top['n_resamples'])} permutations)",
-            "method": "conditional bias scan (Boxer et al.), permutation p-value",
+            "interval": p_text,
+            "method": "conditional bias scan (Boxer et al.), permutation p-value"
+            + (", Holm-adjusted over the classes scanned" if many else ""),
         }
     ]
 

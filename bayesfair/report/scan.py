@@ -11,11 +11,12 @@ from matplotlib.figure import Figure as MplFigure
 from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
+from ..frequentist._pvalues import holm
 from ..scan import CBSResult, SubsetSearch, conditional_bias_scan
 from ..scan.ihat import Inestimable
 from .html import Figure, Report, Table, Text
 
-__all__ = ["add_scan_section", "scan_audit_data"]
+__all__ = ["add_scan_section", "scan_audit_data", "scans_table"]
 
 
 def scan_audit_data(
@@ -114,6 +115,39 @@ def scan_audit_data(
     return out
 
 
+def scans_table(results: Sequence[CBSResult]) -> pd.DataFrame:
+    """One row per scan (:meth:`CBSResult.summary`), with its p-value adjusted for the
+    number of scans (``pvalue_holm``).
+
+    Each scan's permutation p-value accounts for its search over subgroups, within one
+    protected class. An audit scans every value of every protected attribute, and the
+    smallest of several p-values is small by chance more often than each is: Holm's (1979)
+    step-down adjustment keeps the chance of flagging any class wrongly at most the level,
+    whatever the scans' dependence.
+
+    Parameters
+    ----------
+    results : sequence of CBSResult
+
+    Returns
+    -------
+    pandas.DataFrame
+        The summaries' columns and ``pvalue_holm``, in the order of ``results``.
+
+    Examples
+    --------
+    >>> from bayesfair.datasets import make_gaussian_threshold
+    >>> from bayesfair.report import scan_audit_data, scans_table
+    >>> data = make_gaussian_threshold(n_rows=2000, random_state=0).audit_data()
+    >>> t = scans_table(scan_audit_data(data, n_resamples=19, n_restarts=2))
+    >>> bool((t["pvalue_holm"] >= t["pvalue"]).all())
+    True
+    """
+    table = pd.concat([r.summary() for r in results], ignore_index=True)
+    table["pvalue_holm"] = holm(table["pvalue"].to_numpy(float))
+    return table
+
+
 def add_scan_section(
     report: Report, results: Sequence[CBSResult], *, notes: Sequence[str] = ()
 ) -> Report:
@@ -163,10 +197,18 @@ def add_scan_section(
             "estimated from the non-protected class reweighted to resemble the protected class "
             "(Boxer et al.). 'rate_comparison' is the same subgroup in the non-protected class. "
             "p-values come from re-running the whole scan on data with the protected labels "
-            "permuted, so they account for the search over subgroups."
+            "permuted, so they account for the search over subgroups"
+            + (
+                f"; 'pvalue_holm' also for the {len(results)} classes scanned (Holm's "
+                "step-down adjustment: a class is flagged at 0.05 if it is below 0.05)."
+                if len(results) > 1
+                else "."
+            )
         )
     )
-    table = pd.concat([r.summary() for r in results], ignore_index=True)
+    table = scans_table(results)
+    if len(results) == 1:
+        table = table.drop(columns="pvalue_holm")
     table = table.sort_values("score", ascending=False)
     if (table["pvalue_note"] == "").all():  # every p-value computed: nothing to say
         table = table.drop(columns="pvalue_note")

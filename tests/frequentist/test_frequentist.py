@@ -17,7 +17,8 @@ from bayesfair.frequentist import (
     permutation_test_counts,
     required_sample_size,
 )
-from bayesfair.frequentist.permutation import _draw_split, _holm, _pairwise_tests
+from bayesfair.frequentist._pvalues import holm
+from bayesfair.frequentist.permutation import _draw_split, _pairwise_tests
 
 
 def _rows(n, seed, frac=0.2, prev=(0.05, 0.5), acc=0.8):
@@ -222,7 +223,12 @@ def test_permutation_errors():
 
 def test_holm_by_hand():
     p = np.array([0.01, 0.04, 0.03, 0.2])
-    np.testing.assert_allclose(_holm(p), [0.04, 0.09, 0.09, 0.2])
+    np.testing.assert_allclose(holm(p), [0.04, 0.09, 0.09, 0.2])
+    # a test without a p-value is left out of the count and stays NaN
+    np.testing.assert_allclose(holm(np.append(p, np.nan)), [0.04, 0.09, 0.09, 0.2, np.nan])
+    # a step down: never below an earlier adjusted p-value, never above 1
+    np.testing.assert_allclose(holm(np.array([0.4, 0.6, 0.7])), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(holm(np.array([0.6, 0.2])), [0.6, 0.4])
 
 
 def test_intersectional_max_t():
