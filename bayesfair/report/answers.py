@@ -182,35 +182,8 @@ def _error_rows(result: Any, level: float) -> list[dict]:
         ok = den >= 1
         if ok.sum() < 2:
             continue
-        rate = np.where(ok, k / np.maximum(den, 1), np.nan)
-        # the extremes among groups large enough to speak for themselves (the small ones
-        # are named below); all groups with a denominator where fewer than two are
-        large = den >= SMALL_GROUP
-        among = large if large.sum() >= 2 else ok
-        ranked = np.where(among, rate, np.nan)
-        hi_i, lo_i = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
-        scope = (
-            f" (among intersections with {SMALL_GROUP}+ rows in its denominator)"
-            if among is large
-            else ""
-        )
         labels = r["intersection"].reset_index(drop=True)
-        args = (k[hi_i], den[hi_i], k[lo_i], den[lo_i], level)
-        test = _max_t(result, metric)
-        rows.append(
-            {
-                "question": "Which error-rate gaps are largest?",
-                "answer": f"{words}{scope}: "
-                f"{labels[hi_i]} {rate[hi_i]:.3g} (of {den[hi_i]:.0f}) vs "
-                f"{labels[lo_i]} {rate[lo_i]:.3g} (of {den[lo_i]:.0f})"
-                + (f"; max-T test over intersections p = {test:.3g}" if test is not None else ""),
-                "estimate": rate[hi_i] - rate[lo_i],
-                "interval": _interval(*newcombe_difference(*args), f"{level:.0%} CI, Newcombe")
-                + "; "
-                + _interval(*jeffreys_difference(*args), f"{level:.0%} posterior, Jeffreys"),
-                "method": "difference of the extreme intersections' rates",
-            }
-        )
+        rows.append(_gap_row(result, metric, words, labels, k, den, level))
         # epsilon-DF of P(decision | y, s): the equalized-odds form of differential fairness
         d_pos = k if metric == "fpr" else den - k  # decisions = 1 among the class
         p = np.where(ok[:, None], outcome_probabilities(d_pos / np.maximum(den, 1)), np.nan)
@@ -242,6 +215,48 @@ def _error_rows(result: Any, level: float) -> list[dict]:
             }
         )
     return rows
+
+
+def _gap_row(result: Any, metric: str, words: str, labels, k, den, level: float) -> dict:
+    """The answer on the gap between the intersections with the highest and the lowest
+    ``metric`` (rates ``k / den``), among those large enough to speak for themselves (the
+    small ones are named in their own answer; all with a denominator where fewer than two
+    are). The pair is the data's most extreme of all pairs, so its confidence interval is
+    one that holds for every pair at once (Newcombe's at the Bonferroni level): it holds
+    for the pair chosen."""
+    ok = den >= 1
+    rate = np.where(ok, k / np.maximum(den, 1), np.nan)
+    large = den >= SMALL_GROUP
+    among = large if large.sum() >= 2 else ok
+    ranked = np.where(among, rate, np.nan)
+    hi_i, lo_i = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
+    scope = (
+        f" (among intersections with {SMALL_GROUP}+ rows in its denominator)"
+        if among is large
+        else ""
+    )
+    args = (k[hi_i], den[hi_i], k[lo_i], den[lo_i])
+    test = _max_t(result, metric)
+    pairs = int(among.sum() * (among.sum() - 1) // 2)
+    kind = f"{level:.0%} CI, Newcombe"
+    if pairs > 1:
+        kind += (
+            f", simultaneous over the {pairs} pairs (Bonferroni): the pair is the data's most "
+            "extreme"
+        )
+    alone = ", this pair alone" if pairs > 1 else ""
+    return {
+        "question": "Which error-rate gaps are largest?",
+        "answer": f"{words}{scope}: "
+        f"{labels[hi_i]} {rate[hi_i]:.3g} (of {den[hi_i]:.0f}) vs "
+        f"{labels[lo_i]} {rate[lo_i]:.3g} (of {den[lo_i]:.0f})"
+        + (f"; max-T test over intersections p = {test:.3g}" if test is not None else ""),
+        "estimate": rate[hi_i] - rate[lo_i],
+        "interval": _interval(*newcombe_difference(*args, 1 - (1 - level) / pairs), kind)
+        + "; "
+        + _interval(*jeffreys_difference(*args, level), f"{level:.0%} posterior, Jeffreys{alone}"),
+        "method": "difference of the extreme intersections' rates",
+    }
 
 
 def _max_t(result: Any, metric: str) -> float | None:
