@@ -38,6 +38,7 @@ from .report import (
     add_scan_section,
     frequentist_tests,
     scan_audit_data,
+    scans_table,
 )
 
 __all__ = ["FullAuditResult", "audit"]
@@ -140,19 +141,44 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
 
     def _headline(self, part: str) -> str:
         if part == "fairness":
-            t = self.fairness_table()
-            edf = t[(t["method"] == "EDF") & (t["metric"] == "epsilon-DF")]
-            return "; ".join(f"{r.role}: epsilon-DF {r.value:.3g}" for r in edf.itertuples())
+            return self._fairness_headline()
         if part == "tests":
             return f"{len(self.tests)} tests, {self.n_resamples} permutations each"
         if part == "scans":
-            return f"{len(self.scans)} protected classes scanned"
+            words = f"{len(self.scans)} protected classes scanned"
+            t = scans_table(self.scans) if self.scans else None
+            if t is not None and t["pvalue"].notna().any():
+                top = t.loc[t["pvalue"].idxmin()]
+                words += f"; smallest p = {top['pvalue']:.3g}"
+                if len(t) > 1:
+                    words += f", {top['pvalue_holm']:.3g} adjusted for the {len(t)} (Holm)"
+            return words
         if part == "per_group":
             return f"{self.per_group.table['group'].nunique()} groups"
         fits = [*self.bayesian["labels"].values(), *(self.bayesian["decisions"] or {}).values()]
         worst = worst_diagnostics(getattr(m, "diagnostics_", {}) for m in fits)
         words = diagnostics_warning(pd.DataFrame([worst])) if worst else None
         return ", ".join(self.bayesian["labels"]) + (f"; {words}" if words else "")
+
+    def _fairness_headline(self) -> str:
+        """epsilon-DF of labels and decisions: the default (calibrated) estimate and
+        interval where the audit computed it, marked where it fell short of its level;
+        else the EDF."""
+        t = self.fairness_table()
+        edf = t[(t["method"] == "EDF") & (t["metric"] == "epsilon-DF")]
+        parts = []
+        for r in edf.itertuples():
+            cal = self.intervals.get(r.role)
+            if cal is None:
+                parts.append(f"{r.role}: epsilon-DF {r.value:.3g} (EDF)")
+                continue
+            c = cal.intervals.set_index(["metric", "method"]).loc[("epsilon-DF", "calibrated")]
+            short = "; short of its level, see the answers" if "epsilon-DF" in cal.shortfall else ""
+            parts.append(
+                f"{r.role}: epsilon-DF {c['estimate']:.3g} [{c['lower']:.3g}, {c['upper']:.3g}] "
+                f"(default {cal.level:.0%} interval{short})"
+            )
+        return "; ".join(parts)
 
     def to_frame(self) -> pd.DataFrame:
         """The audit's answers (:func:`~bayesfair.report.audit_answers`): one row per answer

@@ -119,6 +119,23 @@ def test_audit_refuses_bad_arguments_by_name(frame, kw, named):
         bf.audit(frame)
 
 
+def test_the_summary_gives_the_default_interval_and_the_adjusted_scan(audited):
+    """The summary's one line on fairness is what the answers lead with: each table's
+    default (calibrated) estimate and interval, not the plug-in EDF; its line on the scans
+    gives the smallest p-value with its Holm adjustment."""
+    from bayesfair.report import scans_table
+
+    res = audited[1]
+    detail = res.summary().set_index("part")["detail"]
+    for role in ("outcome", "decision"):
+        iv = res.intervals[role].intervals.set_index(["metric", "method"])
+        c = iv.loc[("epsilon-DF", "calibrated")]
+        words = f"{role}: epsilon-DF {c['estimate']:.3g} [{c['lower']:.3g}, {c['upper']:.3g}]"
+        assert words + " (default 90% interval" in detail["fairness"]
+    top = scans_table(res.scans).sort_values("pvalue").iloc[0]
+    assert f"{top['pvalue_holm']:.3g} adjusted for the 5 (Holm)" in detail["scans"]
+
+
 def test_the_audit_does_not_depend_on_n_jobs(audited):
     """Two jobs give the audit of one (its seed repeated): the intervals' checks, the
     permutation tests and the scans run their chunks of replicates and permutations with
