@@ -93,12 +93,6 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     bias_correction : dict
         Per metric, how far the calibrated interval (and its estimate) is moved down from the
         hierarchical posterior's: its median's bias in the ``posterior`` scenario.
-    shortfall : dict
-        Per metric whose calibrated interval, even at the largest credible mass (0.999),
-        held its truth in fewer than ``level`` of the replicates of a scenario it was chosen
-        on: ``{scenario: coverage}``. Empty when the level was reached: then the interval
-        can be read at its level on tables like the audited one; otherwise it cannot, and
-        the Clopper-Pearson interval, valid at any size, is the one to read.
     notes : list of str
     """
 
@@ -112,7 +106,6 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     n_replicates: int
     credible_mass: dict[str, float] = field(default_factory=dict)
     bias_correction: dict[str, float] = field(default_factory=dict)
-    shortfall: dict[str, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -128,6 +121,16 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         ).add_prefix("coverage_")
         wide.columns.name = None
         return self.intervals.merge(wide.reset_index(), on=["metric", "method"], how="left")
+
+    @property
+    def shortfall(self) -> dict[str, dict[str, float]]:
+        """Per metric whose calibrated interval, even at the largest credible mass (0.999),
+        held its truth in fewer than ``level`` of the replicates of a scenario it was
+        chosen on: ``{scenario: coverage}`` (read from ``coverage``). Empty when the level
+        was reached: then the interval can be read at its level on tables like the audited
+        one; otherwise it cannot, and the Clopper-Pearson interval, valid at any size, is
+        the one to read."""
+        return _shortfall(self.coverage, self.level)
 
     @property
     def bias_corrected(self) -> bool:
@@ -333,7 +336,8 @@ def interval_calibration(
     rows = []
     for scenario, res in results.items():
         rows += _coverage_rows(scenario, _with_calibrated(res, box, mass, shift))
-    short = _shortfall(rows, level)
+    coverage = pd.DataFrame(rows)
+    short = _shortfall(coverage, level)
     notes.append(_calibration_note(mass, shift, level, box.bias_corrected, short))
     return IntervalCalibration(
         intervals=pd.DataFrame(
@@ -345,30 +349,29 @@ def interval_calibration(
                 "credible_mass": _credible_masses(mass, level),
             }
         ),
-        coverage=pd.DataFrame(rows),
+        coverage=coverage,
         equal_rates_pvalue=pvalue,
         level=level,
         role=name,
         n_replicates=n_replicates,
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
-        shortfall=short,
         notes=notes,
     )
 
 
-def _shortfall(rows: list[dict], level: float) -> dict[str, dict[str, float]]:
+def _shortfall(coverage: pd.DataFrame, level: float) -> dict[str, dict[str, float]]:
     """Per metric, the calibration scenarios in which the calibrated interval's coverage
-    (:func:`_coverage_rows`) stayed below ``level``: possible only at the largest mass,
-    where no mass reached it."""
+    (a calibration's ``coverage`` table) stayed below ``level``: possible only at the
+    largest mass, where no mass reached it."""
+    c = coverage[
+        (coverage["method"] == "calibrated")
+        & coverage["scenario"].isin(CALIBRATION_SCENARIOS)
+        & (coverage["coverage"] < level - 1e-12)
+    ]
     out: dict[str, dict[str, float]] = {}
-    for r in rows:
-        if (
-            r["method"] == "calibrated"
-            and r["scenario"] in CALIBRATION_SCENARIOS
-            and r["coverage"] < level - 1e-12
-        ):
-            out.setdefault(r["metric"], {})[r["scenario"]] = r["coverage"]
+    for r in c.itertuples():
+        out.setdefault(r.metric, {})[r.scenario] = r.coverage
     return out
 
 

@@ -148,7 +148,7 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
             words = f"{len(self.scans)} protected classes scanned"
             t = scans_table(self.scans) if self.scans else None
             if t is not None and t["pvalue"].notna().any():
-                top = t.loc[t["pvalue"].idxmin()]
+                top = t.iloc[0]
                 words += f"; smallest p = {top['pvalue']:.3g}"
                 if len(t) > 1:
                     words += f", {top['pvalue_holm']:.3g} adjusted for the {len(t)} (Holm)"

@@ -272,7 +272,6 @@ def _scan_rows(result: Any) -> list[dict]:
     if not result.scans:
         return []
     s = scans_table(result.scans)
-    s = s.sort_values(["pvalue", "score"], ascending=[True, False], na_position="last")
     top = s.iloc[0]
     many = len(s) > 1
     p_flag = top["pvalue_holm"] if many else top["pvalue"]

@@ -132,7 +132,8 @@ def scans_table(results: Sequence[CBSResult]) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        The summaries' columns and ``pvalue_holm``, in the order of ``results``.
+        The summaries' columns and ``pvalue_holm``, the most significant scan first (by
+        p-value, then score; scans without a p-value last).
 
     Examples
     --------
@@ -145,7 +146,9 @@ def scans_table(results: Sequence[CBSResult]) -> pd.DataFrame:
     """
     table = pd.concat([r.summary() for r in results], ignore_index=True)
     table["pvalue_holm"] = holm(table["pvalue"].to_numpy(float))
-    return table
+    return table.sort_values(
+        ["pvalue", "score"], ascending=[True, False], na_position="last", ignore_index=True
+    )
 
 
 def add_scan_section(
