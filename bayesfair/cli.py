@@ -19,6 +19,7 @@ from ._output import (
     raise_if_stopped,
     stop_on_signals,
 )
+from ._validation import check_n_jobs
 from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT
 from .data import AuditData
 from .datasets import make_gaussian_threshold
@@ -299,15 +300,15 @@ _positive_int = _int_at_least(1, "a positive integer")
 
 
 def _n_jobs(text: str) -> int:
-    """joblib's n_jobs, for --n-jobs: a non-zero integer (-1: every core)."""
+    """joblib's n_jobs, for --n-jobs: a non-zero integer (-1: every core), as
+    check_n_jobs takes it."""
     try:
         value = int(text)
+        check_n_jobs(value)
     except ValueError:
-        value = 0
-    if value == 0:
         raise argparse.ArgumentTypeError(
             f"expected a non-zero integer (-1: every core), got {text!r}"
-        )
+        ) from None
     return value
 
 
