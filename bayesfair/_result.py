@@ -2,7 +2,8 @@
 
 ``summary()`` returns a DataFrame (with the sampler diagnostics where sampling was involved),
 ``to_frame()`` the result's tidy table, and a notebook displays the summary as a table
-(``_repr_html_``), with a warning line when a sampler's diagnostics call for one.
+(``_repr_html_``), with a warning line when a sampler's diagnostics call for one and the
+result's ``notes`` (what its numbers do not hold, what was left out) where it has them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def diagnostics_warning(frame: pd.DataFrame) -> str | None:
     """
     problems = []
     if "r_hat_max" in frame and (frame["r_hat_max"] > R_HAT_LIMIT).any():
-        problems.append(f"R-hat up to {frame['r_hat_max'].max():.3g} (above {R_HAT_LIMIT})")
+        problems.append(f"R-hat up to {frame['r_hat_max'].max():.3f} (above {R_HAT_LIMIT})")
     for col in ("ess_bulk_min", "ess_tail_min"):
         if col in frame and (frame[col] < ESS_LIMIT).any():
             problems.append(f"{col} down to {frame[col].min():.0f} (below {ESS_LIMIT})")
@@ -90,4 +91,6 @@ class ResultMixin:
         head = f"<p><b>{html.escape(type(self).__name__)}</b></p>"
         if warning:
             head += f'<p style="color:#a00">{html.escape(warning)}</p>'
+        for note in getattr(self, "notes", None) or []:
+            head += f'<p style="font-size:90%">{html.escape(str(note))}</p>'
         return head + summary.to_html(max_rows=60, index=False, border=0)

@@ -7,6 +7,7 @@ from .estimators import (
     JamesStein,
     Standard,
     StructuredRegression,
+    empirical_bayes_caveat,
     resolve_estimators,
 )
 from .evaluate import DisaggregatedResult, disaggregated_evaluation
@@ -31,6 +32,7 @@ __all__ = [
     "StructuredRegression",
     "disaggregated_evaluation",
     "empirical_bayes",
+    "empirical_bayes_caveat",
     "goodness_of_fit",
     "group_features",
     "james_stein",

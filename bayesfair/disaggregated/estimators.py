@@ -28,6 +28,7 @@ __all__ = [
     "JamesStein",
     "Standard",
     "StructuredRegression",
+    "empirical_bayes_caveat",
     "resolve_estimators",
 ]
 
@@ -101,6 +102,58 @@ class EmpiricalBayes:
             raise ValueError(
                 f"EmpiricalBayes: `interval` must be one of {EB_INTERVALS}, got {self.interval!r}"
             )
+
+
+def empirical_bayes_caveat(interval: str) -> str:
+    """What empirical Bayes' intervals (``EmpiricalBayes(interval=...)``) hold and do not:
+    the words the result's notes and the report give wherever its intervals are shown.
+
+    Parameters
+    ----------
+    interval : {"prasad_rao", "posterior", "robust"}
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import empirical_bayes_caveat
+    >>> "group by group" in empirical_bayes_caveat("prasad_rao")
+    True
+    """
+    if interval == "robust":
+        return (
+            "Empirical Bayes here is the robust one (Armstrong, Kolesar and Plagborg-Moller "
+            "2022): the groups' spread is estimated with every group counting alike, and "
+            "its intervals hold their level on average over the groups whatever the "
+            "distribution of their true values, not only a normal one. They are "
+            "conservative, and a group far from the others' mean may still be missed: do "
+            "not read them group by group."
+        )
+    if interval == "posterior":
+        text = (
+            "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
+            "treat the estimated mean and spread of the groups as known, and have zero "
+            "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') "
+            "adds the uncertainty of both)."
+        )
+    else:
+        text = (
+            "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
+            "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
+            "error); the paper's plug-in posterior intervals "
+            "(EmpiricalBayes(interval='posterior')) treat both as known "
+            "and have zero width where the spread is estimated as 0."
+        )
+    return text + (
+        " They are calibrated only on average over groups drawn from its normal model: a "
+        "group far from the others' mean is shrunk towards it and its interval misses (on "
+        "the diabetes simulation, 95% intervals covered 0.67-0.93 by metric, 0.47 for the "
+        "quarter of groups farthest from the median); do not read them group by group."
+        " Hierarchical Bayes integrates over both; EmpiricalBayes(interval='robust') "
+        "gives intervals that hold on average over the groups whatever their spread."
+    )
 
 
 @dataclass(frozen=True)

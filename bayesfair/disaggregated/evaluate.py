@@ -41,6 +41,7 @@ from .estimators import (
     EmpiricalBayes,
     HierarchicalBayes,
     StructuredRegression,
+    empirical_bayes_caveat,
     resolve_estimators,
 )
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
@@ -112,6 +113,15 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     diagnostics: dict = field(default_factory=dict)
     grouped: GroupedData | None = field(default=None, repr=False)
     eb_interval: str = "prasad_rao"
+
+    @property
+    def notes(self) -> list[str]:
+        """What the intervals in ``table`` do not hold: empirical Bayes' are not calibrated
+        group by group (:func:`~bayesfair.disaggregated.empirical_bayes_caveat`); empty
+        without empirical Bayes."""
+        if "empirical_bayes" not in set(self.table["estimator"]):
+            return []
+        return [empirical_bayes_caveat(self.eb_interval)]
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-group, per-metric, per-estimator table (``table``).

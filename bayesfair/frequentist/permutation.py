@@ -231,8 +231,11 @@ def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
     of several attributes), or the only two there are."""
     if groups is None:
         if len(labels) != 2:
+            shown = ", ".join(repr(x) for x in labels[:4]) + (", ..." if len(labels) > 4 else "")
             raise ValueError(
-                f"`by` defines {len(labels)} groups; name the two to compare with groups=(a, b)"
+                f"`by` (default: every protected attribute) defines {len(labels)} groups "
+                f"({shown}); name the two to compare with groups=(a, b), or test them all "
+                "at once with intersectional_permutation_test"
             )
         return (labels[0], labels[1])
     if not isinstance(groups, (tuple, list)):

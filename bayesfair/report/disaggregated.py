@@ -137,44 +137,8 @@ def _caveats(result: DisaggregatedResult, have: Sequence[str]) -> list[str]:
                 "departure variance the other groups show; the hierarchical model's "
                 "interval includes the group's own effect, drawn from its learned scale."
             )
-    if "empirical_bayes" in set(result.table["estimator"]):
-        out.append(_empirical_bayes_caveat(result.eb_interval))
+    out.extend(result.notes)
     return out
-
-
-def _empirical_bayes_caveat(interval: str) -> str:
-    if interval == "robust":
-        return (
-            "Empirical Bayes here is the robust one (Armstrong, Kolesar and Plagborg-Moller "
-            "2022): the groups' spread is estimated with every group counting alike, and "
-            "its intervals hold their level on average over the groups whatever the "
-            "distribution of their true values, not only a normal one. They are "
-            "conservative, and a group far from the others' mean may still be missed: do "
-            "not read them group by group."
-        )
-    if interval == "posterior":
-        text = (
-            "Empirical Bayes' intervals are the paper's plug-in posterior intervals: they "
-            "treat the estimated mean and spread of the groups as known, and have zero "
-            "width where the spread is estimated as 0 (EmpiricalBayes(interval='prasad_rao') "
-            "adds the uncertainty of both)."
-        )
-    else:
-        text = (
-            "Empirical Bayes' intervals add to its posterior variance the uncertainty of "
-            "the estimated mean and spread of the groups (Prasad and Rao's mean squared "
-            "error); the paper's plug-in posterior intervals "
-            "(EmpiricalBayes(interval='posterior')) treat both as known "
-            "and have zero width where the spread is estimated as 0."
-        )
-    return text + (
-        " They are calibrated only on average over groups drawn from its normal model: a "
-        "group far from the others' mean is shrunk towards it and its interval misses (on "
-        "the diabetes simulation, 95% intervals covered 0.67-0.93 by metric, 0.47 for the "
-        "quarter of groups farthest from the median); do not read them group by group."
-        " Hierarchical Bayes integrates over both; EmpiricalBayes(interval='robust') "
-        "gives intervals that hold on average over the groups whatever their spread."
-    )
 
 
 def _add_plots(sec, result: DisaggregatedResult, shown: Sequence[str], have: Sequence[str]):

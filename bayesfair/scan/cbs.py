@@ -188,9 +188,31 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
                     "pvalue": np.nan if self.pvalue is None else self.pvalue,
                     "pvalue_note": self._pvalue_note(),
                     "n_resamples": len(self.null_distribution),
+                    "note": self._direction_note(),
                 }
             ]
         )
+
+    def _direction_note(self) -> str:
+        """Words for a scan that found nothing (score 0) in its direction while the
+        protected class departs from its expectation the other way: the bias may be there,
+        in the direction not scanned."""
+        if self.scan.score > 0 or not np.isfinite(self.expected_rate):
+            return ""
+        gap = self.rate_protected - self.expected_rate
+        if self.direction == "positive" and gap < 0:
+            return (
+                f"no subgroup is above its expectation; the protected class is below it "
+                f"({self.rate_protected:.3g} against {self.expected_rate:.3g}): "
+                "direction='negative' scans for that"
+            )
+        if self.direction == "negative" and gap > 0:
+            return (
+                f"no subgroup is below its expectation; the protected class is above it "
+                f"({self.rate_protected:.3g} against {self.expected_rate:.3g}): "
+                "direction='positive' scans for that"
+            )
+        return ""
 
     def _pvalue_note(self) -> str:
         if self.pvalue is None:
@@ -253,13 +275,31 @@ def protected_mask(frame: pd.DataFrame, protected) -> tuple[np.ndarray, str, str
             f"`protected_class` attribute {col!r}",
             ", rows that cannot be placed in or out of the protected class",
         )
+        if isinstance(value, (list, set, frozenset, np.ndarray, pd.Index)):
+            return _values_mask(frame[col], col, list(value))
         mask = (frame[col] == value).to_numpy()
         if not mask.any():
             raise ValueError(f"no row has {col} == {value!r} (the protected class)")
         return mask, f"{col} = {value}", col
     raise TypeError(
         "`protected_class` must be a boolean column, a (column, value) tuple or {column: value}"
+        f" (value: one value or a list of values), got {protected!r}"
     )
+
+
+def _values_mask(col: pd.Series, name: str, values: list) -> tuple[np.ndarray, str, str]:
+    """The rows whose ``name`` is one of ``values``: a protected class of several values of
+    one attribute (``{"race": ["Black", "Hispanic"]}``); each value must occur."""
+    if not values:
+        raise ValueError(f"`protected_class` lists no value of {name!r}")
+    missing = [v for v in values if not (col == v).any()]
+    if missing:
+        raise ValueError(
+            f"no row has {name} == {missing[0]!r} (one of the protected class's values "
+            f"{values}); the column's values are {sorted(map(str, pd.unique(col.dropna())))}"
+        )
+    mask = col.isin(values).to_numpy()
+    return mask, f"{name} in {{{', '.join(map(str, values))}}}", name
 
 
 def frame_and_roles(data, outcome, score, decision):
@@ -510,8 +550,9 @@ def conditional_bias_scan(
         The rows; an :class:`~bayesfair.AuditData` brings its outcome, score and
         decision (a threshold's decision included) as the defaults of those arguments.
     protected_class : str, (column, value) or {column: value}
-        The protected class: a boolean column, or an attribute value (its
-        attribute then leaves the scan and I-hat attributes).
+        The protected class: a boolean column, or an attribute value, or a list of its
+        values (``{"race": ["Black", "Hispanic"]}``; the attribute then leaves the scan and
+        I-hat attributes).
     scan_type : str
         ``"separation_predictions"`` (I = P, C = Y, Gaussian score),
         ``"separation_recommendations"`` (I = P_bin, C = Y),

@@ -507,3 +507,20 @@ def test_names_and_objects_are_the_same_estimators():
     )
     pd.testing.assert_frame_equal(by_name.table, by_object.table)
     assert by_name.table["estimator"].iloc[0] == "standard"
+
+
+def test_empirical_bayes_caveat_is_in_the_result_and_its_display():
+    """Empirical Bayes' default intervals are not calibrated group by group: the result's
+    notes say so (the words the report gives), and so does its notebook display; without
+    empirical Bayes there is no such note."""
+    df = _frame(n=1500)
+    kw = dict(protected=["race", "sex"], outcome="y", decision="d", metrics=["fpr"])
+    res = disaggregated_evaluation(df, estimators=["standard", "empirical_bayes"], **kw)
+    (note,) = res.notes
+    assert "do not read them group by group" in note and "Prasad and Rao" in note
+    assert "do not read them group by group" in res._repr_html_()
+    robust = disaggregated_evaluation(
+        df, estimators=["standard", EmpiricalBayes(interval="robust")], **kw
+    )
+    assert "robust one" in robust.notes[0]
+    assert disaggregated_evaluation(df, estimators=["standard"], **kw).notes == []

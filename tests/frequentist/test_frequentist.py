@@ -179,7 +179,7 @@ def test_permutation_errors():
         "y",
         decision="d",
     )
-    with pytest.raises(ValueError, match="name the two"):
+    with pytest.raises(ValueError, match=r"3 groups \('a', 'b', 'c'\); name the two"):
         permutation_test(three, "fnr")
     # groups by their values: a number for an integer-coded column, a tuple of values
     # for an intersection of several attributes

@@ -484,6 +484,57 @@ def test_cbs_scan_types_and_validation():
             conditional_bias_scan(f, **{**recs, **kw})
 
 
+def test_a_protected_class_of_several_values_is_their_union():
+    """{"race": [a, b]} takes the rows with either value as the protected class (the same
+    scan as a boolean column of them), names both, and refuses a value no row has."""
+    f = _semi(mu_sep=1.5).frame
+    common = dict(
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        attributes=["sex", "age", "charge", "priors"],
+        search=SubsetSearch(n_restarts=5),
+        n_resamples=0,
+        random_state=0,
+    )
+    values = ["African-American", "Hispanic"]
+    both = conditional_bias_scan(f, protected_class={"race": values}, **common)
+    as_column = f.assign(union=f["race"].isin(values))
+    direct = conditional_bias_scan(as_column, protected_class="union", **common)
+    assert both.score == direct.score and both.subgroup == direct.subgroup
+    assert both.n_protected == direct.n_protected
+    assert both.protected_label == "race in {African-American, Hispanic}"
+    with pytest.raises(ValueError, match=r"no row has race == 'Martian' .*'Asian'"):
+        conditional_bias_scan(f, protected_class=("race", ["Hispanic", "Martian"]), **common)
+    with pytest.raises(ValueError, match="lists no value"):
+        conditional_bias_scan(f, protected_class={"race": []}, **common)
+
+
+def test_a_scan_that_finds_nothing_says_when_the_bias_runs_the_other_way():
+    """Injected bias raises the protected class's false positive rate: the negative scan
+    scores 0 and its summary says the class is above its expectation and names the
+    direction that finds it; the positive scan finds it and has no such note."""
+    f = _semi(mu_sep=1.5).frame
+    kw = dict(
+        protected_class="protected",
+        outcome="y",
+        decision="p_bin",
+        scan_type="separation_recommendations",
+        condition_value=0,
+        attributes=["sex", "age", "charge", "priors"],
+        search=SubsetSearch(n_restarts=5),
+        n_resamples=0,
+        random_state=0,
+    )
+    negative = conditional_bias_scan(f, direction="negative", **kw)
+    assert negative.score == 0 and negative.rate_protected > negative.expected_rate
+    note = negative.summary()["note"].iloc[0]
+    assert "protected class is above it" in note and "direction='positive'" in note
+    positive = conditional_bias_scan(f, **kw)
+    assert positive.score > 0 and positive.summary()["note"].iloc[0] == ""
+
+
 def test_scan_options_are_checked_when_built():
     """SubsetSearch, WeightedIhat and BayesianIhat refuse bad settings when constructed, as
     the per-group estimators do, each naming the option (before any data is read)."""
