@@ -78,15 +78,45 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path] = ()) -> Non
 
 
 def _finish(rep: Report, result, args: argparse.Namespace) -> int:
-    """Save the report (and its tables, with ``--tables``), print the fairness table and
-    where they are."""
+    """Save the report (and its tables, with ``--tables``), print the answers (the report's
+    first section) and where they are."""
     raise_if_stopped()
     path = rep.save(args.out, overwrite=args.force)
-    print(result.fairness_table().to_string(index=False))
+    print(answers_text(result.to_frame()))
     print(f"\nreport written to {path}")
     if args.tables:
         print(f"tables written to {rep.save_tables(args.tables).parent} (see index.csv)")
     return 0
+
+
+def answers_text(answers: pd.DataFrame) -> str:
+    """The audit's answers (:meth:`FullAuditResult.to_frame`) as lines for a terminal: each
+    question, then each of its answers with its interval.
+
+    Parameters
+    ----------
+    answers : pandas.DataFrame
+        Columns ``question``, ``answer`` and ``interval``.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> print(answers_text(pd.DataFrame({"question": ["Q?"], "answer": ["a = 1"],
+    ...                                  "interval": ["[0, 2] (90% CI)"]})))
+    Q?
+      - a = 1; [0, 2] (90% CI)
+    """
+    lines = []
+    for question, rows in answers.groupby("question", sort=False):
+        lines.append(str(question))
+        for answer, interval in zip(rows["answer"], rows["interval"], strict=True):
+            shown = isinstance(interval, str) and interval not in ("", "—")
+            lines.append(f"  - {answer}" + (f"; {interval}" if shown else ""))
+    return "\n".join(lines)
 
 
 def _demo(args: argparse.Namespace) -> int:

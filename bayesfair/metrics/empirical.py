@@ -78,11 +78,12 @@ class FairnessEstimate(ResultMixin):  # numpydoc ignore=PR01
             Rows epsilon-DF and gamma-SF.
         """
         hi, lo, y = self.epsilon_pair
+        v = "d" if self.role == "decision" else "y"  # the decisions' rate: P(d=1|s)
         return pd.DataFrame(
             {
                 "metric": ["epsilon-DF", "gamma-SF"],
                 "value": [self.epsilon, self.gamma],
-                "attained_by": [f"P(y={y}|{hi}) / P(y={y}|{lo})", self.gamma_group],
+                "attained_by": [f"P({v}={y}|{hi}) / P({v}={y}|{lo})", self.gamma_group],
                 "method": [self.method] * 2,
                 "role": [self.role] * 2,
                 "pseudo_count": [self.pseudo_count] * 2,

@@ -97,7 +97,7 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                 answer = (
                     f"{r.metric} of decisions minus labels cannot be computed: the metric is "
                     "infinite (a rate of 0 or 1 in some intersection); the smoothed EDF in the "
-                    "fairness table below has a finite one"
+                    "fairness table (fairness_table(), the report) has a finite one"
                 )
             rows.append(
                 {

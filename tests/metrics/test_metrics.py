@@ -223,6 +223,9 @@ def test_bias_amplification_of_estimates():
     )
     amp = bias_amplification(e_d, e_y).set_index("metric")
     assert amp.loc["epsilon-DF", "amplification"] == pytest.approx(e_d.epsilon - e_y.epsilon)
+    # the pair is named by the rate it compares: the labels' P(y|s), the decisions' P(d|s)
+    assert e_y.summary()["attained_by"][0].startswith("P(y=")
+    assert e_d.summary()["attained_by"][0].startswith("P(d=")
     with pytest.raises(ValueError, match="different methods"):
         bias_amplification(empirical_fairness(d, pseudo_count=1.0, role="decision"), e_y)
 
