@@ -140,6 +140,19 @@ class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
     excluded: list[str] = field(default_factory=list)
     diagnostics: dict[str, dict] = field(default_factory=dict)
 
+    @property
+    def notes(self) -> list[str]:
+        """What the intervals in :meth:`summary` are and are not: the posterior's, not
+        checked for coverage here (:func:`~bayesfair.interval_calibration` checks them)."""
+        return [
+            f"lower and upper are the posterior's {self.level:.0%} intervals, not checked "
+            "for coverage here: a posterior of a largest log-ratio (epsilon-DF) sits above "
+            "the truth where intersections are small or alike, and its interval can miss "
+            "more often than its level says. bayesfair.interval_calibration(data) measures "
+            "how often they cover on replicate tables like this one and gives the calibrated "
+            "interval bayesfair.audit reports."
+        ]
+
     def summary(self) -> pd.DataFrame:
         """One row per metric: O, X, posterior mean, quartiles, HDI, and the shares of
         infinite draws (a model probability of exactly 0 or 1 in floating point) and of

@@ -160,6 +160,16 @@ def test_predictive_check_tails_and_misfit():
         lr.predictive_check(level=1.5)
 
 
+def test_posterior_intervals_say_they_are_not_checked_and_where_to_check_them(synth):
+    """posterior_fairness reports the posterior's intervals: its notes (and its notebook
+    display) say they are not checked for coverage and name interval_calibration."""
+    fit = DirichletMultinomial(draws=200, random_state=0).fit(synth.audit_data())
+    res = posterior_fairness(fit, random_state=0)
+    (note,) = res.notes
+    assert "90% intervals, not checked for coverage" in note
+    assert "interval_calibration" in note and "interval_calibration" in res._repr_html_()
+
+
 def test_posterior_fairness_by_a_subset_of_attributes(synth):
     """by= compares the groups of some attributes from the intersectional model: P(y|s_by)
     is each draw's P(y|s) averaged with weights P(s); O of the Dirichlet model is EDF of
