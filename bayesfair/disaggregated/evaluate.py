@@ -499,8 +499,8 @@ def disaggregated_evaluation(
     outcome, decision, score : str
         Outcome (0/1), decision (0/1; for confusion-matrix metrics) and score (for AUC).
     metrics : list or dict
-        Names among "selection_rate", "accuracy", "fpr", "fnr", "tpr", "tnr", "ppv",
-        "npv", "base_rate", "auc", or callables ``f(y_true, y_pred, y_score) -> float``
+        Names among "selection_rate", "accuracy", "fpr", "fnr", "tpr", "tnr", "ppv", "fdr",
+        "npv", "for", "base_rate", "auc", or callables ``f(y_true, y_pred, y_score) -> float``
         (called with one group's arrays; return None or NaN where undefined). A
         callable is named by its ``__name__``; a dict ``{name: metric}`` names them
         (two metrics of one name, such as two lambdas, are an error).

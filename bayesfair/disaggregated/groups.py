@@ -23,11 +23,7 @@ __all__ = ["COUNT_METRICS", "GroupedData", "metric_name", "needed_column"]
 
 _CELLS = ("tp", "fp", "fn", "tn")
 #: count metrics (numerator / denominator cells of the confusion matrix)
-COUNT_METRICS = {
-    k: v
-    for k, v in RATE_DEFINITIONS.items()
-    if k in ("selection_rate", "accuracy", "fnr", "fpr", "tpr", "tnr", "ppv", "npv", "base_rate")
-}
+COUNT_METRICS = dict(RATE_DEFINITIONS)
 _ALIASES = {"sel": "selection_rate", "acc": "accuracy"}
 
 
