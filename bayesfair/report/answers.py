@@ -230,6 +230,9 @@ def _gap_row(result: Any, metric: str, words: str, labels, k, den, level: float)
     among = large if large.sum() >= 2 else ok
     ranked = np.where(among, rate, np.nan)
     hi_i, lo_i = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
+    same = ranked[hi_i] == ranked[lo_i]
+    if same:  # no gap: the pair whose interval is the widest, the two smallest
+        hi_i, lo_i = (int(i) for i in np.argsort(np.where(among, den, np.inf))[:2])
     scope = (
         f" (among intersections with {SMALL_GROUP}+ rows in its denominator)"
         if among is large
@@ -245,11 +248,17 @@ def _gap_row(result: Any, metric: str, words: str, labels, k, den, level: float)
             "extreme"
         )
     alone = ", this pair alone" if pairs > 1 else ""
+    if same:
+        kind += f"; of the two smallest intersections, {labels[hi_i]} and {labels[lo_i]}"
+        found = f"{rate[hi_i]:.3g} in every one of the {int(among.sum())} intersections, no gap"
+    else:
+        found = (
+            f"{labels[hi_i]} {rate[hi_i]:.3g} (of {den[hi_i]:.0f}) vs "
+            f"{labels[lo_i]} {rate[lo_i]:.3g} (of {den[lo_i]:.0f})"
+        )
     return {
         "question": "Which error-rate gaps are largest?",
-        "answer": f"{words}{scope}: "
-        f"{labels[hi_i]} {rate[hi_i]:.3g} (of {den[hi_i]:.0f}) vs "
-        f"{labels[lo_i]} {rate[lo_i]:.3g} (of {den[lo_i]:.0f})"
+        "answer": f"{words}{scope}: {found}"
         + (f"; max-T test over intersections p = {test:.3g}" if test is not None else ""),
         "estimate": rate[hi_i] - rate[lo_i],
         "interval": _interval(*newcombe_difference(*args, 1 - (1 - level) / pairs), kind)

@@ -80,7 +80,8 @@ def scan_audit_data(
     # named after the audit's own columns, which the results' descriptions show
     f, outcome, decision = data._coded_frame(attrs)
     f[attrs] = f[attrs].astype(str)
-    out, skipped = [], []
+    out: list[CBSResult] = []
+    skipped: dict[str, list[str]] = {}  # reason -> the classes it stopped
     for attr in data.protected:
         if len(attrs) < 2:
             break
@@ -105,14 +106,22 @@ def scan_audit_data(
                     )
                 )
             except Inestimable as err:  # the scan's own reason, with the columns' names
-                skipped.append(f"{attr} = {value} ({err})")
+                skipped.setdefault(str(err), []).append(f"{attr} = {value}")
     if skipped:
+        total = sum(map(len, skipped.values()))
         warnings.warn(
-            f"{len(skipped)} protected class(es) not scanned: {'; '.join(skipped)}",
+            f"{total} protected class(es) not scanned: "
+            + "; ".join(f"{_listed(names)} ({why})" for why, names in skipped.items()),
             UserWarning,
             stacklevel=2,
         )
     return out
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    """``names`` joined, the first ``most`` of them and how many more."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def scans_table(results: Sequence[CBSResult]) -> pd.DataFrame:

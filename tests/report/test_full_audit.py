@@ -255,6 +255,24 @@ def test_the_gap_of_the_extreme_pair_has_an_interval_that_allows_for_its_choice(
     assert "Jeffreys, this pair alone" in row["interval"]
 
 
+def test_without_a_gap_the_answer_says_so_and_names_two_intersections():
+    """Every intersection's false positive rate 0 (a classifier without errors): the
+    answer says there is no gap instead of comparing an intersection with itself, and its
+    interval is that of the two smallest intersections, the widest."""
+    from types import SimpleNamespace
+
+    from bayesfair.report.answers import _gap_row
+
+    labels = pd.Series(["a", "b", "c", "d"])
+    den = np.array([50.0, 31.0, 80.0, 35.0])
+    row = _gap_row(SimpleNamespace(tests=None), "fpr", "fpr", labels, np.zeros(4), den, 0.9)
+    assert "0 in every one of the 4 intersections, no gap" in row["answer"]
+    assert row["estimate"] == 0
+    assert "of the two smallest intersections, b and d" in row["interval"]
+    lo, hi = map(float, re.search(r"\[([-0-9.e]+), ([-0-9.e]+)\]", row["interval"]).groups())
+    assert lo < 0 < hi
+
+
 def test_newcombe_interval_by_hand():
     from bayesfair.metrics import newcombe_difference, wilson_interval
 
