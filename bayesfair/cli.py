@@ -471,7 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument(
         "--bayes",
         action="store_true",
-        help="add the Bayesian section (EDF, HLR fits) and hierarchical Bayes per group",
+        help="add the Bayesian section (Dirichlet-multinomial and HLR fits) and hierarchical "
+        "Bayes per group",
     )
     _add_audit_options(a, seed=None)
     a.add_argument("--out", default="report.html", help="report path (default: report.html)")

@@ -158,7 +158,8 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         fits = [*self.bayesian["labels"].values(), *(self.bayesian["decisions"] or {}).values()]
         worst = worst_diagnostics(getattr(m, "diagnostics_", {}) for m in fits)
         words = diagnostics_warning(pd.DataFrame([worst])) if worst else None
-        return ", ".join(self.bayesian["labels"]) + (f"; {words}" if words else "")
+        names = [_MODEL_NAMES.get(name, name) for name in self.bayesian["labels"]]
+        return " and ".join(names) + " fitted" + (f"; {words}" if words else "")
 
     def _fairness_headline(self) -> str:
         """epsilon-DF of labels and decisions: the default (calibrated) estimate and
@@ -285,6 +286,10 @@ def _calibrated_intervals(
         except ValueError as err:
             notes.append(f"{key}: no interval ({err})")
     return out, notes
+
+
+#: the Bayesian fits' keys (Foulds et al.'s names) in words
+_MODEL_NAMES = {"EDF": "Dirichlet-multinomial", "HLR": "hierarchical logistic regression"}
 
 
 def _bayesian_fits(data: AuditData, seed: int, draws: int) -> dict:

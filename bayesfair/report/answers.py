@@ -76,7 +76,9 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                         "question": f"How unequal are {words} across intersections?",
                         "answer": f"{metric} of {role}: posterior median {_fmt(med)}",
                         "estimate": med,
-                        "interval": _interval(lo, hi, f"{level:.0%} HDI, posterior"),
+                        "interval": _interval(
+                            lo, hi, f"{level:.0%} HDI, posterior, not checked for coverage"
+                        ),
                         "method": "Bayesian: hierarchical logistic regression (NUTS)",
                     }
                 )

@@ -336,4 +336,8 @@ def test_a_seeded_bayesian_audit_repeats_and_reports_at_its_level(frame):
     tables = re.compile(r"<table.*?</table>", re.S)
     assert tables.findall(html) == tables.findall(again.report().to_html())
     assert "Intervals are 80% HDIs" in html and "Intervals are 90% HDIs" not in html
-    assert "80% HDI, posterior" in bf.report.audit_answers(first)["interval"].str.cat()
+    assert "80% HDI, posterior, not checked for coverage" in (
+        bf.report.audit_answers(first)["interval"].str.cat()
+    )
+    detail = first.summary().set_index("part").loc["bayesian", "detail"]
+    assert detail.startswith("Dirichlet-multinomial and hierarchical logistic regression fitted")
