@@ -196,6 +196,35 @@ class LearningCurveResult(ResultMixin):  # numpydoc ignore=PR01
     level: float = LEVEL
     boot_deltas: dict = field(default_factory=dict, repr=False)
 
+    @property
+    def notes(self) -> list[str]:
+        """Where a fit cannot be read as a learning curve: three sizes fit its three
+        parameters exactly (no residual checks the curve's shape), and a fit on a bound
+        (alpha = 0, beta at 0 or 5, or delta at 0): the curve does not fall like n^-beta
+        over the sizes, alpha and beta are not identified, and delta is not an
+        extrapolation."""
+        out = []
+        if self.curves["n"].nunique() == 3:
+            out.append(
+                "three training sizes fit the curve's three parameters exactly: nothing "
+                "checks its shape; give more sizes to extrapolate"
+            )
+        f = self.fits.dropna(subset=["beta"])
+        bound = (
+            (f["alpha"] <= 1e-12)
+            | (f["beta"] <= 1e-6)
+            | (f["beta"] >= 5 - 1e-6)
+            | (f["delta"].abs() <= 1e-12)
+        )
+        if bound.any():
+            out.append(
+                f"the fit of {', '.join(map(str, f.loc[bound, 'group']))} sits on a bound "
+                "(alpha = 0, beta at 0 or 5, or delta at 0): its curve does not fall like "
+                "n^-beta over these sizes, alpha and beta are not identified, and delta is "
+                "not an extrapolation (read loss_at_largest_n and the curves)"
+            )
+        return out
+
     def summary(self) -> pd.DataFrame:
         """Per group: the fitted asymptote delta (the loss with unlimited data), alpha and
         beta of delta + alpha n^-beta, and delta's bootstrap interval (``fits``).

@@ -70,6 +70,7 @@ def test_learning_curves_recover_group_noise():
     assert (fits["lower"] <= fits["upper"]).all()
     mc = res.mean_curves()
     assert (mc.iloc[0] > mc.iloc[-1]).all()  # more data, less loss
+    assert res.notes == []  # curves that fall like n^-beta: nothing to warn of
     res.plot()
     assert res.plot(extrapolate_to=5000).get_lines()[1].get_xdata().max() == pytest.approx(5000)
     # a size the curves cannot reach, or something to draw into that is no Axes, is
@@ -203,6 +204,14 @@ def test_pow3_asymptote_of_a_nonnegative_loss_is_nonnegative():
         assert ((d >= 0) & (d <= 1)).all()
     assert res.fits[["delta", "lower", "upper"]].apply(np.isfinite).all().all()
     assert (res.fits["lower"] >= 0).all()
+    # nothing learned: the notes name the group whose fit sits on a bound (a; b's noise
+    # happened to fall over the sizes) and send the reader to the losses themselves
+    (note,) = res.notes
+    assert "the fit of a sits on a bound" in note and "loss_at_largest_n" in note
+    three = group_learning_curves(
+        LogisticRegression(), X, y, g, sizes=[20, 40, 80], n_repeats=3, loss="zero_one"
+    )
+    assert any(n.startswith("three training sizes fit") for n in three.notes)
 
 
 def test_bias_variance_noise_add_up_for_squared_loss():
