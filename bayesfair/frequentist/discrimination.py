@@ -178,11 +178,24 @@ def _row_loss(name: str, data: AuditData | None) -> np.ndarray:
     return ROW_LOSSES[name](data.row_outcome.astype(float), p)
 
 
+def _two_of(loss: np.ndarray, group: np.ndarray, groups, labels: list):
+    """The rows of the two ``groups`` (values of ``group``, each present) of ``loss``."""
+    if not isinstance(groups, (tuple, list)) or len(groups) != 2 or groups[0] == groups[1]:
+        raise ValueError(f"`groups` must be two distinct values of `group`, got {groups!r}")
+    for g in groups:
+        if not (group == g).any():
+            shown = [str(v) for v in labels[:8]]
+            raise ValueError(f"`groups`: no row has group {g!r}; its values are {shown}")
+    keep = np.isin(group, list(groups))
+    return loss[keep], group[keep]
+
+
 def discrimination_test(
     loss: np.ndarray | str,
     group: np.ndarray | None = None,
     *,
     data: AuditData | None = None,
+    groups: tuple | None = None,
     level: float = LEVEL,
 ) -> DiscriminationTestResult:
     """z-test and interval for the discrimination level of a loss between two groups.
@@ -199,6 +212,9 @@ def discrimination_test(
         its single protected column, which must have two values).
     data : AuditData, optional
         Where a named loss is computed from.
+    groups : tuple, optional
+        The two values of ``group`` to compare, when it has more (the other rows take no
+        part); as the permutation tests' ``groups``.
     level : float, default 0.9
         Confidence level of the interval.
 
@@ -232,10 +248,17 @@ def discrimination_test(
         raise ValueError(f"`loss` has {int((~np.isfinite(loss)).sum())} missing or infinite values")
     check_no_missing_groups(pd.Series(group), "`group`")
     labels = list(pd.unique(group))
+    if groups is not None:
+        loss, group = _two_of(loss, group, groups, labels)
+        labels = list(groups)
     if len(labels) != 2:
         shown = [str(v) for v in labels[:5]]
-        raise ValueError(f"`group` must have exactly two values, got {len(labels)}: {shown}")
-    labels = sorted(labels, key=str)
+        raise ValueError(
+            f"`group` must have exactly two values, got {len(labels)}: {shown}; name the two "
+            "to compare with groups=(a, b)"
+        )
+    if groups is None:  # in their sorted order; named groups in the order named
+        labels = sorted(labels, key=str)
     a, b = (loss[group == g] for g in labels)
     for lab, part in zip(labels, (a, b), strict=True):
         if len(part) < 2:

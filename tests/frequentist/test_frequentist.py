@@ -404,6 +404,25 @@ def test_discrimination_test_by_hand():
             discrimination_test(np.r_[a, b], g, level=bad)
 
 
+def test_discrimination_test_of_two_named_groups_among_more():
+    """groups=(a, b) compares two of several groups, in the order named: the same test
+    as on their rows alone; a group no row has, or a pair that is not one, is refused."""
+    rng = np.random.default_rng(1)
+    g = rng.choice(["w", "m", "x"], 600, p=[0.45, 0.5, 0.05])
+    loss = (rng.random(600) < np.where(g == "w", 0.3, 0.2)).astype(float)
+    res = discrimination_test(loss, g, groups=("w", "m"))
+    keep = np.isin(g, ["w", "m"])
+    alone = discrimination_test(loss[keep], g[keep])  # sorted: m, then w
+    assert res.groups == ("w", "m") and res.difference == pytest.approx(-alone.difference)
+    assert res.pvalue == pytest.approx(alone.pvalue) and res.n == alone.n
+    with pytest.raises(ValueError, match=r"got 3: .*; name the two to compare with groups"):
+        discrimination_test(loss, g)
+    with pytest.raises(ValueError, match=r"no row has group 'z'; its values are"):
+        discrimination_test(loss, g, groups=("w", "z"))
+    with pytest.raises(ValueError, match="two distinct values"):
+        discrimination_test(loss, g, groups=("w", "w"))
+
+
 def test_discrimination_test_needs_two_rows_per_group():
     loss = np.r_[1.0, np.full(9, 0.5)]
     with pytest.raises(ValueError, match="group 'a' has 1 row: the test needs at least two"):
