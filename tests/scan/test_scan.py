@@ -484,20 +484,24 @@ def test_cbs_scan_types_and_validation():
             conditional_bias_scan(f, **{**recs, **kw})
 
 
+#: an FPR scan of the semi-synthetic data without permutations (the scan, not its p-value)
+_FPR_SCAN = dict(
+    outcome="y",
+    decision="p_bin",
+    scan_type="separation_recommendations",
+    condition_value=0,
+    attributes=["sex", "age", "charge", "priors"],
+    search=SubsetSearch(n_restarts=5),
+    n_resamples=0,
+    random_state=0,
+)
+
+
 def test_a_protected_class_of_several_values_is_their_union():
     """{"race": [a, b]} takes the rows with either value as the protected class (the same
     scan as a boolean column of them), names both, and refuses a value no row has."""
     f = _semi(mu_sep=1.5).frame
-    common = dict(
-        outcome="y",
-        decision="p_bin",
-        scan_type="separation_recommendations",
-        condition_value=0,
-        attributes=["sex", "age", "charge", "priors"],
-        search=SubsetSearch(n_restarts=5),
-        n_resamples=0,
-        random_state=0,
-    )
+    common = _FPR_SCAN
     values = ["African-American", "Hispanic"]
     both = conditional_bias_scan(f, protected_class={"race": values}, **common)
     as_column = f.assign(union=f["race"].isin(values))
@@ -516,17 +520,7 @@ def test_a_scan_that_finds_nothing_says_when_the_bias_runs_the_other_way():
     scores 0 and its summary says the class is above its expectation and names the
     direction that finds it; the positive scan finds it and has no such note."""
     f = _semi(mu_sep=1.5).frame
-    kw = dict(
-        protected_class="protected",
-        outcome="y",
-        decision="p_bin",
-        scan_type="separation_recommendations",
-        condition_value=0,
-        attributes=["sex", "age", "charge", "priors"],
-        search=SubsetSearch(n_restarts=5),
-        n_resamples=0,
-        random_state=0,
-    )
+    kw = dict(protected_class="protected", **_FPR_SCAN)
     negative = conditional_bias_scan(f, direction="negative", **kw)
     assert negative.score == 0 and negative.rate_protected > negative.expected_rate
     note = negative.summary()["note"].iloc[0]
