@@ -139,6 +139,12 @@ def check_binary(
     if not ok.all():
         bad = _plain(pd.unique(arr[~ok])[:5])
         hint = "; pass pos_label= to say which value means 1" if takes_pos_label else ""
+        if role == "decision" and ((arr >= 0) & (arr <= 1)).all():
+            # fractions in [0, 1]: scores passed as decisions
+            hint = (
+                "; these look like scores: pass them as score= (y_score= in from_arrays) "
+                "with threshold= to turn them into decisions"
+            )
         raise ValueError(f"{role} column {column!r} must contain only 0 and 1, found {bad}{hint}")
     return arr.astype(np.uint8)
 

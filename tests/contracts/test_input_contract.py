@@ -154,3 +154,16 @@ def test_from_arrays_names_features_and_takes_several():
     )
     assert series.protected == ("sensitive_feature_0",)  # paired by position, not index
     assert series.table["positives"].tolist() == [1, 1]
+
+
+def test_scores_passed_as_decisions_are_refused_with_the_way_to_pass_them():
+    """Probabilities given as y_pred (a common slip with fairlearn's signature) are
+    refused with how to pass them: as the score, with a threshold."""
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"look like scores: pass them as score= \(y_score="):
+        bf.AuditData.from_arrays(
+            rng.integers(0, 2, 50), rng.random(50), sensitive_features=["a", "b"] * 25
+        )
+    codes = pd.DataFrame({"g": ["a", "b"] * 25, "y": [0, 1] * 25, "d": [0, 2] * 25})
+    with pytest.raises(ValueError, match=r"found \[2\]; pass pos_label="):  # not fractions
+        bf.AuditData(codes, ["g"], "y", decision="d")
