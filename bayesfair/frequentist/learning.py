@@ -200,9 +200,9 @@ class LearningCurveResult(ResultMixin):  # numpydoc ignore=PR01
     def notes(self) -> list[str]:
         """Where a fit cannot be read as a learning curve: three sizes fit its three
         parameters exactly (no residual checks the curve's shape), and a fit on a bound
-        (alpha = 0, beta at 0 or 5, or delta at 0): the curve does not fall like n^-beta
-        over the sizes, alpha and beta are not identified, and delta is not an
-        extrapolation."""
+        (alpha = 0, beta at 0 or 5, or delta at 0 with beta near 0): the curve does not
+        fall like n^-beta over the sizes, alpha and beta are not identified, and delta is
+        not an extrapolation."""
         out = []
         if self.curves["n"].nunique() == 3:
             out.append(
@@ -210,11 +210,13 @@ class LearningCurveResult(ResultMixin):  # numpydoc ignore=PR01
                 "checks its shape; give more sizes to extrapolate"
             )
         f = self.fits.dropna(subset=["beta"])
+        # delta at its floor 0 with a small beta: the flat curve whose delta and alpha trade
+        # off (_fit_pow3); with a larger beta a loss that falls to 0 is a fit like any other
         bound = (
             (f["alpha"] <= 1e-12)
             | (f["beta"] <= 1e-6)
             | (f["beta"] >= 5 - 1e-6)
-            | (f["delta"].abs() <= 1e-12)
+            | ((f["delta"].abs() <= 1e-12) & (f["beta"] < 0.1))
         )
         if bound.any():
             out.append(

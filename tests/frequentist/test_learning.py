@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.tree import DecisionTreeRegressor
@@ -426,3 +427,16 @@ def test_unused_categories_of_the_groups_are_named():
             n_repeats=3,
             random_state=0,
         )
+
+
+def test_a_curve_that_falls_to_zero_is_not_flagged():
+    """A loss that falls like n^-0.5 to 0 (delta at its floor, beta well away from 0) is a
+    learning curve like any other: no note; the same loss flat over the sizes is noted."""
+    from bayesfair.frequentist.learning import LearningCurveResult
+
+    n = np.array([50, 100, 200, 400, 800])
+    curves = pd.DataFrame({"group": "a", "n": n, "repeat": 0, "loss": 2.0 * n**-0.5})
+    fits = pd.DataFrame([{"group": "a", "delta": 0.0, "alpha": 2.0, "beta": 0.5}])
+    assert LearningCurveResult(curves, fits).notes == []
+    flat = fits.assign(alpha=0.4, beta=0.01)
+    assert "the fit of a sits on a bound" in LearningCurveResult(curves, flat).notes[0]
