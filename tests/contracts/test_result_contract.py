@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import warnings
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -132,6 +133,18 @@ def test_the_result_contract(results, name):
     html = res._repr_html_()
     assert "<table" in html and name in html
     assert name in repr(res) or type(res).__name__ in repr(res)
+    for note in getattr(res, "notes", None) or []:  # what its numbers do not hold, shown
+        assert escape(str(note)) in html
+
+
+def test_the_diagnostics_warning_shows_r_hat_to_three_decimals():
+    """1.0123 reads '1.012 (above 1.01)', not '1.01 (above 1.01)'; below 1.01 no warning."""
+    from bayesfair._result import diagnostics_warning
+
+    assert "R-hat up to 1.012 (above 1.01)" in diagnostics_warning(
+        pd.DataFrame({"r_hat_max": [1.0123]})
+    )
+    assert diagnostics_warning(pd.DataFrame({"r_hat_max": [1.005]})) is None
 
 
 def test_a_poor_fit_says_so_in_its_summary(data):
