@@ -14,7 +14,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["compact_repr"]
+__all__ = ["compact_repr", "listed"]
+
+
+def listed(items, most: int, sep: str = "; ") -> str:
+    """The first ``most`` of ``items`` joined by ``sep``, and how many more there are: how
+    a message names what was left out or set apart.
+
+    Examples
+    --------
+    >>> listed(["a", "b", "c"], 2)
+    'a; b; and 1 more'
+    """
+    items = [str(x) for x in items]
+    more = f"{sep}and {len(items) - most} more" if len(items) > most else ""
+    return sep.join(items[:most]) + more
 
 
 def _short(value: Any, depth: int = 0) -> str:

@@ -16,6 +16,7 @@ from .._validation import check_no_missing_groups, check_open_probability, check
 from .._vocabulary import LEVEL, interval_columns
 from ..data import AuditData
 from .learning import ROW_LOSSES
+from .permutation import two_groups
 
 __all__ = ["DiscriminationTestResult", "discrimination_test"]
 
@@ -178,18 +179,6 @@ def _row_loss(name: str, data: AuditData | None) -> np.ndarray:
     return ROW_LOSSES[name](data.row_outcome.astype(float), p)
 
 
-def _two_of(loss: np.ndarray, group: np.ndarray, groups, labels: list):
-    """The rows of the two ``groups`` (values of ``group``, each present) of ``loss``."""
-    if not isinstance(groups, (tuple, list)) or len(groups) != 2 or groups[0] == groups[1]:
-        raise ValueError(f"`groups` must be two distinct values of `group`, got {groups!r}")
-    for g in groups:
-        if not (group == g).any():
-            shown = [str(v) for v in labels[:8]]
-            raise ValueError(f"`groups`: no row has group {g!r}; its values are {shown}")
-    keep = np.isin(group, list(groups))
-    return loss[keep], group[keep]
-
-
 def discrimination_test(
     loss: np.ndarray | str,
     group: np.ndarray | None = None,
@@ -248,9 +237,11 @@ def discrimination_test(
         raise ValueError(f"`loss` has {int((~np.isfinite(loss)).sum())} missing or infinite values")
     check_no_missing_groups(pd.Series(group), "`group`")
     labels = list(pd.unique(group))
-    if groups is not None:
-        loss, group = _two_of(loss, group, groups, labels)
-        labels = list(groups)
+    if groups is not None:  # checked and named as the permutation tests' groups
+        named = two_groups([str(v) for v in labels], groups)
+        group = group.astype(str)
+        keep = np.isin(group, named)
+        loss, group, labels = loss[keep], group[keep], list(named)
     if len(labels) != 2:
         shown = [str(v) for v in labels[:5]]
         raise ValueError(

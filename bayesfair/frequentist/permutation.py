@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 
 from .._parallel import N_CHUNKS, chunked_resamples
 from .._plotting import dot_plot, literal, new_axes
-from .._repr import compact_repr
+from .._repr import compact_repr, listed
 from .._result import ResultMixin
 from .._validation import (
     MAX_COUNT,
@@ -758,7 +758,7 @@ def intersectional_permutation_test(
     if not keep.all():
         left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
         empty = int((table.loc[~keep, "n"] == 0).sum())
-        shown = "; ".join(map(str, left[:5])) + (f"; and {len(left) - 5} more" * (len(left) > 5))
+        shown = listed(left, 5)
         why = [f"{empty} without rows"] * (empty > 0) + [
             f"{len(left) - empty} without rows in its denominator"
         ] * (len(left) > empty)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._repr import listed
 from ..calibration import AMPLIFICATION, table_name
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, group_rates, outcome_probabilities
@@ -319,14 +320,11 @@ def _small_rows(result: Any) -> list[dict]:
     empty = t.loc[t["n"] == 0, "intersection"].tolist()
     small = t.loc[(t["n"] > 0) & (t["n"] < SMALL_GROUP), "intersection"].tolist()
 
-    def names(xs: list[str]) -> str:
-        return "; ".join(xs[:6]) + (f"; and {len(xs) - 6} more" if len(xs) > 6 else "")
-
     parts = []
     if empty:
-        parts.append(f"{len(empty)} without rows ({names(empty)})")
+        parts.append(f"{len(empty)} without rows ({listed(empty, 6)})")
     if small:
-        parts.append(f"{len(small)} with fewer than {SMALL_GROUP} rows ({names(small)})")
+        parts.append(f"{len(small)} with fewer than {SMALL_GROUP} rows ({listed(small, 6)})")
     answer = "; ".join(parts) if parts else f"none: every intersection has {SMALL_GROUP}+ rows"
     if parts and result.per_group is not None:
         answer += "; see the per-group estimates, which borrow strength across groups"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from .._repr import listed
 from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
@@ -111,17 +112,11 @@ def scan_audit_data(
         total = sum(map(len, skipped.values()))
         warnings.warn(
             f"{total} protected class(es) not scanned: "
-            + "; ".join(f"{_listed(names)} ({why})" for why, names in skipped.items()),
+            + "; ".join(f"{listed(names, 8, ', ')} ({why})" for why, names in skipped.items()),
             UserWarning,
             stacklevel=2,
         )
     return out
-
-
-def _listed(names: list[str], most: int = 8) -> str:
-    """``names`` joined, the first ``most`` of them and how many more."""
-    more = f" and {len(names) - most} more" if len(names) > most else ""
-    return ", ".join(names[:most]) + more
 
 
 def scans_table(results: Sequence[CBSResult]) -> pd.DataFrame:

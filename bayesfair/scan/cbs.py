@@ -199,20 +199,16 @@ class CBSResult(ResultMixin):  # numpydoc ignore=PR01
         in the direction not scanned."""
         if self.scan.score > 0 or not np.isfinite(self.expected_rate):
             return ""
-        gap = self.rate_protected - self.expected_rate
-        if self.direction == "positive" and gap < 0:
-            return (
-                f"no subgroup is above its expectation; the protected class is below it "
-                f"({self.rate_protected:.3g} against {self.expected_rate:.3g}): "
-                "direction='negative' scans for that"
-            )
-        if self.direction == "negative" and gap > 0:
-            return (
-                f"no subgroup is below its expectation; the protected class is above it "
-                f"({self.rate_protected:.3g} against {self.expected_rate:.3g}): "
-                "direction='positive' scans for that"
-            )
-        return ""
+        positive = self.direction == "positive"
+        gap = (self.rate_protected - self.expected_rate) * (1 if positive else -1)
+        if gap >= 0:  # the class departs, if at all, in the direction scanned
+            return ""
+        scanned, other = ("above", "below") if positive else ("below", "above")
+        return (
+            f"no subgroup is {scanned} its expectation; the protected class is {other} it "
+            f"({self.rate_protected:.3g} against {self.expected_rate:.3g}): "
+            f"direction='{'negative' if positive else 'positive'}' scans for that"
+        )
 
     def _pvalue_note(self) -> str:
         if self.pvalue is None:
