@@ -81,6 +81,10 @@ def _plain(values) -> list:
     return [v.item() if hasattr(v, "item") else v for v in values]
 
 
+#: what a column coded with two values other than 0/1 needs
+POS_LABEL_HINT = "pass pos_label= (command line: --pos-label) to say which value means 1"
+
+
 def check_binary(
     values: pd.Series,
     column: str,
@@ -129,16 +133,16 @@ def check_binary(
             f"{role} column {column!r} must be binary (bool or 0/1), got dtype {dtype} with "
             f"values like {seen}; "
             + (
-                "pass pos_label= to say which value means 1"
+                POS_LABEL_HINT
                 if takes_pos_label
-                else "recode it as 0/1 or boolean (for example df[col] == 'yes')"
+                else f"recode it as 0/1 or boolean (for example df[{column!r}] == {seen[0]!r})"
             )
         )
     arr = values.to_numpy()
     ok = (arr == 0) | (arr == 1)
     if not ok.all():
         bad = _plain(pd.unique(arr[~ok])[:5])
-        hint = "; pass pos_label= to say which value means 1" if takes_pos_label else ""
+        hint = f"; {POS_LABEL_HINT}" if takes_pos_label else "; recode it as 0/1 or boolean"
         if role == "decision" and ((arr >= 0) & (arr <= 1)).all():
             # fractions in [0, 1]: scores passed as decisions
             hint = (

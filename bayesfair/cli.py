@@ -79,10 +79,12 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[Path] = ()) -> Non
 
 def _finish(rep: Report, result, args: argparse.Namespace) -> int:
     """Save the report (and its tables, with ``--tables``), print the answers (the report's
-    first section) and where they are."""
+    first section), the parts that did not run and why, and where the report is."""
     raise_if_stopped()
     path = rep.save(args.out, overwrite=args.force)
     print(answers_text(result.to_frame()))
+    if result.not_run:
+        print("Not run:\n" + "\n".join(f"  - {line}" for line in result.not_run_lines()))
     print(f"\nreport written to {path}")
     if args.tables:
         print(f"tables written to {rep.save_tables(args.tables).parent} (see index.csv)")

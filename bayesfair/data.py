@@ -191,7 +191,8 @@ class AuditData:
     score : str, optional
         Predicted probability of the positive outcome, in [0, 1].
     decision : str, optional
-        Binary decision of the audited mechanism.  When absent and ``threshold``
+        Binary decision of the audited mechanism, coded as the outcome: bool, 0/1, or
+        the outcome's two values with ``pos_label``.  When absent and ``threshold``
         is given, the decision is ``score >= threshold``.
     threshold : float, optional
         Threshold that turns ``score`` into a decision.
@@ -199,7 +200,8 @@ class AuditData:
         Further columns kept for methods that condition on them (bias scans,
         structured regression).  They are checked for presence only.
     pos_label : object, optional
-        Value of the outcome column that means 1, for non-0/1 codings.
+        Value of the outcome column (and of a decision column of the same coding) that
+        means 1, for non-0/1 codings.
     categories : mapping, optional
         ``{column: [values...]}`` fixing the order of a protected column's values
         and declaring values that may be absent from the data.
@@ -279,7 +281,17 @@ class AuditData:
         s = check_probability(frame[score], score, "score") if score else None
         threshold = _check_threshold(threshold, score, decision)
         if decision is not None:
-            d = check_binary(frame[decision], decision, "decision")
+            # coded like the outcome: bool, 0/1, or the outcome's two values with pos_label
+            labelled = [
+                not pd.api.types.is_numeric_dtype(frame[c].dtype) for c in (decision, outcome)
+            ]
+            d = check_binary(
+                frame[decision],
+                decision,
+                "decision",
+                pos_label if labelled[0] else None,
+                takes_pos_label=labelled[1],
+            )
         elif threshold is not None:
             d = (s >= threshold).astype(np.uint8)
         else:

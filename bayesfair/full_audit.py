@@ -124,6 +124,21 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         """
         return self.empirical.fairness_table()
 
+    def not_run_lines(self) -> list[str]:
+        """The parts that did not run, those stopped by the same reason on one line: their
+        titles, then the reason and what would run them (the report's "Not run" section and
+        the command line's last lines).
+
+        Returns
+        -------
+        list of str
+        """
+        by_reason: dict[str, list[str]] = {}
+        for part, why in self.not_run.items():
+            by_reason.setdefault(why, []).append(_PART_TITLES[part])
+        lines = ["; ".join(titles) + f": {why}" for why, titles in by_reason.items()]
+        return [line[:1].upper() + line[1:] for line in lines]  # not str.capitalize: "HLR"
+
     def summary(self) -> pd.DataFrame:
         """Which parts of the audit ran, and for those that did not, why and how to run them.
 
@@ -241,8 +256,8 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
             add_disaggregated_section(rep, self.per_group)
         if self.not_run:
             sec = rep.section("Not run")
-            for part, why in self.not_run.items():
-                sec.add(Text(f"{_PART_TITLES[part].capitalize()}: {why}"))
+            for line in self.not_run_lines():
+                sec.add(Text(line))
         rep.section("Settings").add(
             Text(
                 f"Intervals at {self.empirical.level:.0%}; {self.n_resamples} resamples per "

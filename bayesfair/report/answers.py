@@ -78,7 +78,10 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                         "answer": f"{metric} of {role}: posterior median {_fmt(med)}",
                         "estimate": med,
                         "interval": _interval(
-                            lo, hi, f"{level:.0%} HDI, posterior, not checked for coverage"
+                            lo,
+                            hi,
+                            f"{level:.0%} HDI, hierarchical logistic regression, not checked "
+                            "for coverage",
                         ),
                         "method": "Bayesian: hierarchical logistic regression (NUTS)",
                     }
@@ -177,7 +180,7 @@ def _error_rows(result: Any, level: float) -> list[dict]:
     data = result.data
     if not data.has_decision:
         return []
-    rows = []
+    gaps, rows = [], []  # each question's answers together: the gaps, then equalized odds
     for metric, words in (("fpr", "false positive rate"), ("fnr", "false negative rate")):
         r = group_rates(data, metric)  # every intersection, with the rate's counts
         den = r["denominator"].to_numpy(float)
@@ -186,7 +189,7 @@ def _error_rows(result: Any, level: float) -> list[dict]:
         if ok.sum() < 2:
             continue
         labels = r["intersection"].reset_index(drop=True)
-        rows.append(_gap_row(result, metric, words, labels, k, den, level))
+        gaps.append(_gap_row(result, metric, words, labels, k, den, level))
         # epsilon-DF of P(decision | y, s): the equalized-odds form of differential fairness
         d_pos = k if metric == "fpr" else den - k  # decisions = 1 among the class
         p = np.where(ok[:, None], outcome_probabilities(d_pos / np.maximum(den, 1)), np.nan)
@@ -217,7 +220,7 @@ def _error_rows(result: Any, level: float) -> list[dict]:
                 "method": "empirical (EDF) with frequentist interval",
             }
         )
-    return rows
+    return gaps + rows
 
 
 def _gap_row(result: Any, metric: str, words: str, labels, k, den, level: float) -> dict:

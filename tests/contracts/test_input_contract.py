@@ -165,5 +165,5 @@ def test_scores_passed_as_decisions_are_refused_with_the_way_to_pass_them():
             rng.integers(0, 2, 50), rng.random(50), sensitive_features=["a", "b"] * 25
         )
     codes = pd.DataFrame({"g": ["a", "b"] * 25, "y": [0, 1] * 25, "d": [0, 2] * 25})
-    with pytest.raises(ValueError, match=r"found \[2\]; pass pos_label="):  # not fractions
-        bf.AuditData(codes, ["g"], "y", decision="d")
+    with pytest.raises(ValueError, match=r"found \[2\]; recode it as 0/1"):  # not fractions
+        bf.AuditData(codes, ["g"], "y", decision="d")  # (pos_label codes words, not numbers)

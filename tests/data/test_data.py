@@ -93,6 +93,28 @@ def test_pos_label_and_bool_outcomes():
     assert AuditData(df, "g", "b").table["positives"].tolist() == [2, 0]
 
 
+def test_a_decision_coded_like_the_outcome_takes_pos_label():
+    """An outcome and a decision both coded "yes"/"no": pos_label codes both (as
+    disaggregated_evaluation does); without it the outcome is refused first. A decision of
+    words beside a 0/1 outcome cannot take pos_label, which codes the outcome: the error
+    says to recode it, naming the column."""
+    df = pd.DataFrame(
+        {
+            "g": ["a", "b", "a", "b"],
+            "y": ["yes", "no", "no", "yes"],
+            "d": ["yes", "yes", "no", "no"],
+        }
+    )
+    t = AuditData(df, "g", "y", decision="d", pos_label="yes").table
+    assert t["decision_positives"].tolist() == [1, 1]
+    assert t["tp"].tolist() == [1, 0] and t["fp"].tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"outcome column 'y'.*pass pos_label="):
+        AuditData(df, "g", "y", decision="d")
+    numeric = df.assign(y=[1, 0, 0, 1])
+    with pytest.raises(ValueError, match=r"decision column 'd'.*recode it.*df\['d'\] == 'yes'"):
+        AuditData(numeric, "g", "y", decision="d")
+
+
 def test_counts_and_probabilities_shapes():
     data = AuditData(_frame(), ["race", "sex"], "y", decision="d")
     c = data.counts("decision")
@@ -164,7 +186,8 @@ BAD_INPUTS = [
         _with(y=[0, 1, 2, 0]),
         dict(protected="g", outcome="y"),
         ValueError,
-        "only 0 and 1, found [2]; pass pos_label= to say which value means 1",
+        "only 0 and 1, found [2]; pass pos_label= (command line: --pos-label) to say which value "
+        "means 1",
     ),
     (
         "string-outcome",

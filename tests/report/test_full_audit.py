@@ -70,7 +70,14 @@ def test_without_a_decision_the_result_says_what_did_not_run_and_how_to_run_it(f
         assert "--score with --threshold" in s.loc[part, "detail"]
     assert res.tests is None and res.scans is None and res.per_group is None
     html = res.report().to_html()
-    assert "Permutation tests of error rates (frequentist): the data have no decision" in html
+    # the three parts one reason stops, on one line with it
+    assert (
+        "Permutation tests of error rates (frequentist); conditional bias scans of false "
+        "positive rates; per-group estimates for small groups: the data have no decision"
+    ) in html
+    assert res.not_run_lines()[0].startswith(
+        "Bayesian models of labels and decisions (Dirichlet-multinomial, HLR): not asked for"
+    )
 
 
 def test_a_count_table_runs_the_tests_and_names_what_needs_rows(frame):
@@ -211,6 +218,8 @@ def test_the_report_answers_first(audited):
         "Which subgroup does the bias scan flag?",
         "Which small groups can the data not speak for?",
     ]
+    q = answers["question"]  # each question's answers together, as the CLI prints them
+    assert (q != q.shift()).sum() == q.nunique()
     # every interval says its kind and level
     shown = answers.loc[answers["interval"] != "—", "interval"]
     assert shown.str.contains(r"\(90% (?:CI|posterior|HDI)|p = ").all()
@@ -336,7 +345,7 @@ def test_a_seeded_bayesian_audit_repeats_and_reports_at_its_level(frame):
     tables = re.compile(r"<table.*?</table>", re.S)
     assert tables.findall(html) == tables.findall(again.report().to_html())
     assert "Intervals are 80% HDIs" in html and "Intervals are 90% HDIs" not in html
-    assert "80% HDI, posterior, not checked for coverage" in (
+    assert "80% HDI, hierarchical logistic regression, not checked for coverage" in (
         bf.report.audit_answers(first)["interval"].str.cat()
     )
     detail = first.summary().set_index("part").loc["bayesian", "detail"]

@@ -245,15 +245,22 @@ def test_audit_of_a_count_table(tmp_path, capsys):
     common = ["--protected", "g", "h", "--outcome", "y", "--decision", "d", "--n-resamples", "9"]
     common += ["--random-state", "0"]  # the printed answers are the same, seed for seed
     assert main(["audit", str(rows_csv), *common, "--out", str(tmp_path / "a.html")]) == 0
-    by_rows = capsys.readouterr().out.split("report written")[0]
+    by_rows, rows_not_run = capsys.readouterr().out.split("report written")[0].split("Not run:")
     out = tmp_path / "b.html"
     assert main(["audit", str(counts_csv), "--counts", *common, "--out", str(out)]) == 0
     printed = capsys.readouterr()
+    answers, not_run = printed.out.split("report written")[0].split("Not run:")
     # the same answers, but the scan's, which needs the rows
     rows_lines = by_rows.splitlines()
     scan = rows_lines.index("Which subgroup does the bias scan flag?")
-    assert printed.out.split("report written")[0].splitlines() == (
-        rows_lines[:scan] + rows_lines[scan + 2 :]
+    assert answers.splitlines() == rows_lines[:scan] + rows_lines[scan + 2 :]
+    # then what did not run, those stopped by one reason on one line, with the reason
+    bayes = "  - Bayesian models of labels and decisions (Dirichlet-multinomial, HLR): not asked"
+    assert rows_not_run.splitlines()[1].startswith(bayes) and len(rows_not_run.splitlines()) == 3
+    assert not_run.splitlines()[1].startswith(bayes)
+    assert not_run.splitlines()[2].startswith(
+        "  - Conditional bias scans of false positive rates; per-group estimates for small "
+        "groups: the data are a per-intersection count table"
     )
     html = out.read_text()
     assert "Frequentist companions" in html and "Not run" in html
