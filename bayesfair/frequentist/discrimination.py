@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,9 +13,15 @@ from scipy.stats import norm
 from .._plotting import dot_plot, new_axes
 from .._repr import compact_repr
 from .._result import ResultMixin
-from .._validation import check_no_missing_groups, check_open_probability, check_same_index
+from .._validation import (
+    check_by,
+    check_no_missing_groups,
+    check_open_probability,
+    check_same_index,
+)
 from .._vocabulary import LEVEL, interval_columns
 from ..data import AuditData
+from ..metrics.rates import regroup
 from .learning import ROW_LOSSES
 from .permutation import two_groups
 
@@ -184,6 +191,7 @@ def discrimination_test(
     group: np.ndarray | None = None,
     *,
     data: AuditData | None = None,
+    by: str | Sequence[str] | None = None,
     groups: tuple | None = None,
     level: float = LEVEL,
 ) -> DiscriminationTestResult:
@@ -197,10 +205,14 @@ def discrimination_test(
         squared error ``(outcome - score)^2`` and ``"log"`` the cross-entropy of the
         score (clipped to [1e-15, 1 - 1e-15]), as in :func:`group_learning_curves`.
     group : array, optional
-        Per-row group labels with exactly two values (default with ``data``:
-        its single protected column, which must have two values).
+        Per-row group labels with exactly two values (default with ``data``: the groups
+        of ``by``).
     data : AuditData, optional
         Where a named loss is computed from.
+    by : str or list of str, optional
+        With ``data`` and no ``group``: the protected columns whose values (or
+        intersections) are the groups, as in :func:`permutation_test` (default: every
+        protected column).
     groups : tuple, optional
         The two values of ``group`` to compare, when it has more (the other rows take no
         part); as the permutation tests' ``groups``.
@@ -223,12 +235,17 @@ def discrimination_test(
     """
     check_open_probability(level, "level")
     check_same_index(loss=loss, group=group)
+    if by is not None and (data is None or group is not None):
+        raise ValueError(
+            "`by` chooses the groups among the protected columns of `data`: give it "
+            "with `data` and without `group`"
+        )
     if isinstance(loss, str):
         loss = _row_loss(loss, data)
-        if group is None:
-            if len(data.protected) != 1:
-                raise ValueError("give `group` when `data` has more than one protected column")
-            group = data.frame[data.protected[0]].to_numpy()
+    if group is None and data is not None:
+        data.require_rows("the groups of `by`")
+        cols = check_by(by, data.protected)
+        group = data.grouping(cols)["intersection"].to_numpy()[regroup(data, cols)]
     loss = np.asarray(loss, dtype=float)
     group = np.asarray(group)
     if loss.shape != group.shape or loss.ndim != 1:

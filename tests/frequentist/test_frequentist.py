@@ -462,6 +462,35 @@ def test_discrimination_test_named_losses_equal_the_arrays():
         discrimination_test("log", g)
 
 
+def test_discrimination_test_takes_the_groups_of_by_as_the_permutation_tests_do():
+    """With two protected columns, ``by`` names the one whose values are the groups (the
+    same test as on that column's labels); by default every protected column, whose four
+    intersections need ``groups=``; ``by`` without ``data``, or beside ``group``, is
+    refused."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame(
+        {"sex": rng.choice(["f", "m"], 300), "age": rng.choice(["old", "young"], 300)}
+    )
+    frame["y"] = rng.integers(0, 2, 300)
+    frame["d"] = rng.integers(0, 2, 300)
+    data = AuditData(frame, ["sex", "age"], "y", decision="d")
+    loss = (frame.y != frame.d).to_numpy(float)
+    got = discrimination_test("zero_one", data=data, by="sex")
+    want = discrimination_test(loss, frame.sex.to_numpy())
+    assert got.groups == want.groups == ("f", "m") and got.z == pytest.approx(want.z)
+    assert discrimination_test(loss, data=data, by="sex").z == pytest.approx(want.z)
+    pair = discrimination_test("zero_one", data=data, groups=("f, old", "m, young"))
+    keep = np.isin(frame.sex + ", " + frame.age, ["f, old", "m, young"])
+    alone = discrimination_test(loss[keep], (frame.sex + ", " + frame.age)[keep].to_numpy())
+    assert pair.pvalue == pytest.approx(alone.pvalue) and pair.n == alone.n
+    with pytest.raises(ValueError, match=r"got 4: .*name the two to compare with groups"):
+        discrimination_test("zero_one", data=data)
+    with pytest.raises(ValueError, match="`by` chooses the groups among the protected columns"):
+        discrimination_test(loss, frame.sex.to_numpy(), by="sex")
+    with pytest.raises(ValueError, match=r"`by` names \[.race.\], which are not protected"):
+        discrimination_test("zero_one", data=data, by="race")
+
+
 # ------------------------------------------------------------------ validity (slow)
 @pytest.mark.slow
 def test_studentized_permutation_test_holds_its_level():
