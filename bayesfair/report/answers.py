@@ -33,6 +33,13 @@ __all__ = ["add_answers_section", "audit_answers"]
 SMALL_GROUP = 30
 
 
+#: why an empirical epsilon-DF is infinite, and where a finite one is
+INFINITE_EDF = (
+    "infinite: a rate of 0 or 1 in some intersection; the smoothed EDF in the fairness "
+    "table (fairness_table(), the report) has a finite one"
+)
+
+
 def _fmt(x: float) -> str:
     return "inf" if x == math.inf else "-inf" if x == -math.inf else f"{x:.3g}"
 
@@ -64,7 +71,8 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
                 {
                     "question": f"How unequal are {words} across intersections?",
                     "answer": f"{metric} of {role} = {_fmt(value)}"
-                    + (f", attained by {est.gamma_group}" if metric == "gamma-SF" else ""),
+                    + (f", attained by {est.gamma_group}" if metric == "gamma-SF" else "")
+                    + (f" ({INFINITE_EDF})" if math.isinf(value) else ""),
                     "estimate": value,
                     "interval": _interval(*interval, ci_kind) if interval else "—",
                     "method": "empirical (EDF) with frequentist interval",
@@ -102,8 +110,7 @@ def _fairness_rows(result: Any, level: float) -> list[dict]:
             else:
                 answer = (
                     f"{r.metric} of decisions minus labels cannot be computed: the metric is "
-                    "infinite (a rate of 0 or 1 in some intersection); the smoothed EDF in the "
-                    "fairness table (fairness_table(), the report) has a finite one"
+                    f"{INFINITE_EDF}"
                 )
             rows.append(
                 {

@@ -350,3 +350,21 @@ def test_a_seeded_bayesian_audit_repeats_and_reports_at_its_level(frame):
     )
     detail = first.summary().set_index("part").loc["bayesian", "detail"]
     assert detail.startswith("Dirichlet-multinomial and hierarchical logistic regression fitted")
+
+
+def test_an_infinite_empirical_epsilon_says_why_and_where_a_finite_one_is():
+    """A small group whose every row is positive: the EDF's epsilon-DF is infinite, and
+    its answer says so, why, and that the smoothed EDF is finite (as the amplification's
+    answer already did); the default interval stays finite."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": np.repeat(["a", "b", "c"], [100, 100, 6])})
+    df["y"] = (rng.random(len(df)) < 0.3).astype(int)
+    df.loc[df.g == "c", "y"] = 1
+    res = bf.audit(df, protected="g", outcome="y", n_resamples=19, random_state=0)
+    answers = bf.report.audit_answers(res).set_index("answer")
+    edf = "epsilon-DF of outcome = inf (infinite: a rate of 0 or 1 in some intersection; "
+    assert any(a.startswith(edf) for a in answers.index)
+    eps = res.fairness_table().query("metric == 'epsilon-DF'").set_index("method")["value"]
+    assert np.isinf(eps["EDF"]) and np.isfinite(eps["smoothed EDF (pseudo_count=0.5)"])
+    default = answers.loc[answers.index.str.contains("bias-corrected posterior median")]
+    assert np.isfinite(default["estimate"]).all()
