@@ -143,7 +143,13 @@ class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
     @property
     def notes(self) -> list[str]:
         """What the intervals in :meth:`summary` are and are not: the posterior's, not
-        checked for coverage here (:func:`~bayesfair.interval_calibration` checks them)."""
+        checked for coverage here (:func:`~bayesfair.interval_calibration` checks them);
+        or, for a fit with one draw (``method="map"``), that there is none."""
+        if all(d.size <= 1 for d in self.draws.values()):
+            return [
+                "a point estimate (method='map'): one draw, no posterior, so no interval; "
+                "fit with method='nuts' (or 'advi') for the posterior and its intervals"
+            ]
         return [
             f"lower and upper are the posterior's {self.level:.0%} intervals, not checked "
             "for coverage here: a posterior of a largest log-ratio (epsilon-DF) sits above "

@@ -168,6 +168,11 @@ def test_posterior_intervals_say_they_are_not_checked_and_where_to_check_them(sy
     (note,) = res.notes
     assert "90% intervals, not checked for coverage" in note
     assert "interval_calibration" in note and "interval_calibration" in res._repr_html_()
+    # a MAP fit has one draw: no interval, and its note says so instead
+    point = posterior_fairness(LogisticRegression(method="map").fit(synth.audit_data()))
+    assert "lower" not in point.summary()
+    (note,) = point.notes
+    assert note.startswith("a point estimate (method='map'): one draw, no posterior, so no")
 
 
 def test_posterior_fairness_by_a_subset_of_attributes(synth):
