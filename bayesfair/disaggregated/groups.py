@@ -17,14 +17,13 @@ from .._validation import (
     is_numeric_not_bool,
 )
 from .._vocabulary import ROLE_RENAMES, renamed_arguments
-from ..metrics.rates import RATE_DEFINITIONS, grouped_auc
+from ..metrics.rates import RATE_DEFINITIONS, grouped_auc, rate_name
 
 __all__ = ["COUNT_METRICS", "GroupedData", "metric_name", "needed_column"]
 
 _CELLS = ("tp", "fp", "fn", "tn")
 #: count metrics (numerator / denominator cells of the confusion matrix)
 COUNT_METRICS = dict(RATE_DEFINITIONS)
-_ALIASES = {"sel": "selection_rate", "acc": "accuracy"}
 
 
 def needed_column(metric) -> str | None:
@@ -42,7 +41,7 @@ def needed_column(metric) -> str | None:
 def metric_name(m) -> str:
     if callable(m):
         return getattr(m, "__name__", "metric")
-    return _ALIASES.get(m, m)
+    return rate_name(m)
 
 
 #: elements of one block of bootstrap resamples of a group's rows (AUC)

@@ -30,7 +30,7 @@ from .._validation import (
 )
 from .._vocabulary import N_RESAMPLES
 from ..data import AuditData, as_audit_data
-from ..metrics.rates import RATE_DEFINITIONS
+from ..metrics.rates import RATE_DEFINITIONS, rate_name, unknown_rate
 from ._pvalues import (
     ALTERNATIVES,
     CELLS,
@@ -254,7 +254,7 @@ def _check_common(metric, alternative, permute) -> str:
             "one call each (a loop), or all groups at once with intersectional_permutation_test"
         )
     if metric not in RATE_DEFINITIONS:
-        raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
+        raise ValueError(unknown_rate(metric))
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     if permute not in PERMUTATIONS:
@@ -405,6 +405,7 @@ def permutation_test(
     (0.033, 0.011)
     """
     data = as_audit_data(data, roles)
+    metric = rate_name(metric)
     _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
     groups = two_groups(labels, groups)
@@ -485,6 +486,7 @@ def permutation_test_counts(
     >>> round(res.difference, 2), bool(res.pvalue < 0.01)  # FNR 0.6 vs 0.8
     (-0.2, True)
     """
+    metric = rate_name(metric)
     permute = _check_common(metric, alternative, permute)
     check_flag(studentize, "studentize")
     check_resamples(n_resamples)
@@ -720,6 +722,7 @@ def intersectional_permutation_test(
     ['group_a', 'group_b', 'difference', 'z', 'pvalue', 'pvalue_holm']
     """
     data = as_audit_data(data, roles)
+    metric = rate_name(metric)
     permute = _check_common(metric, "two-sided", permute)
     if pairwise not in (True, False, "auto"):
         raise ValueError(f"`pairwise` must be True, False or 'auto', got {pairwise!r}")

@@ -18,9 +18,10 @@ from .rate_intervals import (
     posterior_probability_higher,
     wilson_interval,
 )
-from .rates import RATE_DEFINITIONS, group_auc, group_rates
+from .rates import RATE_ALIASES, RATE_DEFINITIONS, group_auc, group_rates
 
 __all__ = [
+    "RATE_ALIASES",
     "RATE_DEFINITIONS",
     "FairnessEstimate",
     "bias_amplification",

@@ -12,7 +12,7 @@ from scipy.stats import beta, binomtest
 
 from .._vocabulary import LEVEL
 from ..data import AuditData
-from .rates import RATE_DEFINITIONS
+from .rates import RATE_DEFINITIONS, rate_name, unknown_rate
 
 __all__ = [
     "jeffreys_difference",
@@ -175,8 +175,9 @@ def posterior_probability_higher(
     >>> round(posterior_probability_higher(data, "fpr", "sex", "1"), 3)  # sex 1's FPR is lower
     0.0
     """
+    metric = rate_name(metric)
     if metric not in RATE_DEFINITIONS:
-        raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
+        raise ValueError(unknown_rate(metric))
     t = data.table_for(by)
     if group not in set(t["intersection"]):
         raise ValueError(

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ..data import AuditData, as_audit_data
 
-__all__ = ["RATE_DEFINITIONS", "group_auc", "group_rates"]
+__all__ = ["RATE_ALIASES", "RATE_DEFINITIONS", "group_auc", "group_rates"]
 
 #: metric -> (numerator cells, denominator cells) of the confusion matrix.
 RATE_DEFINITIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -26,6 +26,49 @@ RATE_DEFINITIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "npv": (("tn",), ("tn", "fn")),
     "for": (("fn",), ("tn", "fn")),
 }
+
+#: other names of the rates: fairlearn's and scikit-learn's, and the disaggregated
+#: evaluation paper's abbreviations
+RATE_ALIASES: dict[str, str] = {
+    "false_positive_rate": "fpr",
+    "false_negative_rate": "fnr",
+    "true_positive_rate": "tpr",
+    "true_negative_rate": "tnr",
+    "positive_predictive_value": "ppv",
+    "negative_predictive_value": "npv",
+    "false_discovery_rate": "fdr",
+    "false_omission_rate": "for",
+    "precision": "ppv",
+    "recall": "tpr",
+    "sensitivity": "tpr",
+    "specificity": "tnr",
+    "precision_score": "ppv",
+    "recall_score": "tpr",
+    "accuracy_score": "accuracy",
+    "sel": "selection_rate",
+    "acc": "accuracy",
+}
+
+
+def rate_name(metric: Any) -> Any:
+    """The package's name of a rate named otherwise (:data:`RATE_ALIASES`: fairlearn's
+    ``"false_positive_rate"`` is ``"fpr"``); any other value unchanged.
+
+    Examples
+    --------
+    >>> from bayesfair.metrics.rates import rate_name
+    >>> rate_name("false_positive_rate"), rate_name("fpr")
+    ('fpr', 'fpr')
+    """
+    return RATE_ALIASES.get(metric, metric) if isinstance(metric, str) else metric
+
+
+def unknown_rate(metric: Any) -> str:
+    """The refusal of an unknown rate name, with the names there are."""
+    return (
+        f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)} (or their long "
+        "names, as fairlearn's 'false_positive_rate')"
+    )
 
 
 def group_rates(
@@ -44,7 +87,8 @@ def group_rates(
         except for ``"base_rate"`` alone.
     metrics : list of str, optional
         Names from :data:`RATE_DEFINITIONS` (default: all): base_rate,
-        selection_rate, accuracy, tpr, fnr, fpr, tnr, ppv, fdr, npv, for.
+        selection_rate, accuracy, tpr, fnr, fpr, tnr, ppv, fdr, npv, for; or their
+        long names (:data:`RATE_ALIASES`, fairlearn's ``"false_positive_rate"``).
     by : str or list of str, optional
         Protected columns defining the groups (default: all, i.e. intersections).
     **roles
@@ -75,12 +119,10 @@ def group_rates(
         raise TypeError(
             f"`metrics` must be a metric name or a list of them, got {type(metrics).__name__}"
         )
-    names = list(RATE_DEFINITIONS) if metrics is None else list(metrics)
+    names = list(RATE_DEFINITIONS) if metrics is None else [rate_name(m) for m in metrics]
     unknown = [m for m in names if m not in RATE_DEFINITIONS]
     if unknown:
-        raise ValueError(
-            f"`metrics`: unknown metric(s) {unknown}; choose from {list(RATE_DEFINITIONS)}"
-        )
+        raise ValueError(f"`metrics`: {unknown_rate(unknown[0])}")
     table = data.table_for(by)
     if "tp" not in table:
         if names != ["base_rate"]:

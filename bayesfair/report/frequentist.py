@@ -13,7 +13,7 @@ from .._vocabulary import N_RESAMPLES
 from ..data import AuditData
 from ..frequentist import intersectional_permutation_test, permutation_test
 from ..metrics.rate_intervals import probability_higher, rate_and_rest
-from ..metrics.rates import RATE_DEFINITIONS
+from ..metrics.rates import RATE_DEFINITIONS, rate_name, unknown_rate
 from .html import Report, Table, Text
 
 __all__ = ["add_frequentist_section", "frequentist_tests"]
@@ -69,9 +69,9 @@ def frequentist_tests(
     """
     check_instance(data, AuditData, "data", "an AuditData")
     rows = []
-    for metric in metrics:
+    for metric in map(rate_name, metrics):
         if metric not in RATE_DEFINITIONS:
-            raise ValueError(f"unknown metric {metric!r}; choose from {list(RATE_DEFINITIONS)}")
+            raise ValueError(unknown_rate(metric))
         for by in [[a] for a in data.protected] + (
             [list(data.protected)] if len(data.protected) > 1 else []
         ):

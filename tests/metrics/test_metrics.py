@@ -268,8 +268,8 @@ def test_group_rates_undefined_rate_is_nan_not_dropped():
     r = group_rates(AuditData(df, "g", "y", decision="d"), ["fpr"])
     assert len(r) == 2
     assert np.isnan(r.loc[r["intersection"] == "a", "value"]).all()
-    with pytest.raises(ValueError, match="unknown metric"):
-        group_rates(AuditData(df, "g", "y", decision="d"), ["recall"])
+    with pytest.raises(ValueError, match=r"unknown metric 'fp_rate'.*'false_positive_rate'"):
+        group_rates(AuditData(df, "g", "y", decision="d"), ["fp_rate"])
     with pytest.raises(ValueError, match="need a decision"):
         group_rates(AuditData(df, "g", "y"), ["fpr"])
 
@@ -292,3 +292,28 @@ def test_group_auc_matches_sklearn_with_ties():
     m = (df["g"] == "b") & (df["h"] == "v")
     got = full.loc[full["intersection"] == "b, v", "auc"].item()
     assert got == pytest.approx(roc_auc_score(df.loc[m, "y"], df.loc[m, "s"]))
+
+
+def test_every_long_name_of_a_rate_is_that_rate_in_every_entry_point():
+    """fairlearn's and scikit-learn's names (``"false_positive_rate"``, ``"recall"``) and
+    the paper's (``"sel"``) are the rates they name: the same table, test and per-group
+    estimates, under the package's short name."""
+    from bayesfair import disaggregated_evaluation, permutation_test
+    from bayesfair.metrics import RATE_ALIASES, RATE_DEFINITIONS
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], 300), "y": rng.integers(0, 2, 300)})
+    df["d"] = rng.integers(0, 2, 300)
+    data = AuditData(df, "g", "y", decision="d")
+    assert set(RATE_ALIASES.values()) <= set(RATE_DEFINITIONS)
+    long, short = list(RATE_ALIASES), list(RATE_ALIASES.values())
+    pd.testing.assert_frame_equal(group_rates(data, long), group_rates(data, short))
+    for alias in ("false_positive_rate", "recall"):
+        got = permutation_test(data, alias, n_resamples=99, random_state=0)
+        want = permutation_test(data, RATE_ALIASES[alias], n_resamples=99, random_state=0)
+        assert got.metric == want.metric == RATE_ALIASES[alias]
+        assert got.pvalue == want.pvalue
+    per_group = disaggregated_evaluation(
+        df, "g", "y", "d", metrics=["false_negative_rate", "sel"], estimators=["standard"]
+    )
+    assert per_group.summary()["metric"].tolist() == ["fnr", "selection_rate"]

@@ -641,8 +641,8 @@ def test_frequentist_section_says_which_tests_it_cannot_run():
         "two groups, studentized, within_outcome permutation"
     )
     assert table.loc[("fnr", "sex x race"), "test"].endswith("within_outcome permutation")
-    with pytest.raises(ValueError, match="unknown metric 'recall'"):
-        add_frequentist_section(Report("t"), data, ["recall"])
+    with pytest.raises(ValueError, match="unknown metric 'fp_rate'"):
+        add_frequentist_section(Report("t"), data, ["fp_rate"])
 
 
 def test_per_group_table_gives_each_estimator_its_interval(monkeypatch):
