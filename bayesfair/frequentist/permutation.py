@@ -246,20 +246,22 @@ def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
     return (named[0], named[1])
 
 
-def _check_common(metric, alternative, permute) -> str:
-    """Validate the arguments; return the permutation to run (``auto`` resolved)."""
+def _check_common(metric, alternative, permute) -> tuple[str, str]:
+    """Validate the arguments; return the metric's name (:func:`rate_name`) and the
+    permutation to run (``auto`` resolved)."""
     if not isinstance(metric, str):
         raise TypeError(
             f"`metric` must be one metric name (a str), got {metric!r}; test several metrics "
             "one call each (a loop), or all groups at once with intersectional_permutation_test"
         )
+    metric = rate_name(metric)
     if metric not in RATE_DEFINITIONS:
         raise ValueError(unknown_rate(metric))
     if alternative not in ALTERNATIVES:
         raise ValueError(f"`alternative` must be one of {ALTERNATIVES}, got {alternative!r}")
     if permute not in PERMUTATIONS:
         raise ValueError(f"`permute` must be one of {PERMUTATIONS}, got {permute!r}")
-    return exact_permutation(metric) if permute == "auto" else permute
+    return metric, exact_permutation(metric) if permute == "auto" else permute
 
 
 def _draw_split(pooled: np.ndarray, sizes: np.ndarray, permute: str, size: int, rng) -> np.ndarray:
@@ -405,8 +407,7 @@ def permutation_test(
     (0.033, 0.011)
     """
     data = as_audit_data(data, roles)
-    metric = rate_name(metric)
-    _check_common(metric, alternative, permute)
+    metric, _ = _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
     groups = two_groups(labels, groups)
     a, b = (cells[labels.index(g)] for g in groups)
@@ -486,8 +487,7 @@ def permutation_test_counts(
     >>> round(res.difference, 2), bool(res.pvalue < 0.01)  # FNR 0.6 vs 0.8
     (-0.2, True)
     """
-    metric = rate_name(metric)
-    permute = _check_common(metric, alternative, permute)
+    metric, permute = _check_common(metric, alternative, permute)
     check_flag(studentize, "studentize")
     check_resamples(n_resamples)
     a = _check_cells(cells_a, "cells_a")
@@ -722,8 +722,7 @@ def intersectional_permutation_test(
     ['group_a', 'group_b', 'difference', 'z', 'pvalue', 'pvalue_holm']
     """
     data = as_audit_data(data, roles)
-    metric = rate_name(metric)
-    permute = _check_common(metric, "two-sided", permute)
+    metric, permute = _check_common(metric, "two-sided", permute)
     if pairwise not in (True, False, "auto"):
         raise ValueError(f"`pairwise` must be True, False or 'auto', got {pairwise!r}")
     cells, labels = _group_cells(data, by)

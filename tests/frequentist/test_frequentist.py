@@ -162,7 +162,7 @@ def test_results_do_not_depend_on_n_jobs():
 def test_permutation_errors():
     _, data = _rows(500, 6)
     with pytest.raises(ValueError, match="unknown metric"):
-        permutation_test(data, "recall")
+        permutation_test(data, "fp_rate")
     with pytest.raises(ValueError, match="alternative"):
         permutation_test(data, "fnr", alternative="bigger")
     with pytest.raises(ValueError, match="permute"):
