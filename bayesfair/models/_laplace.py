@@ -95,7 +95,13 @@ class _Conditional:
             dz = (gz - s * w * (self.xf @ da)) / d
             step = np.concatenate([da, dz])
             decrement = float(ga @ da + gz @ dz)
-            if decrement < 1e-12:  # converged: the parts are the Hessian's at the mode
+            if decrement < 1e-12:  # converged. One more full step squares theta's error:
+                # the objective feels that error to second order but the log determinant
+                # to first, and the marginal likelihood (its mode in sigma2) must not
+                # depend on the warm start, nor on the order of the intersections
+                theta = theta - step
+                obj = self.objective(theta, s)
+                _, _, _, d, chol = self._newton_parts(theta, s)
                 break
             t = 1.0
             while True:  # backtracking (Armijo) on a strictly convex objective
