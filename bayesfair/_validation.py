@@ -156,9 +156,18 @@ def check_binary(
 def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
     """Return a column of probabilities in [0, 1] as float64, or raise."""
     if not is_numeric_not_bool(values):
+        text = values.dropna().astype(str)
+        comma = text.str.fullmatch(r"[-+]?\d*,\d+").to_numpy()
+        hint = (
+            f" with decimal commas (values like {text[comma].iloc[0]!r}): convert them, e.g. "
+            f"pd.to_numeric(df[{column!r}].str.replace(',', '.')), or on the command line "
+            "pass --decimal ,"
+            if comma.any()
+            else ""
+        )
         raise ValueError(
             f"{role} column {column!r} must be numeric probabilities in [0, 1], "
-            f"got dtype {values.dtype}"
+            f"got dtype {values.dtype}{hint}"
         )
     arr = values.to_numpy(dtype=np.float64)
     nan = np.isnan(arr)

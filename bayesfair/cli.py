@@ -173,18 +173,21 @@ _ROW_FLAGS = (
 )
 
 
-def _read_csv(source: Path, encoding: str, protected: Sequence[str] | None) -> pd.DataFrame:
-    """Read a CSV file; in the ``protected`` columns only an empty cell is missing, so that
-    categories spelt like pandas' missing-value markers ("NA", "None", "null", "N/A")
-    stay categories."""
+def _read_csv(source: Path, args: argparse.Namespace) -> pd.DataFrame:
+    """Read a CSV file with the command line's ``--encoding``, ``--sep`` and ``--decimal``;
+    in the ``--protected`` columns only an empty cell is missing, so that categories spelt
+    like pandas' missing-value markers ("NA", "None", "null", "N/A") stay categories."""
+    encoding = args.encoding
     try:
         codecs.lookup(encoding)
     except LookupError:
         raise ValueError(
             f"--encoding {encoding!r} is not a known text encoding (e.g. utf-8, latin-1, cp1252)"
         ) from None
+    sep = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep)
+    options = {"encoding": encoding, "sep": sep, "decimal": args.decimal}
     try:
-        frame = pd.read_csv(source, encoding=encoding)
+        frame = pd.read_csv(source, **options)
     except UnicodeDecodeError as err:
         raise ValueError(
             f"{source} is not valid {encoding} text ({err.reason} at byte {err.start}); pass "
@@ -194,14 +197,32 @@ def _read_csv(source: Path, encoding: str, protected: Sequence[str] | None) -> p
         raise ValueError(f"{source} is empty; expected a CSV file with a header row") from None
     except pd.errors.ParserError as err:
         raise ValueError(f"{source} is not a readable CSV file ({err})") from None
-    cols = [c for c in (protected or []) if c in frame.columns]
+    _check_separator(source, frame, sep)
+    cols = [c for c in (args.protected or []) if c in frame.columns]
     if cols:
-        raw = pd.read_csv(source, encoding=encoding, usecols=cols, dtype=str, keep_default_na=False)
+        raw = pd.read_csv(source, **options, usecols=cols, dtype=str, keep_default_na=False)
         for c in cols:
             literal = frame[c].isna().to_numpy() & (raw[c] != "").to_numpy()
             if literal.any():  # "NA" and the like are values here, not missing ones
                 frame[c] = raw[c].where(raw[c] != "", None)
     return frame
+
+
+def _check_separator(source: Path, frame: pd.DataFrame, sep: str) -> None:
+    """Refuse a file read as one column whose header holds another separator (a file
+    separated by semicolons, as spreadsheets write them where the decimal mark is a comma,
+    or by tabs), naming the ``--sep`` that reads it."""
+    if frame.shape[1] != 1:
+        return
+    header = str(frame.columns[0])
+    found = [(c, shown) for c, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")) if c in header]
+    if found and found[0][0] != sep:
+        shown = found[0][1]
+        raise ValueError(
+            f"{source} was read as one column, {header!r}: its fields look separated by "
+            f"'{shown}'; pass --sep '{shown}'"
+            + (" (and --decimal , if its numbers have decimal commas)" if shown == ";" else "")
+        )
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -244,7 +265,7 @@ def _audit(args: argparse.Namespace) -> int:
         published = spec.published
     elif args.counts:
         data = AuditData.from_counts(
-            _read_csv(source, args.encoding, args.protected),
+            _read_csv(source, args),
             args.protected,
             outcome=args.outcome or "outcome",
             decision=args.decision,
@@ -253,7 +274,7 @@ def _audit(args: argparse.Namespace) -> int:
         pseudo_count = args.pseudo_count
         name = source.name
     else:
-        frame = _read_csv(source, args.encoding, args.protected)
+        frame = _read_csv(source, args)
         data = AuditData(
             frame,
             protected=args.protected,
@@ -484,6 +505,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--encoding",
         default="utf-8",
         help="text encoding of the CSV file (default utf-8; e.g. latin-1, cp1252)",
+    )
+    a.add_argument(
+        "--sep",
+        default=",",
+        help="field separator of the CSV file (default ','; e.g. ';', or '\\t' for tabs)",
+    )
+    a.add_argument(
+        "--decimal",
+        default=".",
+        help="decimal mark of the CSV file's numbers (default '.'; ',' for decimal commas)",
     )
     r = sub.add_parser(
         "reproduce", parents=[common], help="run a paper reproduction spec ([study] section)"

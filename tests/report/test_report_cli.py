@@ -339,6 +339,48 @@ def test_cli_errors_exit_2(tmp_path, capsys):
     assert main(["audit", str(csv)]) == 2
 
 
+def test_a_csv_of_semicolons_or_tabs_and_decimal_commas(tmp_path, capsys):
+    """A spreadsheet's CSV where the decimal mark is a comma: fields separated by ';' and
+    numbers like '0,25'. Read with the default separator it is one column, refused with
+    the --sep that reads it (a tab-separated file too); read with --sep ';' its scores are
+    text, refused with --decimal; with both, the audit equals the one of the same data
+    written with commas and points."""
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"g": rng.choice(["a", "b"], 200), "y": rng.integers(0, 2, 200)})
+    df["p"] = rng.random(200).round(4)
+    plain, semi, tab = tmp_path / "plain.csv", tmp_path / "semi.csv", tmp_path / "tab.tsv"
+    df.to_csv(plain, index=False)
+    df.to_csv(semi, index=False, sep=";", decimal=",")
+    df.to_csv(tab, index=False, sep="\t")
+    common = ["--protected", "g", "--outcome", "y", "--score", "p", "--threshold", "0.5"]
+    common += ["--n-resamples", "9", "--random-state", "0"]
+    assert main(["audit", str(semi), *common]) == 2
+    err = capsys.readouterr().err
+    assert "was read as one column, 'g;y;p': its fields look separated by ';'; pass --sep ';'" in (
+        err
+    )
+    assert "(and --decimal , if its numbers have decimal commas)" in err
+    assert main(["audit", str(tab), *common]) == 2
+    assert "separated by '\\t'; pass --sep '\\t'" in capsys.readouterr().err
+    assert main(["audit", str(semi), "--sep", ";", *common]) == 2
+    assert (
+        "score column 'p' must be numeric probabilities in [0, 1], got dtype"
+        in (err := capsys.readouterr().err)
+        and "with decimal commas (values like '0," in err
+        and "pass --decimal ," in err
+    )
+    outs = []
+    for path, extra in (
+        (plain, []),
+        (semi, ["--sep", ";", "--decimal", ","]),
+        (tab, ["--sep", "\\t"]),
+    ):
+        out = tmp_path / f"{path.stem}.html"
+        assert main(["audit", str(path), *extra, *common, "--out", str(out)]) == 0
+        outs.append(capsys.readouterr().out.split("report written")[0])
+    assert outs[0] == outs[1] == outs[2]
+
+
 def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     """--seed, --draws and --hb-main-effects of ``audit --bayes`` reach the HLR fits and
     hierarchical Bayes (the options a SamplerWarning's advice asks for), and --seed the
