@@ -153,6 +153,22 @@ def check_binary(
     return arr.astype(np.uint8)
 
 
+def check_decision(
+    values: pd.Series, column: str, role: str, pos_label: object | None, outcome: pd.Series
+) -> np.ndarray:
+    """A decision column as a ``uint8`` 0/1 array, coded as the ``outcome`` column: bool,
+    0/1, or words, the outcome's two values with ``pos_label``. Words beside a numeric
+    outcome are refused with how to recode them (``pos_label`` codes the outcome)."""
+    words = not pd.api.types.is_numeric_dtype(values.dtype)  # bool counts as numeric
+    return check_binary(
+        values,
+        column,
+        role,
+        pos_label if words else None,
+        takes_pos_label=not pd.api.types.is_numeric_dtype(outcome.dtype),
+    )
+
+
 def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
     """Return a column of probabilities in [0, 1] as float64, or raise."""
     if not is_numeric_not_bool(values):

@@ -19,6 +19,7 @@ from ._validation import (
     as_column_list,
     check_binary,
     check_by,
+    check_decision,
     check_group_values,
     check_no_missing_groups,
     check_probability,
@@ -281,17 +282,7 @@ class AuditData:
         s = check_probability(frame[score], score, "score") if score else None
         threshold = _check_threshold(threshold, score, decision)
         if decision is not None:
-            # coded like the outcome: bool, 0/1, or the outcome's two values with pos_label
-            labelled = [
-                not pd.api.types.is_numeric_dtype(frame[c].dtype) for c in (decision, outcome)
-            ]
-            d = check_binary(
-                frame[decision],
-                decision,
-                "decision",
-                pos_label if labelled[0] else None,
-                takes_pos_label=labelled[1],
-            )
+            d = check_decision(frame[decision], decision, "decision", pos_label, frame[outcome])
         elif threshold is not None:
             d = (s >= threshold).astype(np.uint8)
         else:

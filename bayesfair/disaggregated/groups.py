@@ -11,6 +11,7 @@ import pandas as pd
 from .._groups import encode_values
 from .._validation import (
     check_binary,
+    check_decision,
     check_group_values,
     check_no_missing_groups,
     intersection_labels,
@@ -173,10 +174,8 @@ class GroupedData:  # numpydoc ignore=PR01
         y = check_binary(data[outcome], outcome, "`outcome`", pos_label).astype(int)
         yhat = None
         if decision is not None:
-            d = data[decision]
-            coded_like_y = not pd.api.types.is_numeric_dtype(d.dtype)  # bool counts as numeric
-            yhat = check_binary(
-                d, decision, "`decision`", pos_label if coded_like_y else None
+            yhat = check_decision(
+                data[decision], decision, "`decision`", pos_label, data[outcome]
             ).astype(int)
         scores = None
         if score is not None:

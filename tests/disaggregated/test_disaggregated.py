@@ -250,6 +250,9 @@ def test_pos_label_codes_the_outcome_and_the_decisions():
     pd.testing.assert_frame_equal(c.table, b.table)
     with pytest.raises(ValueError, match="pass pos_label"):
         disaggregated_evaluation(coded, ["race", "sex"], "y", "d", **kw, level=0.95)
+    # words beside a 0/1 outcome: pos_label codes the outcome, so recode them (as AuditData)
+    with pytest.raises(ValueError, match=r"`decision` column 'd'.*recode it.*df\['d'\] =="):
+        disaggregated_evaluation(df.assign(d=coded.d), ["race", "sex"], "y", "d", **kw)
     with pytest.raises(ValueError, match="pos_label='yes' does not occur in `outcome`"):
         disaggregated_evaluation(
             coded, ["race", "sex"], "y", "d", pos_label="yes", **kw, level=0.95
