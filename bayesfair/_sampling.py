@@ -12,6 +12,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
+from ._warnings import user_stacklevel
+
 __all__ = ["SamplerWarning", "quiet_pytensor", "sample_nuts"]
 
 
@@ -23,7 +25,7 @@ class SamplerWarning(UserWarning):
 @functools.cache
 def _warn_once(message: str) -> None:
     """A :class:`SamplerWarning` once per process and message."""
-    warnings.warn(message, SamplerWarning, stacklevel=4)
+    warnings.warn(message, SamplerWarning, stacklevel=user_stacklevel())
 
 
 def _have_nutpie() -> bool:

@@ -13,6 +13,8 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
+from ._warnings import user_stacklevel
+
 __all__ = [
     "SeedLike",
     "as_column_list",
@@ -350,7 +352,7 @@ def warn_unused_categories(values: object, argument: str, consequence: str) -> N
         warnings.warn(
             f"categories {unused} of `{argument}` have no rows, so {consequence}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

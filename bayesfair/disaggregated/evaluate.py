@@ -35,6 +35,7 @@ from .._vocabulary import (
     moved_options,
     renamed_arguments,
 )
+from .._warnings import user_stacklevel
 from ..data import AuditData
 from .estimators import (
     ESTIMATORS,
@@ -850,7 +851,7 @@ def _warn_degenerate(degenerate: dict[str, str]) -> None:
         "denominator; a metric without such rows, or without counts and without a "
         "pooled variance, gets no hierarchical estimate.",
         UserWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -874,6 +875,6 @@ def _diagnostics(idatas: dict, gd: GroupedData, n: np.ndarray, hb) -> dict:
             warnings.warn(
                 f"hierarchical model ({name}): " + ", ".join(problems) + advice,
                 SamplerWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
     return diagnostics

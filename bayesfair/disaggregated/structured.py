@@ -23,6 +23,7 @@ from scipy import stats
 
 from .._validation import check_instance, check_real, check_same_index
 from .._vocabulary import LEVEL, moved_options, renamed_arguments
+from .._warnings import user_stacklevel
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 
@@ -179,7 +180,7 @@ def drop_target_copies(
             "a base rate): a regression on them reproduces every group's estimate, with "
             "residuals, and so intervals, of zero",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return features.drop(columns=dropped), dropped
 

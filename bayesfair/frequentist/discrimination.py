@@ -234,6 +234,13 @@ def discrimination_test(
     True
     """
     check_open_probability(level, "level")
+    if isinstance(loss, AuditData | pd.DataFrame):  # the other entry points take data first
+        raise TypeError(
+            f"`loss` (the first argument) is a {type(loss).__name__}: discrimination_test "
+            "takes the per-row loss first and the data by name, e.g. "
+            "discrimination_test('zero_one', data=data, by='sex') (loss 'zero_one', 'brier' "
+            "or 'log', or an array of per-row losses)"
+        )
     check_same_index(loss=loss, group=group)
     if by is not None and (data is None or group is not None):
         raise ValueError(

@@ -17,6 +17,7 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_open_probability
 from .._vocabulary import LEVEL, interval_columns, renamed_arguments
+from .._warnings import user_stacklevel
 from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
 from ._pvalues import clopper_pearson
@@ -338,10 +339,10 @@ def intervals_from_counts(
     notes = []
     if excluded:
         notes.append(
-            f"{len(excluded)} group(s) without rows left out of epsilon (their rate is "
+            f"{len(excluded)} group(s) without rows left out of epsilon-DF (their rate is "
             f"unknown, as in EDF): {excluded[:5]}{' ...' if len(excluded) > 5 else ''}"
         )
-        warnings.warn(notes[-1], UserWarning, stacklevel=3)
+        warnings.warn(notes[-1], UserWarning, stacklevel=user_stacklevel())
     eps_lo, eps_hi, low, high = projected_bounds(n, pos, level)
     box = clopper_pearson(pos[seen], n[seen], (1 - (1 - level) / 2) ** (1 / int(seen.sum())))
     eps_interval = (float(eps_lo), float(eps_hi))

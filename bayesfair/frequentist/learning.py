@@ -28,6 +28,7 @@ from .._validation import (
     warn_unused_categories,
 )
 from .._vocabulary import LEVEL, interval_columns
+from .._warnings import user_stacklevel
 
 __all__ = [
     "DiscriminationComparison",
@@ -528,7 +529,7 @@ def group_learning_curves(
             "n^-beta has three parameters, so its fit (delta, alpha, beta and the interval) "
             "is NaN: give three or more sizes",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     labels = sorted(pd.unique(group_test), key=str)
     untested = sorted(set(pd.unique(group).tolist()) - set(labels), key=str)
@@ -537,7 +538,7 @@ def group_learning_curves(
             f"group(s) {untested} have no rows in the test set, so no learning curve "
             "(give more rows, a larger `test_size` or a test set that holds them)",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
 
     def chunk(size: int, r: np.random.Generator) -> np.ndarray:

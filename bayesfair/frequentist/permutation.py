@@ -29,6 +29,7 @@ from .._validation import (
     is_whole_count,
 )
 from .._vocabulary import N_RESAMPLES
+from .._warnings import user_stacklevel
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import RATE_DEFINITIONS, rate_name, unknown_rate
 from ._pvalues import (
@@ -562,6 +563,9 @@ class IntersectionalPermutationResult(ResultMixin):  # numpydoc ignore=PR01
     null_distribution : numpy.ndarray
         The permuted maxima.
     n_resamples : int
+    pvalue_ci : tuple of float
+        99% Clopper-Pearson interval of the exact permutation p-value, from the
+        ``n_resamples`` permuted maxima (as :class:`PermutationTestResult`'s).
     """
 
     __repr__ = compact_repr
@@ -575,6 +579,7 @@ class IntersectionalPermutationResult(ResultMixin):  # numpydoc ignore=PR01
     n_resamples: int
     permute: str
     notes: list[str] = field(default_factory=list)
+    pvalue_ci: tuple[float, float] = (np.nan, np.nan)
 
     def to_frame(self) -> pd.DataFrame:
         """The per-group table (``groups``).
@@ -586,13 +591,42 @@ class IntersectionalPermutationResult(ResultMixin):  # numpydoc ignore=PR01
         return self.groups
 
     def summary(self) -> pd.DataFrame:
-        """The per-group table (``groups``).
+        """A one-row table of the test over every group: its statistic (the largest
+        ``|z|`` of a group against the rest), the group that attains it with its rate, the
+        p-value and its interval. Per group: :meth:`to_frame` (``groups``); per pair:
+        ``pairwise``.
 
         Returns
         -------
         pandas.DataFrame
         """
-        return self.groups
+        tested = self.groups.dropna(subset=["z_vs_rest"])
+        top = tested.loc[tested["z_vs_rest"].abs().idxmax()]
+        exact = self.metric in RATE_DEFINITIONS and self.permute == exact_permutation(self.metric)
+        test = f"max-T over groups, studentized, {self.permute} permutation"
+        return pd.DataFrame(
+            [
+                {
+                    "metric": self.metric,
+                    "test": test + " (exact)" * exact,
+                    "groups_tested": len(tested),
+                    "groups": len(self.groups),
+                    "statistic": self.statistic,
+                    "largest_gap": top["group"],
+                    "value": top["value"],
+                    "z": top["z_vs_rest"],
+                    "pvalue": self.pvalue,
+                    "pvalue_lower": self.pvalue_ci[0],
+                    "pvalue_upper": self.pvalue_ci[1],
+                    "n_resamples": self.n_resamples,
+                }
+            ]
+        )
+
+    def _repr_html_(self) -> str:
+        """The test's row, its notes, then the per-group table."""
+        per_group = self.groups.to_html(max_rows=60, index=False, border=0)
+        return super()._repr_html_() + "<p>Per group</p>" + per_group
 
     def plot(self, ax=None):
         """Each group's studentized gap from the rest, with the 95% quantile of the
@@ -655,6 +689,22 @@ def _pairwise_tests(
             "pvalue_holm": holm(p),
         }
     )
+
+
+def _undefined_groups_note(metric: str, table: pd.DataFrame, keep: np.ndarray) -> str:
+    """Which groups of the max-T test's ``table`` take no part (``~keep``: their rate is
+    undefined) and why; warned."""
+    left = table.loc[~keep, "group"].tolist()
+    empty = int((table.loc[~keep, "n"] == 0).sum())
+    why = [f"{empty} without rows"] * (empty > 0) + [
+        f"{len(left) - empty} without rows in its denominator"
+    ] * (len(left) > empty)
+    note = (
+        f"{metric} is undefined in {len(left)} of {len(table)} groups ({', '.join(why)}), "
+        f"which take no part in the test: {listed(left, 5)}"
+    )
+    warnings.warn(note, UserWarning, stacklevel=user_stacklevel())
+    return note
 
 
 def intersectional_permutation_test(
@@ -747,7 +797,7 @@ def intersectional_permutation_test(
     random_state = check_seed(random_state)
     null = chunked_resamples(draw, n_resamples, random_state, n_jobs)
     stat = float(np.nanmax(np.abs(z_obs)))
-    p_global, _ = monte_carlo_pvalue(null, stat, "greater")
+    p_global, hits = monte_carlo_pvalue(null, stat, "greater")
     adj = monte_carlo_pvalues(null[:, None], np.abs(z_obs), "greater")[0]  # single-step max-T
     rate, d = _rate(cells, metric)
     table = pd.DataFrame({"group": labels, "value": rate, "denominator": d, "n": cells.sum(axis=1)})
@@ -758,24 +808,14 @@ def intersectional_permutation_test(
     n_pairs = len(klabels) * (len(klabels) - 1) // 2
     notes = inexact_note(metric, permute)
     if not keep.all():
-        left = [lab for lab, k in zip(labels, keep, strict=True) if not k]
-        empty = int((table.loc[~keep, "n"] == 0).sum())
-        shown = listed(left, 5)
-        why = [f"{empty} without rows"] * (empty > 0) + [
-            f"{len(left) - empty} without rows in its denominator"
-        ] * (len(left) > empty)
-        notes.append(
-            f"{metric} is undefined in {len(left)} of {len(labels)} groups ({', '.join(why)}), "
-            f"which take no part in the test: {shown}"
-        )
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+        notes.append(_undefined_groups_note(metric, table, keep))
     run_pairs = pairwise is True or (pairwise == "auto" and n_pairs <= MAX_AUTO_PAIRS)
     if pairwise == "auto" and not run_pairs:
         notes.append(
             f"pairwise tests skipped: {len(klabels)} groups make {n_pairs} pairs, more than "
             f"the {MAX_AUTO_PAIRS} that pairwise='auto' runs; pass pairwise=True to run them"
         )
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+        warnings.warn(notes[-1], UserWarning, stacklevel=user_stacklevel())
     elif run_pairs and n_pairs > 0.05 * (n_resamples + 1):
         floor = min(1.0, n_pairs / (n_resamples + 1))  # Holm: pairs x the smallest p-value
         notes.append(
@@ -783,7 +823,7 @@ def intersectional_permutation_test(
             f"p-value can be below {floor:.3g} (the smallest Monte Carlo p-value times "
             f"{n_pairs}); n_resamples of at least {20 * n_pairs} let a pair reach 0.05"
         )
-        warnings.warn(notes[-1], UserWarning, stacklevel=2)
+        warnings.warn(notes[-1], UserWarning, stacklevel=user_stacklevel())
     pairs = pd.DataFrame(columns=["group_a", "group_b", "difference", "z", "pvalue", "pvalue_holm"])
     if run_pairs:
         ia, ib = np.triu_indices(len(klabels), k=1)  # the order of itertools.combinations
@@ -800,4 +840,5 @@ def intersectional_permutation_test(
         n_resamples=n_resamples,
         permute=permute,
         notes=notes,
+        pvalue_ci=clopper_pearson(hits, len(null)),
     )

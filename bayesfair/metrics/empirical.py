@@ -15,6 +15,7 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_flag, check_instance, check_real
 from .._vocabulary import PSEUDO_COUNT, renamed_arguments
+from .._warnings import user_stacklevel
 from ..data import AuditData, as_audit_data
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 
@@ -198,7 +199,7 @@ def empirical_fairness(
             f"{len(excluded)} empty intersection(s) left out of epsilon-DF "
             f"(no rows): {excluded[:5]}{' ...' if len(excluded) > 5 else ''}",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     eps = float(epsilon_df(p_eps))
     i, j, y = (int(v) for v in epsilon_df_argmax(p_eps))

@@ -17,6 +17,7 @@ from .. import _arviz
 from .._sampling import SamplerWarning, _have_nutpie, quiet_pytensor, sample_nuts
 from .._validation import SeedLike, check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, interval_columns, renamed_arguments
+from .._warnings import user_stacklevel
 from ..data import AuditData, as_audit_data
 from ._design import Design, design_from
 from ._map import _MAP_CACHE, _MapObjective
@@ -417,7 +418,7 @@ class FairnessModel:
                         raise
                     text = f"{type(self).__name__}: ADVI from the {label} start failed ({err})"
                     self.warnings_.append(text)
-                    warnings.warn(text, SamplerWarning, stacklevel=5)
+                    warnings.warn(text, SamplerWarning, stacklevel=user_stacklevel())
         finally:
             vi_log.setLevel(vi_level)
         final = {label: _final_loss(np.asarray(a.hist, dtype=float)) for label, a in runs.items()}
@@ -515,7 +516,7 @@ class FairnessModel:
                 + (" or use advi_optimizer='adam'" if self.advi_optimizer != "adam" else "")
             )
             self.warnings_.append(text)
-            warnings.warn(text, SamplerWarning, stacklevel=4)
+            warnings.warn(text, SamplerWarning, stacklevel=user_stacklevel())
 
     def _check_diagnostics(self, idata) -> None:
         free = [v for v in idata.posterior.data_vars if v not in ("p", "logit_p", "gamma")]
@@ -526,7 +527,7 @@ class FairnessModel:
                 m += f"; a larger `target_accept` (now {self.target_accept}) usually removes them"
             text = f"{type(self).__name__}: {m}"
             self.warnings_.append(text)
-            warnings.warn(text, SamplerWarning, stacklevel=4)
+            warnings.warn(text, SamplerWarning, stacklevel=user_stacklevel())
 
     # ------------------------------------------------------------------ results
     def _check_fitted(self) -> None:

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure as MplFigure
 from .._repr import listed
 from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
+from .._warnings import user_stacklevel
 from ..data import AuditData
 from ..frequentist._pvalues import holm
 from ..scan import CBSResult, SubsetSearch, conditional_bias_scan
@@ -75,7 +76,7 @@ def scan_audit_data(
             "bin them, e.g. with pd.cut, to scan them, or call conditional_bias_scan with "
             "ordinal=[...]",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     attrs = list(data.protected) + [c for c in data.covariates if c not in numeric]
     # named after the audit's own columns, which the results' descriptions show
@@ -114,7 +115,7 @@ def scan_audit_data(
             f"{total} protected class(es) not scanned: "
             + "; ".join(f"{listed(names, 8, ', ')} ({why})" for why, names in skipped.items()),
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     return out
 

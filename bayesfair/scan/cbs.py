@@ -42,6 +42,7 @@ from .._validation import (
     check_seed,
 )
 from .._vocabulary import N_RESAMPLES, moved_options, renamed_arguments
+from .._warnings import user_stacklevel
 from ..data import AuditData
 from .engine import (
     PreparedScan,
@@ -342,7 +343,7 @@ def scan_attributes(
             f"the protected attribute {attr!r} is left out of the scan attributes: within "
             f"the protected class ({label}) it takes a single value",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     if not attributes:
         raise ValueError("no scan attributes: pass `attributes`")
@@ -703,7 +704,7 @@ class _Permutations:
                 "scanned (I-hat had a single class of its target, or no rows, to learn from); "
                 f"the p-value is over the other {used}",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
     def pvalue(self, score: float, n_resamples: int, sequential: bool, seq, n_jobs) -> tuple:

@@ -37,6 +37,7 @@ from .._validation import (
     check_same_index,
     is_numeric_not_bool,
 )
+from .._warnings import user_stacklevel
 from . import _kernel
 
 __all__ = [
@@ -76,7 +77,7 @@ def warn_impossible_events(observed: np.ndarray, expected: np.ndarray, what: str
             "they cannot happen, so the Bernoulli score of a subgroup holding them grows without "
             "bound in q; give predicted probabilities strictly inside (0, 1)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -95,7 +96,7 @@ def warn_clipped_logits(p: np.ndarray, what: str) -> None:
             "clipped to [1e-9, 1 - 1e-9] and the score depends on that clip; clip them yourself "
             "to a bound your model supports, e.g. np.clip(p, 1e-3, 1 - 1e-3)",
             UserWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -378,7 +379,7 @@ def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> t
             "scanned as unordered categories (any subset of values can form the subgroup); "
             "pass ordinal='auto' (or their names) to scan contiguous ranges, or bin them",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     long = {a: int(data[a].nunique()) for a in chosen if data[a].nunique() > MANY_ORDINAL_VALUES}
     if long:
@@ -388,7 +389,7 @@ def resolve_ordinal(data: pd.DataFrame, attributes: Sequence[str], ordinal) -> t
             "ordinal attribute's values, k (k + 1) / 2 of them, so the scan (and each "
             "permutation) slows with the square of k; binning them (pd.qcut) speeds it up",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return chosen
 

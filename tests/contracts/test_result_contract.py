@@ -137,6 +137,23 @@ def test_the_result_contract(results, name):
         assert escape(str(note)) in html
 
 
+def test_a_test_answers_first(results):
+    """A result with a p-value (a test) gives it in its summary, whose first row is the
+    test's answer, and so in its notebook display; the max-T test's summary names the group
+    that attains its statistic, and its display keeps the per-group table."""
+    tests = [n for n in RESULT_NAMES if isinstance(getattr(results[n], "pvalue", None), float)]
+    assert "IntersectionalPermutationResult" in tests and len(tests) >= 5, tests
+    for name in tests:
+        assert results[name].summary()["pvalue"].iloc[0] == results[name].pvalue, name
+    res = results["IntersectionalPermutationResult"]
+    s = res.summary().iloc[0]
+    g = res.groups.set_index("group")
+    assert s["statistic"] == res.statistic == abs(g.loc[s["largest_gap"], "z_vs_rest"])
+    assert s["groups_tested"] == g["z_vs_rest"].notna().sum()
+    assert s["pvalue_lower"] <= res.pvalue <= s["pvalue_upper"]
+    assert res._repr_html_().count("<table") == 2
+
+
 def test_the_diagnostics_warning_shows_r_hat_to_three_decimals():
     """1.0123 reads '1.012 (above 1.01)', not '1.01 (above 1.01)'; below 1.01 no warning."""
     from bayesfair._result import diagnostics_warning

@@ -466,7 +466,7 @@ def test_discrimination_test_takes_the_groups_of_by_as_the_permutation_tests_do(
     """With two protected columns, ``by`` names the one whose values are the groups (the
     same test as on that column's labels); by default every protected column, whose four
     intersections need ``groups=``; ``by`` without ``data``, or beside ``group``, is
-    refused."""
+    refused, and so is data given first, where the loss goes."""
     rng = np.random.default_rng(2)
     frame = pd.DataFrame(
         {"sex": rng.choice(["f", "m"], 300), "age": rng.choice(["old", "young"], 300)}
@@ -489,6 +489,9 @@ def test_discrimination_test_takes_the_groups_of_by_as_the_permutation_tests_do(
         discrimination_test(loss, frame.sex.to_numpy(), by="sex")
     with pytest.raises(ValueError, match=r"`by` names \[.race.\], which are not protected"):
         discrimination_test("zero_one", data=data, by="race")
+    for first in (data, frame):  # data first, as the other entry points take it
+        with pytest.raises(TypeError, match=r"takes the per-row loss first.*data=data, by="):
+            discrimination_test(first, by="sex")
 
 
 # ------------------------------------------------------------------ validity (slow)
