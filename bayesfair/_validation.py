@@ -103,8 +103,11 @@ def check_binary(
     """
     if values.isna().any():
         n_bad = int(values.isna().sum())
+        expected = "0/1" if pos_label is None else f"{pos_label!r} or another value"
         raise ValueError(
-            f"{role} column {column!r} has {n_bad} missing value(s); expected 0/1 for every row"
+            f"{role} column {column!r} has {n_bad} missing value(s); expected {expected} for "
+            "every row: remove those rows first and report how many were left out (in Python: "
+            f"df.dropna(subset=[{column!r}]))"
         )
     if pos_label is not None:
         hit = (values == pos_label).to_numpy()
@@ -191,8 +194,9 @@ def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
     nan = np.isnan(arr)
     if nan.any():
         raise ValueError(
-            f"{role} column {column!r} has {int(nan.sum())} missing value(s); "
-            "expected a probability in [0, 1] for every row"
+            f"{role} column {column!r} has {int(nan.sum())} missing value(s); expected a "
+            "probability in [0, 1] for every row: remove those rows first and report how many "
+            f"were left out (in Python: df.dropna(subset=[{column!r}]))"
         )
     out = (arr < 0) | (arr > 1)
     if out.any():

@@ -179,7 +179,15 @@ BAD_INPUTS = [
         _with(y=[0, 1, np.nan, 0]),
         dict(protected="g", outcome="y"),
         ValueError,
-        "'y' has 1 missing",
+        "'y' has 1 missing value(s); expected 0/1 for every row: remove those rows first "
+        "and report how many were left out (in Python: df.dropna(subset=['y']))",
+    ),
+    (
+        "nan-outcome-of-words",
+        _with(y=["yes", "no", np.nan, "no"]),
+        dict(protected="g", outcome="y", pos_label="yes"),
+        ValueError,
+        "'y' has 1 missing value(s); expected 'yes' or another value for every row",
     ),
     (
         "non-binary-outcome",
@@ -222,7 +230,8 @@ BAD_INPUTS = [
         _with(s=[0.1, np.nan, 0.5, 0.2]),
         dict(protected="g", outcome="y", score="s"),
         ValueError,
-        "'s' has 1 missing",
+        "for every row: remove those rows first and report how many were left out (in "
+        "Python: df.dropna(subset=['s']))",
     ),
     (
         "score-text",
