@@ -6,6 +6,7 @@ import argparse
 import codecs
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ._output import (
     raise_if_stopped,
     stop_on_signals,
 )
+from ._sampling import SamplerWarning
 from ._validation import check_n_jobs
 from ._vocabulary import LEVEL, N_RESAMPLES, PSEUDO_COUNT
 from .data import AuditData
@@ -539,7 +541,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run = {"demo": _demo, "reproduce": _reproduce, "audit": _audit}[args.command]
     try:
-        with stop_on_signals():
+        with stop_on_signals(), warnings.catch_warnings():
+            warnings.showwarning = _show_warning
             return run(args)
     except KeyboardInterrupt:
         print("bayesfair: interrupted; nothing was written", file=sys.stderr)
@@ -560,6 +563,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning on the command line: one line, as an error is (``bayesfair: warning:``),
+    not Python's two (the file and line of the call, then its source)."""
+    kind = "" if category is UserWarning else f"{category.__name__}: "
+    text = " ".join(str(message).split())
+    if issubclass(category, SamplerWarning):  # its advice names the Python arguments
+        text += " (command line: --draws; --hb-main-effects for hierarchical Bayes)"
+    print(f"bayesfair: warning: {kind}{text}", file=sys.stderr)
 
 
 def _one_line(err: BaseException) -> str:

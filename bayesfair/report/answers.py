@@ -313,6 +313,13 @@ def _scan_rows(result: Any) -> list[dict]:
     p_text = f"p = {top['pvalue']:.3g} ({int(top['n_resamples'])} permutations)"
     if many:
         p_text += f"; {top['pvalue_holm']:.3g} adjusted for the {len(s)} classes scanned (Holm)"
+        floor = len(s) / (result.n_resamples + 1)  # Holm: classes x the smallest p-value
+        if floor >= 0.05:  # a p-value must be below 0.05 to flag
+            p_text += (
+                f"; with {result.n_resamples} permutations no adjusted p-value can be below "
+                f"{min(floor, 1.0):.3g}: n_resamples of at least {20 * len(s)} let a scan "
+                "reach 0.05"
+            )
     return [
         {
             "question": "Which subgroup does the bias scan flag?",

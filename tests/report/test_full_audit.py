@@ -160,8 +160,8 @@ def test_the_audit_does_not_depend_on_n_jobs(audited):
 def test_the_scan_answer_is_adjusted_for_the_classes_scanned(audited):
     """The audit scans every value of every protected attribute; its answer gives the
     smallest p-value with its Holm adjustment for the number of scans, and flags a
-    subgroup only where the adjusted p-value is below 0.05. The report's scan table has
-    both p-values."""
+    subgroup only where the adjusted p-value is below 0.05, and says when too few
+    permutations let none get there. The report's scan table has both p-values."""
     from bayesfair.report import scans_table
 
     res = audited[1]
@@ -175,6 +175,12 @@ def test_the_scan_answer_is_adjusted_for_the_classes_scanned(audited):
     assert f"{top['pvalue_holm']:.3g} adjusted for the 5 classes scanned (Holm)" in row.interval
     assert row.answer.startswith("no subgroup") == (not top["pvalue_holm"] < 0.05)
     assert "pvalue_holm" in res.report().to_html()
+    # 19 permutations: no p-value below 1/20, no adjusted one below 5/20, and it says so
+    assert res.n_resamples == 19
+    assert row.interval.endswith(
+        "with 19 permutations no adjusted p-value can be below 0.25: n_resamples of at "
+        "least 100 let a scan reach 0.05"
+    )
 
 
 @pytest.mark.slow  # 100 null data sets, each scanned 8 times

@@ -329,6 +329,32 @@ def test_audit_csv_numeric_pos_label(tmp_path, capsys):
     )
 
 
+def test_cli_warnings_are_one_line_each(monkeypatch, capsys):
+    """A warning during a command is one line on stderr, like an error: 'bayesfair:
+    warning:', the kind when it is not a plain UserWarning, the message on one line (a
+    SamplerWarning's, whose advice names Python arguments, with the options that set them);
+    not Python's file, line and source. Python's own display is back after the command."""
+    import bayesfair.cli as cli
+    from bayesfair import SamplerWarning
+
+    def run(args):
+        warnings.warn("HLR: R-hat up to 1.012\n(> 1.01)", SamplerWarning, stacklevel=1)
+        warnings.warn("3 groups left out", UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cli, "_audit", run)
+    shown = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert main(["audit", "data.csv"]) == 0
+    assert capsys.readouterr().err == (
+        "bayesfair: warning: SamplerWarning: HLR: R-hat up to 1.012 (> 1.01) (command line: "
+        "--draws; --hb-main-effects for hierarchical Bayes)\n"
+        "bayesfair: warning: 3 groups left out\n"
+    )
+    assert warnings.showwarning is shown
+
+
 def test_cli_errors_exit_2(tmp_path, capsys):
     df = pd.DataFrame({"g": ["a", "b"], "y": [0, 3]})
     csv = tmp_path / "d.csv"
