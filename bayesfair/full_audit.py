@@ -10,6 +10,7 @@ silently.  The command line is a thin shell over it, so the two give the same re
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -269,6 +270,11 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
         return rep
 
 
+def _print_step(line: str) -> None:
+    """``progress=True``: a step of the audit on stderr, as the command line prints it."""
+    print(f"bayesfair: {line}", file=sys.stderr, flush=True)
+
+
 def _calibrated_intervals(
     data: AuditData,
     level: float,
@@ -407,7 +413,7 @@ def audit(
     random_state: SeedLike = None,
     draws: int = 1000,
     hb_main_effects: str = "auto",
-    progress: Callable[[str], None] | None = None,
+    progress: bool | Callable[[str], None] | None = None,
     n_jobs: int | None = 1,
     **roles: Any,
 ) -> FullAuditResult:
@@ -446,10 +452,12 @@ def audit(
         NUTS draws (and tuning steps) per chain of the HLR fits and hierarchical Bayes.
     hb_main_effects : {"auto", "non-centred", "centred"}, default "auto"
         Coordinates of hierarchical Bayes' main effects.
-    progress : callable, optional
-        Called with the name of each step as it starts (the command line prints them).
-        Several sections are an expensive computation; this reports on them as they go,
-        and the interval checks show a progress bar over their replicate tables.
+    progress : bool or callable, optional
+        ``True`` prints each step to stderr as it starts, with the time since the start,
+        as the command line does; a callable is called with those lines instead. Several
+        sections are an expensive computation (the interval checks refit hundreds of
+        replicate tables: a minute or two on a few dozen intersections); with either, the
+        interval checks also show a progress bar over their replicate tables.
     n_jobs : int, optional
         Chunks of replicate tables (interval checks) and of permutations (tests and scans)
         run at once through joblib (-1: every core); the result does not depend on it.
@@ -487,8 +495,14 @@ def audit(
         raise ValueError(
             f"`hb_main_effects` must be 'auto', 'non-centred' or 'centred', got {hb_main_effects!r}"
         )
+    if progress is True:  # the command line's lines, on stderr
+        progress = _print_step
+    elif progress is False:
+        progress = None
     if progress is not None and not callable(progress):
-        raise TypeError(f"`progress` must be a callable taking a str, got {progress!r}")
+        raise TypeError(
+            f"`progress` must be True, False or a callable taking a str, got {progress!r}"
+        )
     t0 = time.perf_counter()
 
     def step(what: str) -> None:

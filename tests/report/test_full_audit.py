@@ -103,6 +103,17 @@ def test_progress_is_called_for_each_step(audited):
     ]
 
 
+def test_progress_true_prints_the_steps_as_the_command_line_does(frame, capsys):
+    """progress=True: each step on stderr as it starts, with the time since the start, in
+    the command line's words; nothing on stdout."""
+    data = bf.AuditData(frame, ["race"], "y")  # labels only: the shortest audit
+    bf.audit(data, n_resamples=9, random_state=0, progress=True)
+    out, err = capsys.readouterr()
+    steps = re.findall(r"^bayesfair: \[ *[0-9.]+ s\] (.*)$", err, re.M)
+    assert steps[0] == "intervals of epsilon-DF and gamma-SF, checked on replicate tables"
+    assert steps[-1] == "writing the report" and out == ""
+
+
 @pytest.mark.parametrize(
     "kw, named",
     [
