@@ -182,7 +182,7 @@ def check_probability(values: pd.Series, column: str, role: str) -> np.ndarray:
         hint = (
             f" with decimal commas (values like {text[comma].iloc[0]!r}): convert them, e.g. "
             f"pd.to_numeric(df[{column!r}].str.replace(',', '.')), or on the command line "
-            "pass --decimal ,"
+            'pass --decimal , (in an audit spec: [data] decimal = ",")'
             if comma.any()
             else ""
         )

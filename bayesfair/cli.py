@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import codecs
 import sys
 import traceback
 import warnings
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._csv_input import read_csv
 from ._output import (
     Terminated,
     check_output_file,
@@ -176,55 +176,21 @@ _ROW_FLAGS = (
 
 
 def _read_csv(source: Path, args: argparse.Namespace) -> pd.DataFrame:
-    """Read a CSV file with the command line's ``--encoding``, ``--sep`` and ``--decimal``;
-    in the ``--protected`` columns only an empty cell is missing, so that categories spelt
-    like pandas' missing-value markers ("NA", "None", "null", "N/A") stay categories."""
-    encoding = args.encoding
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise ValueError(
-            f"--encoding {encoding!r} is not a known text encoding (e.g. utf-8, latin-1, cp1252)"
-        ) from None
-    sep = {"\\t": "\t", "tab": "\t"}.get(args.sep, args.sep)
-    options = {"encoding": encoding, "sep": sep, "decimal": args.decimal}
-    try:
-        frame = pd.read_csv(source, **options)
-    except UnicodeDecodeError as err:
-        raise ValueError(
-            f"{source} is not valid {encoding} text ({err.reason} at byte {err.start}); pass "
-            "--encoding with the file's encoding, for example --encoding latin-1"
-        ) from None
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{source} is empty; expected a CSV file with a header row") from None
-    except pd.errors.ParserError as err:
-        raise ValueError(f"{source} is not a readable CSV file ({err})") from None
-    _check_separator(source, frame, sep)
-    cols = [c for c in (args.protected or []) if c in frame.columns]
-    if cols:
-        raw = pd.read_csv(source, **options, usecols=cols, dtype=str, keep_default_na=False)
-        for c in cols:
-            literal = frame[c].isna().to_numpy() & (raw[c] != "").to_numpy()
-            if literal.any():  # "NA" and the like are values here, not missing ones
-                frame[c] = raw[c].where(raw[c] != "", None)
-    return frame
+    """Read a CSV file with the command line's ``--encoding``, ``--sep`` and ``--decimal``
+    (:func:`bayesfair._csv_input.read_csv`: an audit spec's CSV is read alike)."""
+    return read_csv(
+        source,
+        encoding=args.encoding,
+        sep=args.sep,
+        decimal=args.decimal,
+        protected=args.protected or (),
+        how=_flag,
+    )
 
 
-def _check_separator(source: Path, frame: pd.DataFrame, sep: str) -> None:
-    """Refuse a file read as one column whose header holds another separator (a file
-    separated by semicolons, as spreadsheets write them where the decimal mark is a comma,
-    or by tabs), naming the ``--sep`` that reads it."""
-    if frame.shape[1] != 1:
-        return
-    header = str(frame.columns[0])
-    found = [(c, shown) for c, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")) if c in header]
-    if found and found[0][0] != sep:
-        shown = found[0][1]
-        raise ValueError(
-            f"{source} was read as one column, {header!r}: its fields look separated by "
-            f"'{shown}'; pass --sep '{shown}'"
-            + (" (and --decimal , if its numbers have decimal commas)" if shown == ";" else "")
-        )
+def _flag(option: str, value: str) -> str:
+    """How the command line sets a CSV option: ``--sep ';'``, ``--decimal ,``."""
+    return f"--{option} '{value}'" if option == "sep" else f"--{option} {value}"
 
 
 def _audit(args: argparse.Namespace) -> int:

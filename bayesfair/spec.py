@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from ._csv_input import read_csv
 from .data import AuditData
 from .datasets import load_adult, load_compas
 
@@ -38,8 +39,10 @@ _METRICS_KEYS = {"pseudo_count"}
 _DATA_KEYS = {
     "compas": {"dataset", "coding"},
     "adult": {"dataset", "split"},
-    "csv": {"dataset", "path"},
+    "csv": {"dataset", "path", "encoding", "sep", "decimal"},
 }
+#: the options of a CSV spec's reading (strings), with the command line's defaults
+_CSV_OPTIONS = {"encoding": "utf-8", "sep": ",", "decimal": "."}
 _COLUMN_KEYS = {"protected", "outcome", "score", "decision", "threshold", "covariates", "pos_label"}
 _DATASETS = ("compas", "adult", "csv")
 
@@ -52,8 +55,9 @@ class AuditSpec:
     ----------
     name : str
     data : dict
-        ``dataset`` (compas, adult or csv) and its options (``coding``,
-        ``split``, ``path`` relative to the spec file).
+        ``dataset`` (compas, adult or csv: the default when a ``path`` is given) and its
+        options (``coding``, ``split``; a CSV file's ``path`` relative to the spec file and
+        its ``encoding``, ``sep`` and ``decimal``, as the command line's options).
     columns : dict
         Column roles, overriding those of a packaged data set.
     metrics : dict
@@ -72,9 +76,17 @@ class AuditSpec:
     inference: dict[str, Any] = field(default_factory=dict)
 
     def csv_frame(self) -> pd.DataFrame:
-        """The CSV file a ``dataset = "csv"`` spec names (its path relative to the spec)."""
+        """The CSV file a ``dataset = "csv"`` spec names (its path relative to the spec),
+        read as the command line reads one (:func:`bayesfair._csv_input.read_csv`), with the
+        spec's ``encoding``, ``sep`` and ``decimal``."""
         base = self.path.parent if self.path else Path.cwd()
-        return pd.read_csv(base / self.data["path"])
+        options = {k: self.data.get(k, default) for k, default in _CSV_OPTIONS.items()}
+        return read_csv(
+            base / self.data["path"],
+            **options,
+            protected=self.columns.get("protected", ()),
+            how=lambda option, value: f'[data] {option} = "{value}"',
+        )
 
     def audit_data(self, data_home: str | os.PathLike | None = None) -> AuditData:
         """Load the data the spec names and apply its column roles."""
@@ -164,6 +176,8 @@ def _audit_spec(path: Path, raw: dict) -> AuditSpec:
     """An audit spec: a data set (one of the package's, or a CSV with its ``[columns]``),
     the metrics' options and the published numbers to compare with."""
     data = dict(raw.get("data", {}))
+    if "dataset" not in data and "path" in data:  # a path names a CSV file
+        data["dataset"] = "csv"
     if data.get("dataset") not in _DATASETS:
         raise ValueError(
             f"{path}: [data] dataset must be one of {_DATASETS}, got {data.get('dataset')!r}"
@@ -178,6 +192,9 @@ def _audit_spec(path: Path, raw: dict) -> AuditSpec:
     if data["dataset"] == "csv":
         if "path" not in data:
             raise ValueError(f"{path}: [data] dataset = 'csv' needs a path")
+        for key in ("path", *_CSV_OPTIONS):
+            if key in data and not isinstance(data[key], str):
+                raise ValueError(f"{path}: [data] {key} must be a string, got {data[key]!r}")
         missing = {"protected", "outcome"} - set(columns)
         if missing:
             raise ValueError(f"{path}: a csv spec needs [columns] {sorted(missing)}")

@@ -119,6 +119,20 @@ def test_public_functions_and_estimators_have_examples():
     assert not missing, f"public objects without an Examples section: {sorted(set(missing))}"
 
 
+def test_guide_specs_are_valid_specs(tmp_path):
+    """Every TOML block of a guide page is an audit spec that load_spec accepts."""
+    from bayesfair.spec import load_spec
+
+    found = 0
+    for page in GUIDE_PAGES:
+        for block in re.findall(r"\.\. code-block:: toml\n\n((?:   .*\n|\n)+)", page.read_text()):
+            spec = tmp_path / f"{page.stem}{found}.toml"
+            spec.write_text(textwrap.dedent(block))
+            assert load_spec(spec).data["dataset"] == "csv", page.name
+            found += 1
+    assert found >= 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("page", CODE_PAGES, ids=lambda p: p.stem)
 def test_guide_code_blocks_run(page, tmp_path, request):

@@ -407,6 +407,33 @@ def test_a_csv_of_semicolons_or_tabs_and_decimal_commas(tmp_path, capsys):
     assert outs[0] == outs[1] == outs[2]
 
 
+def test_an_audit_spec_reads_its_csv_as_the_command_line_does(tmp_path):
+    """A spec's CSV is read by the command line's reader: a [data] path alone names a CSV
+    file; 'NA' (North America) in a protected column stays a category, not a missing value
+    (a spec read it as missing and was refused); a file of semicolons is refused with the
+    spec's own setting, and [data] sep and decimal read it; a setting that is not a string is
+    refused by name."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"region": rng.choice(["NA", "EU", "AS"], 300), "y": rng.integers(0, 2, 300)})
+    df["p"] = rng.random(300).round(3)
+    df.to_csv(tmp_path / "plain.csv", index=False)
+    df.to_csv(tmp_path / "semi.csv", index=False, sep=";", decimal=",")
+    columns = '[columns]\nprotected = ["region"]\noutcome = "y"\nscore = "p"\n'
+    spec = tmp_path / "s.toml"
+    spec.write_text('[data]\npath = "plain.csv"\n' + columns)
+    data = load_spec(spec).audit_data()
+    assert sorted(data.categories["region"]) == ["AS", "EU", "NA"] and data.n_rows == 300
+    spec.write_text('[data]\npath = "semi.csv"\n' + columns)
+    with pytest.raises(ValueError, match=r"separated by ';'; pass \[data\] sep = \";\" \(and"):
+        load_spec(spec).audit_data()
+    spec.write_text('[data]\npath = "semi.csv"\nsep = ";"\ndecimal = ","\n' + columns)
+    semi = load_spec(spec).audit_data()
+    pd.testing.assert_frame_equal(semi.table, data.table)
+    spec.write_text('[data]\npath = "semi.csv"\nsep = 5\n' + columns)
+    with pytest.raises(ValueError, match=r"\[data\] sep must be a string, got 5"):
+        load_spec(spec)
+
+
 def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     """--seed, --draws and --hb-main-effects of ``audit --bayes`` reach the HLR fits and
     hierarchical Bayes (the options a SamplerWarning's advice asks for), and --seed the
