@@ -550,12 +550,15 @@ class AuditData:
             label in ``intersection``.
         """
         cols = self._check_by(by)
-        index = pd.MultiIndex.from_product([self.categories[c] for c in cols], names=cols)
-        groups = index.to_frame(index=False)
-        for c in cols:
-            groups[c] = pd.Categorical(groups[c], categories=self.categories[c])
-        groups["intersection"] = intersection_labels(index, cols)
-        return groups
+        built = self.__dict__.setdefault("_groupings", {})  # the categories never change
+        if tuple(cols) not in built:
+            index = pd.MultiIndex.from_product([self.categories[c] for c in cols], names=cols)
+            groups = index.to_frame(index=False)
+            for c in cols:
+                groups[c] = pd.Categorical(groups[c], categories=self.categories[c])
+            groups["intersection"] = intersection_labels(index, cols)
+            built[tuple(cols)] = groups
+        return built[tuple(cols)].copy()  # a caller may add columns to its copy
 
     def table_for(self, by: str | Sequence[str] | None = None) -> pd.DataFrame:
         """Tidy count table for the groups of ``by`` (a subset of the protected columns).
