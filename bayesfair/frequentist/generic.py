@@ -20,6 +20,7 @@ from .._validation import (
     check_seed,
 )
 from .._vocabulary import N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_arguments
+from ..data import AuditData
 from ._pvalues import ALTERNATIVES, clopper_pearson, monte_carlo_pvalue
 from .permutation import PermutationTestResult
 
@@ -111,6 +112,13 @@ def metric_permutation_test(
     >>> metric_permutation_test(err, g, random_state=0).pvalue < 0.1
     True
     """
+    if isinstance(values, AuditData):  # the rate tests take data first; this one rows
+        raise TypeError(
+            "`values` is an AuditData: metric_permutation_test takes per-row values and "
+            "their `group` (arrays, as scipy.stats.permutation_test); for a rate of an "
+            "AuditData use permutation_test(data, 'fpr', by=...), for its AUC "
+            "auc_permutation_test(data, by=...)"
+        )
     check_same_index(values=values, group=group)
     g = np.asarray(group)
     check_no_missing_groups(pd.Series(g), "`group`")

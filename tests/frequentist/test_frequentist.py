@@ -786,6 +786,10 @@ def test_metric_permutation_test_mean_and_callable():
             metric_permutation_test(v, g, np.median, n_variance_resamples=1, studentize=stud)
     with pytest.raises(ValueError, match="`batch` must be a positive integer, got 0"):
         metric_permutation_test(v, g, batch=0)  # failed in range()
+    # data first, as the rate tests take it: told which test takes data
+    data = AuditData(pd.DataFrame({"g": g, "y": (v > 0).astype(int)}), "g", "y")
+    with pytest.raises(TypeError, match=r"takes per-row values .*permutation_test\(data, 'fpr'"):
+        metric_permutation_test(data, g)
 
 
 @pytest.mark.slow
