@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
-from ._warnings import user_stacklevel
+from ._warning_location import user_stacklevel
 
 __all__ = ["SamplerWarning", "quiet_pytensor", "sample_nuts"]
 

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 
-from ._warnings import user_stacklevel
+from ._warning_location import user_stacklevel
 
 __all__ = [
     "SeedLike",

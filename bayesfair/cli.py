@@ -47,11 +47,6 @@ def demo_dataset(n_rows: int = 20_000, seed: int = 2024):
     return make_gaussian_threshold(DEMO_LEVELS, group_sizes=sizes, random_state=rng)
 
 
-def _progress(text: str) -> None:
-    """Announce a step of the audit on stderr (a large audit with --bayes runs for minutes)."""
-    print(f"bayesfair: {text}", file=sys.stderr, flush=True)
-
-
 def _whole_audit(data: AuditData, args: argparse.Namespace, *, bayes: bool, **kw):
     """:func:`bayesfair.audit` with the command line's options."""
     return audit(
@@ -62,7 +57,7 @@ def _whole_audit(data: AuditData, args: argparse.Namespace, *, bayes: bool, **kw
         hb_main_effects=args.hb_main_effects,
         n_resamples=args.n_resamples,
         level=args.level,
-        progress=_progress,
+        progress=True,  # each step on stderr: a large audit with --bayes runs for minutes
         n_jobs=args.n_jobs,
         **kw,
     )

@@ -456,8 +456,8 @@ def audit(
         ``True`` prints each step to stderr as it starts, with the time since the start,
         as the command line does; a callable is called with those lines instead. Several
         sections are an expensive computation (the interval checks refit hundreds of
-        replicate tables: a minute or two on a few dozen intersections); with either, the
-        interval checks also show a progress bar over their replicate tables.
+        replicate tables); with either, the interval checks also show a progress bar over
+        their replicate tables.
     n_jobs : int, optional
         Chunks of replicate tables (interval checks) and of permutations (tests and scans)
         run at once through joblib (-1: every core); the result does not depend on it.

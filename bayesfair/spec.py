@@ -41,8 +41,8 @@ _DATA_KEYS = {
     "adult": {"dataset", "split"},
     "csv": {"dataset", "path", "encoding", "sep", "decimal"},
 }
-#: the options of a CSV spec's reading (strings), with the command line's defaults
-_CSV_OPTIONS = {"encoding": "utf-8", "sep": ",", "decimal": "."}
+#: the options of a CSV spec's reading (strings; read_csv's defaults where not given)
+_CSV_OPTIONS = ("encoding", "sep", "decimal")
 _COLUMN_KEYS = {"protected", "outcome", "score", "decision", "threshold", "covariates", "pos_label"}
 _DATASETS = ("compas", "adult", "csv")
 
@@ -80,7 +80,7 @@ class AuditSpec:
         read as the command line reads one (:func:`bayesfair._csv_input.read_csv`), with the
         spec's ``encoding``, ``sep`` and ``decimal``."""
         base = self.path.parent if self.path else Path.cwd()
-        options = {k: self.data.get(k, default) for k, default in _CSV_OPTIONS.items()}
+        options = {k: self.data[k] for k in _CSV_OPTIONS if k in self.data}
         return read_csv(
             base / self.data["path"],
             **options,

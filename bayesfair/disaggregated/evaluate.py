@@ -35,7 +35,7 @@ from .._vocabulary import (
     moved_options,
     renamed_arguments,
 )
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData
 from .estimators import (
     ESTIMATORS,

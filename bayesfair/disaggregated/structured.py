@@ -23,7 +23,7 @@ from scipy import stats
 
 from .._validation import check_instance, check_real, check_same_index
 from .._vocabulary import LEVEL, moved_options, renamed_arguments
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ._lasso import PartialRidge, lambda_max, lasso_cd
 from .groups import GroupedData, metric_name
 

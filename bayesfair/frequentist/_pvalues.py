@@ -72,6 +72,20 @@ def holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def holm_floor(n_tests: int, n_resamples: int) -> float:
+    """The smallest Holm-adjusted p-value that ``n_tests`` Monte Carlo p-values of
+    ``n_resamples`` resamples each can reach: ``n_tests`` times the smallest Monte Carlo
+    p-value, ``1 / (n_resamples + 1)``, at most 1.
+
+    Examples
+    --------
+    >>> from bayesfair.frequentist._pvalues import holm_floor
+    >>> holm_floor(12, 99)
+    0.12
+    """
+    return min(1.0, n_tests / (n_resamples + 1))
+
+
 def clopper_pearson(k, n, level: float = 0.99) -> tuple:
     """Two-sided Clopper-Pearson bounds of ``k`` successes in ``n > 0`` trials, exactly 0
     and 1 where ``k`` is 0 or ``n``: floats for numbers, arrays for arrays."""

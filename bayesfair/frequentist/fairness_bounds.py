@@ -17,7 +17,7 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_open_probability
 from .._vocabulary import LEVEL, interval_columns, renamed_arguments
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData, as_audit_data
 from ..metrics.fairness import epsilon_df, gamma_sf
 from ._pvalues import clopper_pearson

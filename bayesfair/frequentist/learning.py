@@ -28,7 +28,7 @@ from .._validation import (
     warn_unused_categories,
 )
 from .._vocabulary import LEVEL, interval_columns
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 
 __all__ = [
     "DiscriminationComparison",

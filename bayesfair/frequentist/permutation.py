@@ -29,7 +29,7 @@ from .._validation import (
     is_whole_count,
 )
 from .._vocabulary import N_RESAMPLES
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import RATE_DEFINITIONS, rate_name, unknown_rate
 from ._pvalues import (
@@ -39,6 +39,7 @@ from ._pvalues import (
     clopper_pearson,
     exact_permutation,
     holm,
+    holm_floor,
     inexact_note,
     monte_carlo_pvalue,
     monte_carlo_pvalues,
@@ -816,8 +817,7 @@ def intersectional_permutation_test(
             f"the {MAX_AUTO_PAIRS} that pairwise='auto' runs; pass pairwise=True to run them"
         )
         warnings.warn(notes[-1], UserWarning, stacklevel=user_stacklevel())
-    elif run_pairs and n_pairs > 0.05 * (n_resamples + 1):
-        floor = min(1.0, n_pairs / (n_resamples + 1))  # Holm: pairs x the smallest p-value
+    elif run_pairs and (floor := holm_floor(n_pairs, n_resamples)) > 0.05:
         notes.append(
             f"with {n_pairs} pairs and n_resamples={n_resamples}, no Holm-adjusted pairwise "
             f"p-value can be below {floor:.3g} (the smallest Monte Carlo p-value times "

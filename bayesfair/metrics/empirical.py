@@ -15,7 +15,7 @@ from .._repr import compact_repr
 from .._result import ResultMixin
 from .._validation import check_flag, check_instance, check_real
 from .._vocabulary import PSEUDO_COUNT, renamed_arguments
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData, as_audit_data
 from .fairness import epsilon_df, epsilon_df_argmax, gamma_sf, gamma_sf_argmax
 

@@ -17,7 +17,7 @@ from .. import _arviz
 from .._sampling import SamplerWarning, _have_nutpie, quiet_pytensor, sample_nuts
 from .._validation import SeedLike, check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, interval_columns, renamed_arguments
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData, as_audit_data
 from ._design import Design, design_from
 from ._map import _MAP_CACHE, _MapObjective

@@ -37,7 +37,7 @@ from .. import _arviz
 from .._sampling import SamplerWarning
 from .._validation import check_flag
 from .._vocabulary import ROLE_RENAMES, moved_options, renamed_arguments
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..datasets import load_adult, load_diabetes
 from ..datasets.diabetes import (
     CLINICAL_CATEGORICAL,

@@ -20,6 +20,7 @@ import pandas as pd
 
 from .._repr import listed
 from ..calibration import AMPLIFICATION, table_name
+from ..frequentist._pvalues import holm_floor
 from ..frequentist.fairness_bounds import intervals_from_counts
 from ..metrics import epsilon_df, group_rates, outcome_probabilities
 from ..metrics.rate_intervals import jeffreys_difference, newcombe_difference
@@ -313,11 +314,11 @@ def _scan_rows(result: Any) -> list[dict]:
     p_text = f"p = {top['pvalue']:.3g} ({int(top['n_resamples'])} permutations)"
     if many:
         p_text += f"; {top['pvalue_holm']:.3g} adjusted for the {len(s)} classes scanned (Holm)"
-        floor = len(s) / (result.n_resamples + 1)  # Holm: classes x the smallest p-value
+        floor = holm_floor(len(s), result.n_resamples)
         if floor >= 0.05:  # a p-value must be below 0.05 to flag
             p_text += (
                 f"; with {result.n_resamples} permutations no adjusted p-value can be below "
-                f"{min(floor, 1.0):.3g}: n_resamples of at least {20 * len(s)} let a scan "
+                f"{floor:.3g}: n_resamples of at least {20 * len(s)} let a scan "
                 "reach 0.05"
             )
     return [

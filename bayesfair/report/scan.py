@@ -11,7 +11,7 @@ from matplotlib.figure import Figure as MplFigure
 from .._repr import listed
 from .._validation import SeedLike, check_instance, is_numeric_not_bool
 from .._vocabulary import N_RESAMPLES
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData
 from ..frequentist._pvalues import holm
 from ..scan import CBSResult, SubsetSearch, conditional_bias_scan

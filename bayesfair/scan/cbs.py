@@ -42,7 +42,7 @@ from .._validation import (
     check_seed,
 )
 from .._vocabulary import N_RESAMPLES, moved_options, renamed_arguments
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from ..data import AuditData
 from .engine import (
     PreparedScan,

@@ -37,7 +37,7 @@ from .._validation import (
     check_same_index,
     is_numeric_not_bool,
 )
-from .._warnings import user_stacklevel
+from .._warning_location import user_stacklevel
 from . import _kernel
 
 __all__ = [

@@ -28,7 +28,7 @@ def user_stacklevel() -> int:
     Examples
     --------
     >>> import warnings
-    >>> from bayesfair._warnings import user_stacklevel
+    >>> from bayesfair._warning_location import user_stacklevel
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     warnings.warn("from here", UserWarning, stacklevel=user_stacklevel())
