@@ -20,9 +20,9 @@ the grid point; draws come from the mixture. Newton's steps, the Laplace estimat
 determinant and the posterior covariance work in the effects, where the intersections'
 deviations have a diagonal precision and can be eliminated, so each solves a system of the
 ``1 + sum(levels)`` intercept and attribute effects rather than of the ``G``
-intersections; every grid point is solved at once (batched linear algebra), so a table of
-a few dozen intersections takes milliseconds, which is what lets interval calibration
-refit it on hundreds of replicate tables.
+intersections, compiled (:mod:`._laplace_kernel`), so a table of a few dozen
+intersections takes milliseconds, which is what lets interval calibration refit it on
+hundreds of replicate tables.
 
 The attribute effects let an intersection borrow strength from every intersection that
 shares one of its values; the deviations keep interactions; the scales are learned with
@@ -35,7 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit
+
+from . import _laplace_kernel as kernel
 
 __all__ = ["GridPosterior", "grid_posterior"]
 
@@ -88,18 +90,29 @@ def _row_searchsorted(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     return (u[..., :, None] >= cdf[..., None, :]).sum(axis=-1)
 
 
-def _loglik(n: np.ndarray, k: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    return np.sum(-k * np.logaddexp(0, -eta) - (n - k) * np.logaddexp(0, eta), axis=-1)
-
-
 class _LowRankPrior:
     """The prior of ``f = eta - m`` at every grid point as effects, ``f = Z beta + u``:
     ``Z`` (G, r) the intercept's column of ones and every attribute's one-hot columns
     (``Z_d Z_d'`` is the agreement on attribute ``d``), ``beta ~ N(0, D)`` with ``D``
     (grid, r) the intercept's and the attribute effects' variances, ``u ~ N(0, tau^2 I)``;
-    so ``C = Z D Z' + tau^2 I``. A Newton step and the Gaussian approximation eliminate
-    ``u`` (its precision is diagonal) and solve an ``r x r`` system per grid point,
-    ``r = 1 + sum(levels)``, instead of a ``G x G`` one."""
+    so ``C = Z D Z' + tau^2 I``.
+
+    A Newton step and the Gaussian approximation (:mod:`._laplace_kernel`) eliminate ``u``
+    (its precision is diagonal) and solve an ``r x r`` system per grid point, ``r = 1 +
+    sum(levels)``, instead of a ``G x G`` one. With weights ``w`` (the binomial
+    information at the current ``eta``), ``lam = 1 + tau^2 w`` and ``M = D^{-1} + Z'
+    diag(w / lam) Z``:
+
+    - the Newton target ``f = (C^{-1} + W)^{-1} b`` solves ``Q (beta, u) = (Z' b, b)``,
+      ``Q`` the prior precision plus ``X' W X``, ``X = [Z, I]``; the ``u`` rows give ``u =
+      tau^2 (b - W Z beta) / lam``, and substituted in the ``beta`` rows, ``M beta = Z' (b /
+      lam)``; the minimising split of ``f`` into effects has ``a = C^{-1} f = u / tau^2``;
+    - half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` (the Laplace estimate's
+      normalisation) is ``(sum log lam + sum log D + log|M|) / 2`` (the matrix
+      determinant lemma);
+    - the posterior covariance of ``eta``, ``(C^{-1} + W)^{-1}``, is ``diag(tau^2 / lam) +
+      A M^{-1} A'`` with ``A = diag(1 / lam) Z``: a sum of two positive parts, which ``C -
+      C W^(1/2) B^{-1} W^(1/2) C`` is not."""
 
     def __init__(self, codes: np.ndarray, sa: np.ndarray, tau: np.ndarray) -> None:
         columns = [np.ones((codes.shape[1], 1))]
@@ -107,87 +120,13 @@ class _LowRankPrior:
         self.z = np.hstack(columns)
         effects = np.repeat(sa[:, None] ** 2, self.z.shape[1] - 1, axis=1)
         self.d = np.hstack([np.full((len(sa), 1), INTERCEPT_SD**2), effects])
-        self.tau2 = tau[:, None] ** 2
+        self.tau2 = np.asarray(tau, dtype=float) ** 2
 
     def dense(self) -> np.ndarray:
         """``C`` at every grid point: (grid, G, G) (the fit never forms it; the checks
         compare against it)."""
         eye = np.eye(len(self.z))
-        return (self.z * self.d[:, None, :]) @ self.z.T + self.tau2[..., None] * eye
-
-    def _effects_precision(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``lam = 1 + tau^2 w`` and ``M = D^{-1} + Z' diag(w / lam) Z``, the effects'
-        precision once the deviations are eliminated: (..., grid, G) and (..., grid, r, r)."""
-        lam = 1 + self.tau2 * w
-        zt = self.z.T
-        return lam, (zt * (w / lam)[..., None, :]) @ self.z + np.eye(len(zt)) / self.d[..., :, None]
-
-    def newton_step(self, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The Newton target ``f = (C^{-1} + W)^{-1} b`` and ``a = C^{-1} f`` for weights
-        ``w`` and ``b`` (..., grid, G).
-
-        In the effects, the target solves ``Q (beta, u) = (Z' b, b)`` with ``Q`` the prior
-        precision plus ``X' W X``, ``X = [Z, I]``. The ``u`` rows give ``u = tau^2 (b - W Z
-        beta) / lam``, ``lam = 1 + tau^2 w``; substituted in the ``beta`` rows, ``(D^{-1} +
-        Z' diag(w / lam) Z) beta = Z' (b / lam)``. The minimising split of ``f`` into
-        effects has ``u / tau^2 = C^{-1} f``, which is ``a``."""
-        lam, inner = self._effects_precision(w)
-        beta = np.linalg.solve(inner, ((b / lam) @ self.z)[..., None])[..., 0]
-        zb = beta @ self.z.T
-        u = self.tau2 * (b - w * zb) / lam
-        return zb + u, u / self.tau2
-
-    def gaussian(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """At the mode's weights ``w`` (..., grid, G): half the log-determinant of ``B = I +
-        W^(1/2) C W^(1/2)`` (the Laplace estimate's normalisation) and the posterior
-        covariance of ``eta``, ``(C^{-1} + W)^{-1}``.
-
-        With ``M = D^{-1} + Z' diag(w / lam) Z`` (the effects' posterior precision once the
-        deviations are eliminated), ``log|B| = sum log lam + sum log D + log|M|`` (the
-        matrix determinant lemma), and ``eta = Z beta + u`` has covariance ``diag(tau^2 /
-        lam) + A M^{-1} A'`` with ``A = diag(1 / lam) Z``: a sum of two positive parts,
-        which ``C - C W^(1/2) B^{-1} W^(1/2) C`` is not."""
-        lam, inner = self._effects_precision(w)
-        lower = np.linalg.cholesky(inner)
-        log_diag = np.log(np.diagonal(lower, axis1=-2, axis2=-1))
-        half_logdet = 0.5 * (np.log(lam).sum(-1) + np.log(self.d).sum(-1)) + log_diag.sum(-1)
-        v = np.linalg.solve(lower, self.z.T / lam[..., None, :])
-        post_cov = np.swapaxes(v, -1, -2) @ v
-        i = np.arange(len(self.z))
-        post_cov[..., i, i] += self.tau2 / lam
-        return half_logdet, post_cov
-
-
-def _newton_target(n, k, prior: _LowRankPrior, m, f):
-    """One Newton step of the mode (Rasmussen & Williams Alg. 3.1, in the prior's effects):
-    the new ``f = eta - m`` and its ``a = C^{-1} f``."""
-    p = expit(m + f)
-    w = n * p * (1 - p)
-    return prior.newton_step(w, w * f + (k - n * p))
-
-
-def _mode(n, k, prior: _LowRankPrior, m, max_iter: int = 100, tol: float = 1e-8):
-    """The posterior mode of ``f = eta - m`` at every grid point (and table), with step
-    halving where a full Newton step would lower ``log p(k | eta) - f' C^{-1} f / 2``."""
-    f = np.zeros(np.broadcast_shapes((len(prior.tau2), len(n)), k.shape))
-    a = np.zeros_like(f)
-    psi = _loglik(n, k, m + f)
-    for _ in range(max_iter):
-        f_new, a_new = _newton_target(n, k, prior, m, f)
-        step = np.ones(f.shape[:-1])
-        for _ in range(30):
-            ft = f + step[..., None] * (f_new - f)
-            at = a + step[..., None] * (a_new - a)
-            psi_t = _loglik(n, k, m + ft) - 0.5 * np.sum(at * ft, axis=-1)
-            worse = psi_t < psi - 1e-10
-            if not worse.any():
-                break
-            step = np.where(worse, step / 2, step)
-        moved = np.max(np.abs(ft - f))
-        f, a, psi = ft, at, psi_t
-        if moved < tol:
-            break
-    return f, a, psi
+        return (self.z * self.d[:, None, :]) @ self.z.T + self.tau2[:, None, None] * eye
 
 
 def grid_posterior(
@@ -219,19 +158,22 @@ def grid_posterior(
     GridPosterior
     """
     n = np.asarray(n, dtype=float)
-    k = np.asarray(k, dtype=float)[..., None, :]  # a grid axis before the intersections
-    pos = k.sum(axis=-1, keepdims=True)
+    k = np.asarray(k, dtype=float)
+    lead, tables = k.shape[:-1], k.reshape(-1, k.shape[-1])
+    pos = tables.sum(axis=-1)
     m = np.log((pos + 0.5) / (n.sum() - pos + 0.5))
     sa, tau = (g.ravel() for g in np.meshgrid(scales, scales, indexing="ij"))
     prior = _LowRankPrior(np.asarray(codes), sa, tau)
-    f, _, psi = _mode(n, k, prior, m)
-    p = expit(m + f)
-    half_logdet, post_cov = prior.gaussian(n * p * (1 - p))
+    f, _, psi = kernel.modes(n, tables, m, prior.z, prior.d, prior.tau2, 100, 1e-8)
+    half_logdet, post_cov = kernel.gaussians(n, m, f, prior.z, prior.d, prior.tau2)
+    m = m.reshape(*lead, 1, 1)
+    f, psi = f.reshape(*lead, *f.shape[1:]), psi.reshape(*lead, -1)
+    half_logdet, post_cov = half_logdet.reshape(psi.shape), post_cov.reshape(*f.shape, -1)
     log_marginal = psi - half_logdet
     # half-normal priors; the grid is uniform in log scale, hence the Jacobian sigma
     log_prior = -0.5 * ((sa / prior_scale) ** 2 + (tau / prior_scale) ** 2) + np.log(sa * tau)
     lw = log_marginal + log_prior
-    weight = np.exp(lw - logsumexp(lw, axis=-1, keepdims=True))
+    weight = np.exp(lw - lw.max(axis=-1, keepdims=True))
     jitter = 1e-9 * np.eye(len(n))
     return GridPosterior(
         mode=m + f,

@@ -11,6 +11,7 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
+from ._logit_kernel import newton
 from .engine import (
     row_codes,
     safe_logit,
@@ -84,33 +85,10 @@ class _WeightedLogit:
 
     def fit(self, X, y, sample_weight):
         Xa = np.column_stack([X, np.ones(len(X))])
-        w = np.asarray(sample_weight, float)
-        y = np.asarray(y, float)
         reg = np.full(Xa.shape[1], 1.0 / self.C)
         reg[-1] = 0.0
-        beta = np.zeros(Xa.shape[1])
-
-        def objective(b):
-            eta = Xa @ b
-            return float(np.sum(w * (np.logaddexp(0.0, eta) - y * eta)) + 0.5 * np.sum(reg * b * b))
-
-        obj = objective(beta)
-        for _ in range(100):
-            mu = 1.0 / (1.0 + np.exp(-(Xa @ beta)))
-            g = Xa.T @ (w * (mu - y)) + reg * beta
-            H = (Xa.T * (w * mu * (1 - mu))) @ Xa + np.diag(reg) + 1e-12 * np.eye(len(beta))
-            step = np.linalg.solve(H, g)
-            t = 1.0
-            while True:
-                new = beta - t * step
-                new_obj = objective(new)
-                if new_obj <= obj + 1e-12 * abs(obj) or t < 1e-8:
-                    break
-                t *= 0.5
-            beta, done = new, abs(obj - new_obj) <= 1e-14 * max(1.0, abs(obj))
-            obj = new_obj
-            if done or np.max(np.abs(t * step)) < 1e-10:
-                break
+        w, y = np.asarray(sample_weight, float), np.asarray(y, float)
+        beta = newton(Xa, y, w, reg, 100)
         self.coef_ = beta[None, :-1]
         self.intercept_ = beta[-1:]
         return self

@@ -8,6 +8,7 @@ import pytest
 from scipy.special import expit
 
 import bayesfair as bf
+from bayesfair.models import _laplace_kernel as kernel
 from bayesfair.models._nested_laplace import INTERCEPT_SD, _LowRankPrior, grid_posterior
 
 pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
@@ -41,9 +42,9 @@ def test_nested_laplace_matches_importance_sampling_on_small_counts():
 
 def test_newton_steps_in_the_effects_equal_the_dense_step():
     """The prior's covariance is sigma_mu^2 + sigma_a^2 K + tau^2 I (K: the attributes two
-    intersections agree on), and in the effects a Newton step gives the dense step of
-    Rasmussen & Williams' Algorithm 3.1, f = C a with a = b - W^(1/2) B^(-1) W^(1/2) C b,
-    B = I + W^(1/2) C W^(1/2), and the Gaussian approximation its log-determinant and
+    intersections agree on), and the compiled Newton step in the effects gives the dense
+    step of Rasmussen & Williams' Algorithm 3.1, f = C a with a = b - W^(1/2) B^(-1) W^(1/2)
+    C b, B = I + W^(1/2) C W^(1/2), and the Gaussian approximation its log-determinant and
     covariance (C^-1 + W)^-1, on unbalanced designs and with empty intersections."""
     rng = np.random.default_rng(3)
     for levels in ((4, 2, 3), (3, 3), (5,)):
@@ -54,17 +55,25 @@ def test_newton_steps_in_the_effects_equal_the_dense_step():
         agree = sum((c[:, None] == c[None, :]).astype(float) for c in codes)
         cov = INTERCEPT_SD**2 + sa[:, None, None] ** 2 * agree + tau[:, None, None] ** 2 * np.eye(g)
         np.testing.assert_allclose(prior.dense(), cov, rtol=1e-12)
-        w = rng.uniform(0, 300, (2, 7, g)) * (rng.random(g) > 0.2)  # some intersections empty
+        n = rng.uniform(0, 1200, g) * (rng.random(g) > 0.2)  # some intersections empty
+        f = rng.normal(0, 1.5, (2, 7, g))
+        m = rng.normal(0, 1, 2)
+        p = expit(m[:, None, None] + f)
+        w = n * p * (1 - p)
         b = rng.normal(0, 50, (2, 7, g))
         sw = np.sqrt(w)
         big_b = np.eye(g) + sw[..., :, None] * cov * sw[..., None, :]
         v = np.linalg.solve(big_b, (sw * (cov @ b[..., None])[..., 0])[..., None])[..., 0]
         a = b - sw * v
-        f, a_new = prior.newton_step(w, b)
-        np.testing.assert_allclose(a_new, a, rtol=1e-7, atol=1e-9)
-        np.testing.assert_allclose(f, (cov @ a[..., None])[..., 0], rtol=1e-7, atol=1e-9)
+        for t in range(2):
+            for s in range(7):
+                f_new, a_new = kernel.newton_point(
+                    prior.z, prior.d[s], prior.tau2[s], w[t, s], b[t, s]
+                )
+                np.testing.assert_allclose(a_new, a[t, s], rtol=1e-7, atol=1e-9)
+                np.testing.assert_allclose(f_new, cov[s] @ a[t, s], rtol=1e-7, atol=1e-9)
         # the Laplace normalisation and covariance: log|B| / 2 and (C^-1 + W)^-1
-        half_logdet, post_cov = prior.gaussian(w)
+        half_logdet, post_cov = kernel.gaussians(n, m, f, prior.z, prior.d, prior.tau2)
         np.testing.assert_allclose(half_logdet, 0.5 * np.linalg.slogdet(big_b)[1], rtol=1e-10)
         np.testing.assert_allclose(
             post_cov,
@@ -72,6 +81,24 @@ def test_newton_steps_in_the_effects_equal_the_dense_step():
             rtol=1e-7,
             atol=1e-10,
         )
+
+
+def test_the_mode_maximises_the_laplace_objective():
+    """At the compiled Newton's mode of every grid point, the gradient of ``log p(k |
+    m + f) - f' C^{-1} f / 2`` is 0: ``k - n p = C^{-1} f``."""
+    rng = np.random.default_rng(5)
+    codes = np.indices((4, 2, 3)).reshape(3, -1)
+    n = rng.integers(0, 80, 24).astype(float)
+    k = rng.binomial(n.astype(int), rng.uniform(0.05, 0.6, 24)).astype(float)[None]
+    sa, tau = rng.uniform(0.02, 4, 5), rng.uniform(0.02, 4, 5)
+    prior = _LowRankPrior(codes, sa, tau)
+    m = np.array([-0.7])
+    f, a, _ = kernel.modes(n, k, m, prior.z, prior.d, prior.tau2, 100, 1e-10)
+    grad = k[:, None] - n * expit(m[:, None, None] + f)
+    np.testing.assert_allclose(
+        grad, np.linalg.solve(prior.dense(), f[0][..., None])[..., 0][None], atol=1e-6
+    )
+    np.testing.assert_allclose(a, grad, atol=1e-6)
 
 
 @pytest.mark.parametrize("lead", [(), (2,)], ids=["one table", "batched tables"])
