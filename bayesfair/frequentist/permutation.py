@@ -62,12 +62,17 @@ MAX_AUTO_PAIRS = 1035
 PAIR_BLOCK = 2_000_000
 
 
+#: Per rate, the indices into CELLS of its numerator's and its denominator's cells.
+_RATE_CELLS = {
+    m: tuple([CELLS.index(c) for c in part] for part in parts)
+    for m, parts in RATE_DEFINITIONS.items()
+}
+
+
 def _rate(cells: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Rate and denominator from cells (..., 4) ordered as CELLS."""
-    num_c, den_c = RATE_DEFINITIONS[metric]
-    idx = {c: i for i, c in enumerate(CELLS)}
-    num = sum(cells[..., idx[c]] for c in num_c)
-    den = sum(cells[..., idx[c]] for c in den_c)
+    num_i, den_i = _RATE_CELLS[metric]
+    num, den = cells[..., num_i].sum(axis=-1), cells[..., den_i].sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(den > 0, num / np.maximum(den, 1), np.nan)
     return r, den
@@ -87,8 +92,8 @@ def _stat(a: np.ndarray, b: np.ndarray, metric: str, studentize: bool) -> np.nda
     diff = ra - rb
     if not studentize:
         return diff
-    ta = (np.nan_to_num(ra * da) + 1) / (da + 2)
-    tb = (np.nan_to_num(rb * db) + 1) / (db + 2)
+    ta = (np.where(da > 0, ra * da, 0.0) + 1) / (da + 2)  # no rate (da = 0): 0 successes
+    tb = (np.where(db > 0, rb * db, 0.0) + 1) / (db + 2)
     se = np.sqrt(ta * (1 - ta) / (da + 2) + tb * (1 - tb) / (db + 2))
     return diff / se
 
