@@ -103,7 +103,10 @@ def check_binary(
     """
     if values.isna().any():
         n_bad = int(values.isna().sum())
-        expected = "0/1" if pos_label is None else f"{pos_label!r} or another value"
+        if pos_label is not None:
+            expected = f"{pos_label!r} or another value"
+        else:
+            expected = "True/False" if pd.api.types.is_bool_dtype(values.dtype) else "0/1"
         raise ValueError(
             f"{role} column {column!r} has {n_bad} missing value(s); expected {expected} for "
             "every row: remove those rows first and report how many were left out (in Python: "

@@ -337,13 +337,25 @@ class Report:
         self.sections.append(sec)
         return sec
 
-    def to_html(self) -> str:
+    def to_html(self, buf: None = None) -> str:
         """The whole self-contained HTML document.
+
+        Parameters
+        ----------
+        buf : None
+            Not taken: a file is written by :meth:`save` (atomically, never over a file
+            it did not write unless told), so a path here is refused with that advice
+            rather than written as ``DataFrame.to_html(buf)`` would.
 
         Returns
         -------
         str
         """
+        if buf is not None:
+            raise TypeError(
+                "Report.to_html() returns the document as a string; to write it to a file, "
+                f"use report.save({buf!r}) (overwrite=True to replace a file)"
+            )
         from .. import __version__
 
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

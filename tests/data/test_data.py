@@ -183,6 +183,13 @@ BAD_INPUTS = [
         "and report how many were left out (in Python: df.dropna(subset=['y']))",
     ),
     (
+        "nan-boolean-outcome",
+        _with(y=pd.array([True, False, None, True], dtype="boolean")),
+        dict(protected="g", outcome="y"),
+        ValueError,
+        "'y' has 1 missing value(s); expected True/False for every row",
+    ),
+    (
         "nan-outcome-of-words",
         _with(y=["yes", "no", np.nan, "no"]),
         dict(protected="g", outcome="y", pos_label="yes"),

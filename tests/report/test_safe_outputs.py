@@ -157,6 +157,14 @@ def test_output_paths_that_cannot_be_written_are_refused(tmp_path, make, pattern
         check_output_file(make(tmp_path), argument="--out")
 
 
+def test_to_html_with_a_path_names_save(tmp_path):
+    """``to_html(path)``, as pandas takes it, is refused with the call that writes a file."""
+    with pytest.raises(TypeError, match=r"report.save\(.*r.html'\)"):
+        _report().to_html(str(tmp_path / "r.html"))
+    assert not (tmp_path / "r.html").exists()
+    assert _report().to_html().startswith("<!DOCTYPE html>")
+
+
 def test_output_in_a_read_only_folder_is_refused(tmp_path, monkeypatch):
     # the suite runs as root in CI, who may write anywhere: the folder's permission is
     # what os.access reports
