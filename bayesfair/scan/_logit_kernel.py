@@ -31,36 +31,6 @@ def _objective(xa, y, w, reg, beta):
 
 
 @numba.njit(cache=True)
-def _solve(h, g):
-    """``h^{-1} g`` by Cholesky (``h`` symmetric positive definite)."""
-    r = len(g)
-    low = np.zeros((r, r))
-    for j in range(r):
-        s = h[j, j]
-        for q in range(j):
-            s -= low[j, q] * low[j, q]
-        low[j, j] = np.sqrt(s)
-        for i in range(j + 1, r):
-            s = h[i, j]
-            for q in range(j):
-                s -= low[i, q] * low[j, q]
-            low[i, j] = s / low[j, j]
-    y = np.empty(r)
-    for i in range(r):
-        s = g[i]
-        for q in range(i):
-            s -= low[i, q] * y[q]
-        y[i] = s / low[i, i]
-    x = np.empty(r)
-    for i in range(r - 1, -1, -1):
-        s = y[i]
-        for q in range(i + 1, r):
-            s -= low[q, i] * x[q]
-        x[i] = s / low[i, i]
-    return x
-
-
-@numba.njit(cache=True)
 def newton(xa, y, w, reg, max_iter):
     """Minimise :func:`_objective` over ``beta`` from 0 by Newton's method with step
     halving (the Hessian ``X' diag(w mu (1 - mu)) X + diag(reg) + 1e-12 I``), until the
@@ -84,7 +54,7 @@ def newton(xa, y, w, reg, max_iter):
                 if cj != 0.0:
                     for q in range(p):
                         h[j, q] += cj * xa[i, q]
-        step = _solve(h, g)
+        step = np.linalg.solve(h, g)
         t = 1.0
         while True:
             new = beta - t * step
