@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
-from ._logit_kernel import newton
+from ..models._newton_kernel import weighted_logit
 from .engine import (
     row_codes,
     safe_logit,
@@ -88,7 +88,7 @@ class _WeightedLogit:
         reg = np.full(Xa.shape[1], 1.0 / self.C)
         reg[-1] = 0.0
         w, y = np.asarray(sample_weight, float), np.asarray(y, float)
-        beta = newton(Xa, y, w, reg, 100)
+        beta = weighted_logit(Xa, y, w, reg, 100)
         self.coef_ = beta[None, :-1]
         self.intercept_ = beta[-1:]
         return self
