@@ -29,7 +29,7 @@ from ._validation import (
     is_whole_count,
     require_columns,
 )
-from ._vocabulary import PSEUDO_COUNT, renamed_arguments
+from ._vocabulary import PSEUDO_COUNT, ROLE_RENAMES, renamed_arguments
 
 __all__ = ["ROLE_KEYWORDS", "AuditData", "as_audit_data"]
 
@@ -114,8 +114,11 @@ def as_audit_data(data: object, roles: Mapping[str, object], argument: str = "da
     """
     unknown = sorted(set(roles) - set(ROLE_KEYWORDS))
     if unknown:
+        # fairlearn's and scikit-learn's names of the roles, named with the package's
+        known = [f"{k}= is {ROLE_RENAMES[k]}= here" for k in unknown if k in ROLE_RENAMES]
         raise TypeError(
-            f"unexpected keyword argument(s) {unknown}; the column roles are {list(ROLE_KEYWORDS)}"
+            f"unexpected keyword argument(s) {unknown}; the column roles are "
+            f"{list(ROLE_KEYWORDS)}" + (f" ({'; '.join(known)})" if known else "")
         )
     if isinstance(data, AuditData):
         if roles:

@@ -128,6 +128,11 @@ def test_scans_and_per_group_estimates_take_an_audit_data(frame):
         (lambda f: bf.run_audit(f, protected="race"), "protected=\\[...\\] and outcome="),
         (lambda f: bf.group_rates(bf.AuditData(f, "race", "y"), outcome="y"), "given with an"),
         (lambda f: bf.group_rates(f, protected="race", outcome="y", colour="d"), "colour"),
+        (  # fairlearn's and scikit-learn's names: the package's are named
+            lambda f: bf.audit(f, sensitive_features=["race"], y_true="y", y_pred="d"),
+            r"\(sensitive_features= is protected= here; y_pred= is decision= here; y_true= is "
+            r"outcome= here\)",
+        ),
         (lambda f: bf.group_rates(f.to_numpy(), protected="race", outcome="y"), "ndarray"),
         (lambda f: bf.disaggregated_evaluation(f), "`protected` and `outcome`"),
         (lambda f: bf.AuditData.from_arrays([1, 0], sensitive_features=["a"]), "2 values"),
