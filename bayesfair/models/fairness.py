@@ -206,10 +206,28 @@ class PosteriorFairness(ResultMixin):  # numpydoc ignore=PR01
         return axes
 
 
-def _shares(metric: str, key: pd.DataFrame) -> pd.DataFrame:
-    """How often each row of ``key`` occurs, most often first, under a ``metric`` column."""
-    out = key.value_counts(normalize=True, sort=True).rename("probability").reset_index()
+def _shares(metric: str, key: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> pd.DataFrame:
+    """How often each row of ``key`` occurs, most often first (ties in the order of their
+    first draw), under a ``metric`` column: ``DataFrame.value_counts(normalize=True)`` of
+    the columns ``key`` describes, each as per-draw codes and the labels they index (None:
+    the codes are the values). Counted on the codes and labelled once, not per draw."""
+    rows, first, counts = np.unique(
+        np.column_stack([c for c, _ in key.values()]),
+        axis=0,
+        return_index=True,
+        return_counts=True,
+    )
+    order = np.argsort(first)
+    order = order[np.argsort(-counts[order], kind="stable")]
+    rows, counts = rows[order], counts[order]
+    out = pd.DataFrame(
+        {
+            name: rows[:, i] if labels is None else labels[rows[:, i]]
+            for i, (name, (_, labels)) in enumerate(key.items())
+        }
+    )
     out.insert(0, "metric", metric)
+    out["probability"] = counts / counts.sum()
     return out
 
 
@@ -458,8 +476,8 @@ def _model_metrics(m, p1: np.ndarray, g: _Groups, point: bool) -> dict:
     return {
         "epsilon": (epsilon_df(pf), x_eps, o_eps),
         "gamma": (gamma_sf(p1, g.group_share_draws), x_gamma, o_gamma),
-        "pairs": pd.DataFrame({"high": g.labels[i], "low": g.labels[j], "outcome": y}),
-        "gamma_groups": pd.DataFrame(
-            {"intersection": g.labels[gamma_sf_argmax(p1, g.group_share_draws)]}
-        ),
+        "pairs": {"high": (i, g.labels), "low": (j, g.labels), "outcome": (y, None)},
+        "gamma_groups": {
+            "intersection": (gamma_sf_argmax(p1, g.group_share_draws).reshape(-1), g.labels)
+        },
     }
