@@ -249,10 +249,12 @@ def discrimination_test(
         )
     if isinstance(loss, str):
         loss = _row_loss(loss, data)
+    source = "`group`"  # what the groups came from, for messages
     if group is None and data is not None:
         data.require_rows("the groups of `by`")
         cols = check_by(by, data.protected)
         group = data.grouping(cols)["intersection"].to_numpy()[regroup(data, cols)]
+        source = f"the groups of by={cols[0] if len(cols) == 1 else cols!r}"
     loss = np.asarray(loss, dtype=float)
     group = np.asarray(group)
     if loss.shape != group.shape or loss.ndim != 1:
@@ -269,7 +271,7 @@ def discrimination_test(
     if len(labels) != 2:
         shown = [str(v) for v in labels[:5]]
         raise ValueError(
-            f"`group` must have exactly two values, got {len(labels)}: {shown}; name the two "
+            f"{source} must have exactly two values, got {len(labels)}: {shown}; name the two "
             "to compare with groups=(a, b)"
         )
     if groups is None:  # in their sorted order; named groups in the order named

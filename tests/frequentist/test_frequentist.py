@@ -428,8 +428,12 @@ def test_discrimination_test_needs_two_rows_per_group():
     loss = np.r_[1.0, np.full(9, 0.5)]
     with pytest.raises(ValueError, match="group 'a' has 1 row: the test needs at least two"):
         discrimination_test(loss, np.array(list("abbbbbbbbb")))
-    with pytest.raises(ValueError, match=r"exactly two values, got 3: \['a', 'b', 'c'\]"):
+    with pytest.raises(ValueError, match=r"`group` must have exactly two values, got 3: \['a'"):
         discrimination_test(np.ones(9), np.array(list("aaabbbccc")))
+    # groups from data and by are named as such, not as the argument group the call left out
+    three = AuditData(pd.DataFrame({"r": list("aaabbbccc"), "y": [0, 1, 1] * 3}), "r", "y")
+    with pytest.raises(ValueError, match=r"the groups of by='r' must have exactly two values"):
+        discrimination_test(np.ones(9), data=three, by="r")
     # a missing group label is refused, not turned into a group 'nan' or 'None'
     with pytest.raises(ValueError, match="`group` has 1 missing value"):
         discrimination_test(np.ones(9), np.array(["a"] * 4 + [None] + ["b"] * 4))
