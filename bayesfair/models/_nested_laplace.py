@@ -20,7 +20,7 @@ the grid point; draws come from the mixture. Newton's steps, the Laplace estimat
 determinant and the posterior covariance work in the effects, where the intersections'
 deviations have a diagonal precision and can be eliminated, so each solves a system of the
 ``1 + sum(levels)`` intercept and attribute effects rather than of the ``G``
-intersections, compiled (:mod:`._newton_kernel`), so a table of a few dozen
+intersections, compiled (:mod:`bayesfair._newton_kernel`), so a table of a few dozen
 intersections takes milliseconds, which is what lets interval calibration refit it on
 hundreds of replicate tables.
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from . import _newton_kernel as kernel
+from .. import _newton_kernel as kernel
 
 __all__ = ["GridPosterior", "grid_posterior"]
 
@@ -97,9 +97,9 @@ class _LowRankPrior:
     (grid, r) the intercept's and the attribute effects' variances, ``u ~ N(0, tau^2 I)``;
     so ``C = Z D Z' + tau^2 I``.
 
-    A Newton step and the Gaussian approximation (:mod:`._newton_kernel`) eliminate ``u``
-    (its precision is diagonal) and solve an ``r x r`` system per grid point, ``r = 1 +
-    sum(levels)``, instead of a ``G x G`` one. With weights ``w`` (the binomial
+    A Newton step and the Gaussian approximation (:mod:`bayesfair._newton_kernel`)
+    eliminate ``u`` (its precision is diagonal) and solve an ``r x r`` system per grid
+    point, ``r = 1 + sum(levels)``, instead of a ``G x G`` one. With weights ``w`` (the binomial
     information at the current ``eta``), ``lam = 1 + tau^2 w`` and ``M = D^{-1} + Z'
     diag(w / lam) Z``:
 

@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
-from ..models._newton_kernel import weighted_logit
+from .._newton_kernel import weighted_logit
 from .engine import (
     row_codes,
     safe_logit,

@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit
 
 import bayesfair as bf
-from bayesfair.models import _newton_kernel as kernel
+from bayesfair import _newton_kernel as kernel
 from bayesfair.models._nested_laplace import INTERCEPT_SD, _LowRankPrior, grid_posterior
 
 pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
