@@ -54,16 +54,14 @@ def _cholesky(m):
 
 
 @numba.njit(cache=True)
-def _forward(low, x):
-    """``low^{-1} x`` for a lower-triangular ``low``."""
-    r = low.shape[0]
-    y = np.empty(r)
-    for i in range(r):
+def _forward(low, x, out):
+    """``low^{-1} x`` for a lower-triangular ``low``, written into ``out`` (and returned)."""
+    for i in range(low.shape[0]):
         s = x[i]
         for q in range(i):
-            s -= low[i, q] * y[q]
-        y[i] = s / low[i, i]
-    return y
+            s -= low[i, q] * out[q]
+        out[i] = s / low[i, i]
+    return out
 
 
 @numba.njit(cache=True)
@@ -108,7 +106,7 @@ def newton_point(z, d, tau2, w, b):
         bl = b[g] / lam[g]
         for i in range(r):
             rhs[i] += z[g, i] * bl
-    beta = _backward(low, _forward(low, rhs))
+    beta = _backward(low, _forward(low, rhs, np.empty(r)))
     f = np.empty(g_count)
     a = np.empty(g_count)
     for g in range(g_count):
@@ -188,6 +186,7 @@ def gaussians(n, m, f, z, d, tau2):
     cov = np.empty((t_count, s_count, g_count, g_count))
     w = np.empty(g_count)
     v = np.empty((g_count, r))
+    zl = np.empty(r)
     for t in range(t_count):
         for s in range(s_count):
             for g in range(g_count):
@@ -202,10 +201,8 @@ def gaussians(n, m, f, z, d, tau2):
             half_logdet[t, s] = 0.5 * h
             for g in range(g_count):  # row g of v: low^{-1} z[g] / lam[g]
                 for i in range(r):
-                    acc = z[g, i] / lam[g]
-                    for q in range(i):
-                        acc -= low[i, q] * v[g, q]
-                    v[g, i] = acc / low[i, i]
+                    zl[i] = z[g, i] / lam[g]
+                _forward(low, zl, v[g])
             c = cov[t, s]
             for g in range(g_count):
                 for h2 in range(g, g_count):
@@ -261,7 +258,7 @@ def weighted_logit(xa, y, w, reg, max_iter):
                     for q in range(p):
                         h[j, q] += cj * xa[i, q]
         low = _cholesky(h)
-        step = _backward(low, _forward(low, g))
+        step = _backward(low, _forward(low, g, np.empty(p)))
         t = 1.0
         while True:
             new = beta - t * step

@@ -99,9 +99,9 @@ class _LowRankPrior:
 
     A Newton step and the Gaussian approximation (:mod:`bayesfair._newton_kernel`)
     eliminate ``u`` (its precision is diagonal) and solve an ``r x r`` system per grid
-    point, ``r = 1 + sum(levels)``, instead of a ``G x G`` one. With weights ``w`` (the binomial
-    information at the current ``eta``), ``lam = 1 + tau^2 w`` and ``M = D^{-1} + Z'
-    diag(w / lam) Z``:
+    point, ``r = 1 + sum(levels)``, instead of a ``G x G`` one. With weights ``w`` (the
+    binomial information at the current ``eta``), ``lam = 1 + tau^2 w`` and ``M = D^{-1} +
+    Z' diag(w / lam) Z``:
 
     - the Newton target ``f = (C^{-1} + W)^{-1} b`` solves ``Q (beta, u) = (Z' b, b)``,
       ``Q`` the prior precision plus ``X' W X``, ``X = [Z, I]``; the ``u`` rows give ``u =
