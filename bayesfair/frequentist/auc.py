@@ -20,9 +20,12 @@ from .._vocabulary import N_RESAMPLES
 from ..data import AuditData, as_audit_data
 from ..metrics.rates import regroup
 from ._pvalues import ALTERNATIVES, clopper_pearson, inexact_note, monte_carlo_pvalue
-from .permutation import PermutationTestResult, two_groups
+from .permutation import PermutationTestResult, empty_groups_note, two_groups
 
 __all__ = ["auc_permutation_test"]
+
+#: when permuting within outcome classes is exact for the AUC
+_WHEN_EXACT = " when each group's scores have one distribution per outcome"
 
 
 class _Sorted:
@@ -157,8 +160,9 @@ def auc_permutation_test(
     permute = "within_outcome" if permute == "auto" else permute
     cols = data._check_by(by)
     labels = data.grouping(cols)["intersection"].tolist()
-    groups = two_groups(labels, groups)
     code = regroup(data, cols)
+    rows = np.bincount(code, minlength=len(labels))
+    groups = two_groups(labels, groups, rows)
     ia, ib = labels.index(groups[0]), labels.index(groups[1])
     keep = (code == ia) | (code == ib)
     srt = _Sorted(data.row_score[keep], data.row_outcome[keep])
@@ -215,10 +219,6 @@ def auc_permutation_test(
         permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
-        notes=inexact_note(
-            "auc",
-            permute,
-            "within_outcome",
-            " when each group's scores have one distribution per outcome",
-        ),
+        notes=inexact_note("auc", permute, "within_outcome", _WHEN_EXACT)
+        + empty_groups_note(labels, rows),
     )

@@ -233,24 +233,49 @@ def _as_label(group, labels: list[str]):
     return str(group)
 
 
-def two_groups(labels: list[str], groups: tuple | None) -> tuple[str, str]:
+def two_groups(
+    labels: list[str], groups: tuple | None, rows: Sequence[int] | None = None
+) -> tuple[str, str]:
     """The two group labels to compare: ``groups`` (labels, values, or tuples of values
-    of several attributes), or the only two there are."""
+    of several attributes), or the only two with rows.
+
+    ``rows`` (rows per label, optional) keeps a level without rows, such as an unused
+    category of a pandas Categorical (which stays after a filter), out of the choice: a
+    column filtered to two values is the two-group case, and a group named without rows is
+    refused by name."""
+    empty = [] if rows is None else [g for g, n in zip(labels, rows, strict=True) if n == 0]
+    seen = [g for g in labels if g not in empty]
     if groups is None:
-        if len(labels) != 2:
-            shown = ", ".join(repr(x) for x in labels[:4]) + (", ..." if len(labels) > 4 else "")
+        if len(seen) != 2:
+            shown = ", ".join(repr(x) for x in seen[:4]) + (", ..." if len(seen) > 4 else "")
+            also = f" (and {len(empty)} without rows: {empty[:4]})" if empty else ""
             raise ValueError(
-                f"`by` (default: every protected attribute) defines {len(labels)} groups "
-                f"({shown}); name the two to compare with groups=(a, b), or test them all "
-                "at once with intersectional_permutation_test"
+                f"`by` (default: every protected attribute) defines {len(seen)} groups with "
+                f"rows ({shown}){also}; name the two to compare with groups=(a, b), or test "
+                "them all at once with intersectional_permutation_test"
             )
-        return (labels[0], labels[1])
+        return (seen[0], seen[1])
     if not isinstance(groups, (tuple, list)):
         raise TypeError(f"`groups` must be a pair (a, b) of groups among {labels}, got {groups!r}")
     named = [_as_label(g, labels) for g in groups] if len(groups) == 2 else []
     if len(named) != 2 or named[0] == named[1] or any(g not in labels for g in named):
         raise ValueError(f"`groups` must be two distinct labels among {labels}, got {groups!r}")
+    if any(g in empty for g in named):
+        raise ValueError(
+            f"`groups`: {[g for g in named if g in empty]} has no rows (groups with rows: "
+            f"{seen}); a test compares groups that have data"
+        )
     return (named[0], named[1])
+
+
+def empty_groups_note(labels: list[str], rows: Sequence[int]) -> list[str]:
+    """The note a two-group test carries when ``by`` has levels without rows (said, not
+    dropped silently)."""
+    empty = [g for g, n in zip(labels, rows, strict=True) if n == 0]
+    if not empty:
+        return []
+    shown = ", ".join(repr(g) for g in empty[:4]) + (", ..." if len(empty) > 4 else "")
+    return [f"{len(empty)} group(s) of `by` without rows, not compared: {shown}"]
 
 
 def _check_common(metric, alternative, permute) -> tuple[str, str]:
@@ -416,9 +441,10 @@ def permutation_test(
     data = as_audit_data(data, roles)
     metric, _ = _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
-    groups = two_groups(labels, groups)
+    rows = cells.sum(axis=1)
+    groups = two_groups(labels, groups, rows)
     a, b = (cells[labels.index(g)] for g in groups)
-    return permutation_test_counts(
+    res = permutation_test_counts(
         a,
         b,
         metric,
@@ -430,6 +456,8 @@ def permutation_test(
         random_state=random_state,
         n_jobs=n_jobs,
     )
+    res.notes.extend(empty_groups_note(labels, rows))
+    return res
 
 
 def _check_cells(cells: object, argument: str) -> np.ndarray:

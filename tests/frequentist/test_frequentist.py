@@ -179,7 +179,7 @@ def test_permutation_errors():
         "y",
         decision="d",
     )
-    with pytest.raises(ValueError, match=r"3 groups \('a', 'b', 'c'\); name the two"):
+    with pytest.raises(ValueError, match=r"3 groups with rows \('a', 'b', 'c'\); name the two"):
         permutation_test(three, "fnr")
     # groups by their values: a number for an integer-coded column, a tuple of values
     # for an intersection of several attributes
@@ -815,3 +815,40 @@ def test_welch_permutation_test_level_with_unequal_variances():
             )
     assert 0.03 <= rej[True] / sims <= 0.07
     assert rej[False] / sims > 0.12
+
+
+def test_two_group_tests_leave_out_a_category_without_rows_and_say_so():
+    """A pandas Categorical keeps its unused levels after a filter: a column with rows in two
+    levels is the two-group case for the permutation and AUC tests, which note the level left
+    out; the same test as on a column without that level; naming it is refused by name."""
+    rng = np.random.default_rng(3)
+    n = 400
+    sex = rng.choice(["f", "m"], n)
+    df = pd.DataFrame(
+        {
+            "sex": pd.Categorical(sex, categories=["f", "m", "x"]),
+            "y": (rng.random(n) < 0.4).astype(int),
+            "score": rng.random(n),
+        }
+    )
+    df["d"] = (df["score"] > 0.5).astype(int)
+    kept = AuditData(df, protected="sex", outcome="y", decision="d", score="score")
+    plain = AuditData(df.assign(sex=sex), protected="sex", outcome="y", decision="d", score="score")
+    for test in (permutation_test, auc_permutation_test):
+        res = test(kept, by="sex", n_resamples=99, random_state=0)
+        ref = test(plain, by="sex", n_resamples=99, random_state=0)
+        assert res.groups == ref.groups == ("f", "m")
+        assert res.pvalue == ref.pvalue and res.difference == ref.difference
+        assert any("without rows, not compared: 'x'" in note for note in res.notes), res.notes
+        assert not any("without rows" in note for note in ref.notes)
+        with pytest.raises(
+            ValueError, match=r"\['x'\] has no rows \(groups with rows: \['f', 'm'\]"
+        ):
+            test(kept, by="sex", groups=("f", "x"), n_resamples=99, random_state=0)
+    # with three levels with rows, the refusal counts those and names the empty one apart
+    third = df.assign(sex=pd.Categorical(rng.choice(["f", "m", "x"], n), ["f", "m", "x", "u"]))
+    data = AuditData(third, protected="sex", outcome="y", decision="d")
+    with pytest.raises(
+        ValueError, match=r"3 groups with rows \('f', 'm', 'x'\) \(and 1 without rows: \['u'\]\)"
+    ):
+        permutation_test(data, by="sex", random_state=0)
