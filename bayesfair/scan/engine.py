@@ -37,6 +37,7 @@ from .._validation import (
     check_same_index,
     is_numeric_not_bool,
 )
+from .._vocabulary import renamed_arguments
 from .._warning_location import user_stacklevel
 from . import _kernel
 
@@ -429,7 +430,7 @@ class PreparedScan:
         ordinal: Sequence[str] = (),
     ):
         if score not in SCORES:
-            raise ValueError(f"`score` must be one of {SCORES}, got {score!r}")
+            raise ValueError(f"`score_type` must be one of {SCORES}, got {score!r}")
         if direction not in DIRECTIONS:
             raise ValueError(f"`direction` must be one of {DIRECTIONS}, got {direction!r}")
         if not ((expected >= 0) & (expected <= 1)).all():
@@ -566,13 +567,14 @@ def check_scan_options(penalty, n_restarts, sigma=1.0):
         check_real(sigma, "sigma", "positive")
 
 
+@renamed_arguments(score="score_type")  # `score=` is a score column everywhere else
 def subset_scan(
     data: pd.DataFrame,
     attributes: Sequence[str],
     observed,
     expected,
     *,
-    score: str = "bernoulli",
+    score_type: str = "bernoulli",
     direction: str = "positive",
     penalty: float = 0.0,
     n_restarts: int = 50,
@@ -595,9 +597,11 @@ def subset_scan(
     observed, expected : str or array-like
         Event variable I (0/1 for the Bernoulli score, a probability for the
         Gaussian score) and its expectation I-hat under the null (a probability).
-    score : {"bernoulli", "gaussian"}
-        Bernoulli: H1 multiplies the odds of I-hat by q.  Gaussian: Delta =
-        logit(I) - logit(I-hat) ~ N(mu, sigma) with a mean shift mu (Table 2).
+    score_type : {"bernoulli", "gaussian"}
+        The scan's score function (as ``ScanResult.score_type``; not ``score=``, which
+        names a score column in the rest of the package).  Bernoulli: H1 multiplies the
+        odds of I-hat by q.  Gaussian: Delta = logit(I) - logit(I-hat) ~ N(mu, sigma)
+        with a mean shift mu (Table 2).
     direction : {"positive", "negative"}
         Under-estimation (I above I-hat: q > 1, mu > 0) or over-estimation.
     penalty : float
@@ -665,10 +669,10 @@ def subset_scan(
     codes, values = row_codes(data, attributes)
     obs = _as_array(data, observed, "observed")
     exp = _as_array(data, expected, "expected")
-    if score == "bernoulli":
+    if score_type == "bernoulli":
         warn_impossible_events(obs, exp, "`expected`")
     ordinal = resolve_ordinal(data, attributes, ordinal)
-    prep = PreparedScan(codes, values, attributes, obs, exp, score, direction, sigma, ordinal)
+    prep = PreparedScan(codes, values, attributes, obs, exp, score_type, direction, sigma, ordinal)
     rng = check_random_state(random_state)
     mask, sc, th, rs = prep.run(n_restarts, penalty, rng)
     return prep.result(mask, sc, th, rs, penalty)

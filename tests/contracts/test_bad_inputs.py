@@ -558,7 +558,7 @@ for bad, label in [
     (lambda: bf.subset_scan(DF, [], OBS, EXP), "no-attributes"),
     (lambda: bf.subset_scan(DF, ["race"], OBS[:10], EXP), "short-observed"),
     (lambda: bf.subset_scan(DF, ["race"], OBS, EXP * 2), "expected-above-1"),
-    (lambda: bf.subset_scan(DF, ["race"], OBS, EXP, score="poisson"), "score"),
+    (lambda: bf.subset_scan(DF, ["race"], OBS, EXP, score_type="poisson"), "score_type"),
     (lambda: bf.subset_scan(DF, ["race"], OBS, EXP, direction="up"), "direction"),
     (lambda: bf.subset_scan(DF, ["race"], OBS, EXP, penalty=-1), "penalty"),
     (lambda: bf.subset_scan(DF, ["race"], OBS, EXP, penalty=np.nan), "penalty-nan"),
@@ -567,7 +567,7 @@ for bad, label in [
     (lambda: bf.subset_scan(DF, ["race"], OBS * 2, EXP), "observed-not-events"),
     (lambda: bf.subset_scan(DF.values, ["race"], OBS, EXP), "not-frame"),
     (
-        lambda: bf.subset_scan(DF, ["race"], OBS, EXP, score="gaussian", sigma=-1),
+        lambda: bf.subset_scan(DF, ["race"], OBS, EXP, score_type="gaussian", sigma=-1),
         "sigma",
     ),
     (lambda: bf.subset_scan(DF, ["race"], OBS, EXP, ordinal=["nope"]), "ordinal"),

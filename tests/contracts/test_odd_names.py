@@ -96,7 +96,7 @@ def test_gaussian_scan_warns_at_the_logit_clip():
     observed = rng.random(200)
     observed[:5] = 1.0
     with pytest.warns(UserWarning, match=r"5 of 200 rows have `observed` probability 0 or 1"):
-        bf.subset_scan(df, ["a"], observed, np.full(200, 0.5), score="gaussian", n_restarts=2)
+        bf.subset_scan(df, ["a"], observed, np.full(200, 0.5), score_type="gaussian", n_restarts=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # strictly inside (0, 1): no warning
         bf.subset_scan(
@@ -104,6 +104,6 @@ def test_gaussian_scan_warns_at_the_logit_clip():
             ["a"],
             np.clip(observed, 0.01, 0.99),
             np.full(200, 0.5),
-            score="gaussian",
+            score_type="gaussian",
             n_restarts=2,
         )

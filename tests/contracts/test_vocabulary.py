@@ -58,6 +58,11 @@ ALLOWED = {
     ("AuditData.from_arrays", "y_score"),
     ("AuditData.from_arrays", "sensitive_features"),
 }
+#: arguments that name a column's role: no public function may give one of these names
+#: another meaning (subset_scan's score function was ``score="bernoulli"``); only
+#: ``AuditData.from_counts`` has defaults for them, the column names of a count table as
+#: ``aggregate_counts`` writes it
+COLUMN_ROLES = ("protected", "outcome", "decision", "score")
 DEFAULTS = {
     "level": LEVEL,
     "n_resamples": N_RESAMPLES,
@@ -108,6 +113,10 @@ def test_no_retired_name_and_one_default_per_name(name):
             if p.name == "alpha" and "power" in (CALLABLES[name].__doc__ or "").lower():
                 continue  # a significance level, the one meaning alpha keeps
             pytest.fail(f"{name} takes `{p.name}`: the vocabulary calls it {RETIRED[p.name]}")
+        if p.name in COLUMN_ROLES and key != "AuditData.from_counts":
+            assert p.default in (None, inspect.Parameter.empty), (
+                f"{name}: `{p.name}={p.default!r}`; `{p.name}=` names a column everywhere"
+            )
         if p.name in DEFAULTS and p.default is not inspect.Parameter.empty:
             assert p.default == DEFAULTS[p.name], (
                 f"{name}: {p.name}={p.default!r}, the package's default is {DEFAULTS[p.name]!r}"

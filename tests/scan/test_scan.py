@@ -303,15 +303,15 @@ def test_scan_categorical_attribute_with_an_unused_category():
     "kwargs, match",
     [
         (dict(attributes=["zz"]), "not in the data"),
-        (dict(score="poisson"), "score"),
+        (dict(score_type="poisson"), "`score_type` must be one of"),
         (dict(direction="up"), "direction"),
         (dict(penalty=-1), "penalty"),
         (dict(penalty=np.inf), "`penalty` must be a finite non-negative number"),
-        (dict(sigma=np.inf, score="gaussian", observed="p"), "sigma"),
+        (dict(sigma=np.inf, score_type="gaussian", observed="p"), "sigma"),
         (dict(n_restarts=0), "n_restarts"),
         (dict(observed="p"), "0/1"),
         (dict(expected="y"), None),
-        (dict(sigma=0, score="gaussian", observed="p"), "sigma"),
+        (dict(sigma=0, score_type="gaussian", observed="p"), "sigma"),
         (dict(sigma="x"), "`sigma` must be a positive number or 'estimate', got 'x'"),
         (dict(sigma=np.nan), "`sigma` must be a finite positive number"),
     ],
@@ -325,6 +325,16 @@ def test_scan_bad_input(kwargs, match):
         return
     with pytest.raises(ValueError, match=match):
         subset_scan(df, **args)
+
+
+def test_scan_score_function_is_score_type_not_the_score_column_name():
+    """``score=`` names a score column everywhere else; the scan's score function is
+    ``score_type=`` (as its result's attribute) and ``score=`` is refused naming it."""
+    df = pd.DataFrame({"a": [0, 1, 0, 1], "y": [0.2, 0.6, 0.3, 0.5], "p": [0.2, 0.4, 0.3, 0.5]})
+    res = subset_scan(df, ["a"], "y", "p", score_type="gaussian", n_restarts=2, random_state=0)
+    assert res.score_type == "gaussian"
+    with pytest.raises(TypeError, match=r"got `score=`, which is now called `score_type=`"):
+        subset_scan(df, ["a"], "y", "p", score="gaussian")
 
 
 def test_scan_warns_about_events_its_expectation_calls_impossible():
