@@ -266,7 +266,7 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
 
     def plot(
         self,
-        metric: str,
+        metric: str | None = None,
         estimators: Sequence[str] | None = None,
         ax=None,
         truth: Mapping[str, float] | None = None,
@@ -286,8 +286,9 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
 
         Parameters
         ----------
-        metric : str
-            A metric of the result.
+        metric : str, optional
+            A metric of the result; default its first (the only one, often), so that
+            ``plot()`` and ``plot(ax=ax)`` draw as every result's plot does.
         estimators : sequence of str, optional
             Estimators to show side by side.
         ax : matplotlib.axes.Axes, optional
@@ -306,7 +307,7 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
 
         if labels not in ("size", "group"):
             raise ValueError(f"`labels` must be 'size' or 'group', got {labels!r}")
-        t = self._rows(metric)
+        t = self._rows(self.table["metric"].iloc[0] if metric is None else metric)
         have = list(pd.unique(t["estimator"]))
         if estimators is None:
             estimators = [e for e in ("standard", "hierarchical") if e in have] or have

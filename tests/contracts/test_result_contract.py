@@ -206,10 +206,6 @@ def test_a_pvalue_not_computed_is_said_so(data):
     assert "pass n_resamples" in row["pvalue_note"]
 
 
-#: what a plot needs besides ``ax`` (the per-group plot draws one metric)
-PLOT_ARGS = {"DisaggregatedResult": {"metric": "fpr"}}
-
-
 @pytest.mark.parametrize("name", RESULT_NAMES)
 def test_plot_takes_an_ax_and_returns_what_it_drew_into(results, name):
     """One convention: ``plot(ax=None)`` returns the Axes it drew into (an array of them
@@ -218,14 +214,13 @@ def test_plot_takes_an_ax_and_returns_what_it_drew_into(results, name):
     from matplotlib.axes import Axes
 
     res = results[name]
-    kw = PLOT_ARGS.get(name, {})
     try:
-        made = res.plot(**kw)
+        made = res.plot()
         panels = [made] if isinstance(made, Axes) else list(np.ravel(made))
         assert panels and all(isinstance(a, Axes) for a in panels)
         _, own = plt.subplots(1, len(panels), squeeze=False)
         given = own[0, 0] if len(panels) == 1 else own[0]
-        back = res.plot(ax=given, **kw)
+        back = res.plot(ax=given)
         assert back is given if len(panels) == 1 else list(back) == list(given)
         assert all(a.has_data() or a.patches for a in (own[0]))
     finally:
