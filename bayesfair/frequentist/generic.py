@@ -22,7 +22,7 @@ from .._validation import (
 from .._vocabulary import N_RESAMPLES, N_VARIANCE_RESAMPLES, renamed_arguments
 from ..data import AuditData
 from ._pvalues import ALTERNATIVES, clopper_pearson, monte_carlo_pvalue
-from .permutation import PermutationTestResult
+from .permutation import PermutationTestResult, two_groups
 
 __all__ = ["metric_permutation_test"]
 
@@ -77,7 +77,9 @@ def metric_permutation_test(
     metric : "mean" or callable, default "mean"
         See ``values``.
     groups : pair, optional
-        Which label is A and which B (default: sorted order).
+        The two groups to compare, A then B, among the values of ``group`` (their rows
+        alone are tested, as in the other permutation tests); default the only two, in
+        sorted order.
     n_resamples : int, default 999
     studentize : bool
         False gives the plain difference (clearly labelled: valid only for the
@@ -122,12 +124,15 @@ def metric_permutation_test(
     check_same_index(values=values, group=group)
     g = np.asarray(group)
     check_no_missing_groups(pd.Series(g), "`group`")
-    labels = sorted(pd.unique(g), key=str) if groups is None else list(groups)
+    if groups is None:
+        labels = sorted(pd.unique(g), key=str)
+    else:  # the two named groups' rows, as in the other permutation tests
+        labels = list(two_groups([str(v) for v in pd.unique(g)], groups))
+        g = g.astype(str)
+        keep = np.isin(g, labels)
+        values, g = np.asarray(values)[keep], g[keep]
     if len(labels) != 2:
         raise ValueError(f"`group` must have exactly two values (or give `groups`), got {labels}")
-    keep = np.isin(g, labels)
-    if not keep.all():
-        raise ValueError(f"`group` has values other than {labels}: pass only the two groups' rows")
     check_flag(studentize, "studentize")
     check_count(batch, "batch")  # 0 failed in range()
     if alternative not in ALTERNATIVES:

@@ -796,6 +796,33 @@ def test_metric_permutation_test_mean_and_callable():
         metric_permutation_test(data, g)
 
 
+def test_metric_permutation_test_of_two_named_groups_among_more():
+    """groups=(a, b) tests the two named groups' rows among more, as the other permutation
+    tests and discrimination_test do (it refused such a group column), in the order named;
+    integer labels are named as values; an unknown or repeated group is refused."""
+    from bayesfair.frequentist import metric_permutation_test
+
+    rng = np.random.default_rng(8)
+    g = rng.choice([1, 2, 3], 900, p=[0.3, 0.6, 0.1])
+    v = rng.normal(np.where(g == 1, 0.3, 0.0), 1.0)
+    res = metric_permutation_test(v, g, groups=(2, 1), n_resamples=199, random_state=0)
+    keep = g != 3
+    alone = metric_permutation_test(
+        v[keep],
+        np.where(g[keep] == 2, "2", "1"),
+        groups=("2", "1"),
+        n_resamples=199,
+        random_state=0,
+    )
+    assert res.groups == ("2", "1")
+    assert res.difference == pytest.approx(v[g == 2].mean() - v[g == 1].mean())
+    assert res.pvalue == alone.pvalue and res.difference == alone.difference
+    with pytest.raises(ValueError, match=r"two distinct labels among .*, got \(1, 4\)"):
+        metric_permutation_test(v, g, groups=(1, 4))
+    with pytest.raises(ValueError, match="two distinct labels"):
+        metric_permutation_test(v, g, groups=(1, 1))
+
+
 @pytest.mark.slow
 def test_welch_permutation_test_level_with_unequal_variances():
     """Equal means, variances 4 vs 1, groups of 40 and 400: studentized holds the level,
