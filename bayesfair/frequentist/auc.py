@@ -162,6 +162,7 @@ def auc_permutation_test(
     labels = data.grouping(cols)["intersection"].tolist()
     code = regroup(data, cols)
     rows = np.bincount(code, minlength=len(labels))
+    noted = empty_groups_note(labels, rows) if groups is None else []
     groups = two_groups(labels, groups, rows)
     ia, ib = labels.index(groups[0]), labels.index(groups[1])
     keep = (code == ia) | (code == ib)
@@ -219,6 +220,5 @@ def auc_permutation_test(
         permute=permute,
         alternative=alternative,
         n_resamples=n_resamples,
-        notes=inexact_note("auc", permute, "within_outcome", _WHEN_EXACT)
-        + empty_groups_note(labels, rows),
+        notes=inexact_note("auc", permute, "within_outcome", _WHEN_EXACT) + noted,
     )

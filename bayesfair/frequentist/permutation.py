@@ -269,8 +269,8 @@ def two_groups(
 
 
 def empty_groups_note(labels: list[str], rows: Sequence[int]) -> list[str]:
-    """The note a two-group test carries when ``by`` has levels without rows (said, not
-    dropped silently)."""
+    """The note a two-group test carries when it chose its two groups (no ``groups=``)
+    and ``by`` has levels without rows: said, not dropped silently."""
     empty = [g for g, n in zip(labels, rows, strict=True) if n == 0]
     if not empty:
         return []
@@ -442,6 +442,7 @@ def permutation_test(
     metric, _ = _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
     rows = cells.sum(axis=1)
+    chosen = groups is None  # then the empty levels left out are noted
     groups = two_groups(labels, groups, rows)
     a, b = (cells[labels.index(g)] for g in groups)
     res = permutation_test_counts(
@@ -456,7 +457,7 @@ def permutation_test(
         random_state=random_state,
         n_jobs=n_jobs,
     )
-    res.notes.extend(empty_groups_note(labels, rows))
+    res.notes.extend(empty_groups_note(labels, rows) if chosen else [])
     return res
 
 

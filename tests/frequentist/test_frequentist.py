@@ -868,6 +868,9 @@ def test_two_group_tests_leave_out_a_category_without_rows_and_say_so():
         assert res.pvalue == ref.pvalue and res.difference == ref.difference
         assert any("without rows, not compared: 'x'" in note for note in res.notes), res.notes
         assert not any("without rows" in note for note in ref.notes)
+        named = test(kept, by="sex", groups=("m", "f"), n_resamples=99, random_state=0)
+        assert named.groups == ("m", "f")  # named: the others are not compared, by choice
+        assert not any("without rows" in note for note in named.notes)
         with pytest.raises(
             ValueError, match=r"\['x'\] has no rows \(groups with rows: \['f', 'm'\]"
         ):
