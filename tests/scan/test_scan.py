@@ -130,7 +130,7 @@ def _agreement_with_enumeration(rng, n_problems, choose_ordinal=None, **problem_
             list(df.columns),
             obs,
             ehat,
-            score=family,
+            score_type=family,
             direction=direction,
             penalty=penalty,
             ordinal=ordinal or None,
