@@ -425,6 +425,21 @@ def raise_if_stopped() -> None:
         raise Terminated(143) if _received[-1] == signal.SIGTERM else KeyboardInterrupt
 
 
+def stop_in_chain(err: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or :class:`Terminated` among ``err`` and its causes, if any.
+
+    A signal's exception raised while C code is calling back into Python (numba loading a
+    cached function, say) comes back wrapped: ``SystemError: ... returned a result with an
+    exception set``, caused by the stop. A stop is a stop however it is wrapped."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, (KeyboardInterrupt, Terminated)):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
+
+
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
     """Within the block, SIGTERM raises :class:`Terminated` (exit status 143) instead of

@@ -18,6 +18,7 @@ from ._output import (
     check_output_file,
     check_output_folder,
     raise_if_stopped,
+    stop_in_chain,
     stop_on_signals,
 )
 from ._sampling import SamplerWarning
@@ -505,25 +506,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         with stop_on_signals(), warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return run(args)
-    except KeyboardInterrupt:
-        print("bayesfair: interrupted; nothing was written", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("bayesfair: terminated; nothing was written", file=sys.stderr)
-        return 143
-    except USER_ERRORS as err:
+    except (KeyboardInterrupt, Terminated) as stop:
+        return _stopped(stop)
+    except Exception as err:
+        if (stop := stop_in_chain(err)) is not None:  # wrapped by C code it interrupted
+            return _stopped(stop)
+        if not isinstance(err, USER_ERRORS):
+            return _internal_error()
         if args.debug:
             traceback.print_exc()
         print(f"bayesfair: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    except Exception:
-        traceback.print_exc()
-        print(
-            "bayesfair: internal error (a bug, not your input): please report it with the "
-            "traceback above",
-            file=sys.stderr,
-        )
-        return 1
+
+
+def _stopped(stop: BaseException) -> int:
+    """Exit status 130 (Ctrl-C) or 143 (SIGTERM), said in one line."""
+    if isinstance(stop, Terminated):
+        print("bayesfair: terminated; nothing was written", file=sys.stderr)
+        return 143
+    print("bayesfair: interrupted; nothing was written", file=sys.stderr)
+    return 130
+
+
+def _internal_error() -> int:
+    """A bug: its traceback, then what to do with it (exit status 1)."""
+    traceback.print_exc()  # of the exception being handled (called in main's except)
+    print(
+        "bayesfair: internal error (a bug, not your input): please report it with the "
+        "traceback above",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -374,6 +374,32 @@ def test_cli_internal_errors_print_a_traceback_and_exit_1(csv, tmp_path, capsys,
     assert "Traceback" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("stop, code", [(KeyboardInterrupt, 130), (None, 143)])
+def test_cli_a_stop_wrapped_by_c_code_is_still_a_stop(
+    csv, tmp_path, capsys, monkeypatch, stop, code
+):
+    """A signal's exception raised while C code calls back into Python (numba loading a
+    cached kernel) comes back as ``SystemError ... returned a result with an exception set``
+    caused by the stop (seen in CI: SIGTERM mid-audit exited 1 with a traceback); the
+    command line exits as for the stop itself (130 or 143), saying nothing was written."""
+    import bayesfair.cli as cli
+    from bayesfair._output import Terminated
+
+    def interrupted(*args, **kwargs):
+        try:
+            raise (stop or Terminated)(*(() if stop else (143,)))
+        except BaseException as err:
+            raise SystemError(
+                "<function _numba_unpickle> returned a result with an exception set"
+            ) from err
+
+    monkeypatch.setattr(cli, "audit", interrupted)
+    out = tmp_path / "r.html"
+    assert main(["audit", str(csv), *COMMON, *QUICK, "--out", str(out)]) == code
+    err = capsys.readouterr().err
+    assert "nothing was written" in err and "Traceback" not in err and not out.exists()
+
+
 def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
     """A file-size limit makes the report's write fail (as a full disk would): the CLI
     says so in one line, exits 2, and the previous report is intact."""
