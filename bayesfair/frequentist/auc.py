@@ -162,7 +162,7 @@ def auc_permutation_test(
     labels = data.grouping(cols)["intersection"].tolist()
     code = regroup(data, cols)
     rows = np.bincount(code, minlength=len(labels))
-    noted = empty_groups_note(labels, rows) if groups is None else []
+    noted = empty_groups_note(labels, rows, groups)
     groups = two_groups(labels, groups, rows)
     ia, ib = labels.index(groups[0]), labels.index(groups[1])
     keep = (code == ia) | (code == ib)

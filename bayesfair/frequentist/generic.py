@@ -126,13 +126,15 @@ def metric_permutation_test(
     check_no_missing_groups(pd.Series(g), "`group`")
     if groups is None:
         labels = sorted(pd.unique(g), key=str)
+        if len(labels) != 2:
+            raise ValueError(
+                f"`group` must have exactly two values (or give `groups`), got {labels}"
+            )
     else:  # the two named groups' rows, as in the other permutation tests
         labels = list(two_groups([str(v) for v in pd.unique(g)], groups))
         g = g.astype(str)
         keep = np.isin(g, labels)
         values, g = np.asarray(values)[keep], g[keep]
-    if len(labels) != 2:
-        raise ValueError(f"`group` must have exactly two values (or give `groups`), got {labels}")
     check_flag(studentize, "studentize")
     check_count(batch, "batch")  # 0 failed in range()
     if alternative not in ALTERNATIVES:

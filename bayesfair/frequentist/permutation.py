@@ -233,6 +233,11 @@ def _as_label(group, labels: list[str]):
     return str(group)
 
 
+def _without_rows(labels: list[str], rows: Sequence[int] | None) -> list[str]:
+    """The labels whose ``rows`` are 0 (none when ``rows`` is not given)."""
+    return [] if rows is None else [g for g, n in zip(labels, rows, strict=True) if n == 0]
+
+
 def two_groups(
     labels: list[str], groups: tuple | None, rows: Sequence[int] | None = None
 ) -> tuple[str, str]:
@@ -243,11 +248,11 @@ def two_groups(
     category of a pandas Categorical (which stays after a filter), out of the choice: a
     column filtered to two values is the two-group case, and a group named without rows is
     refused by name."""
-    empty = [] if rows is None else [g for g, n in zip(labels, rows, strict=True) if n == 0]
+    empty = _without_rows(labels, rows)
     seen = [g for g in labels if g not in empty]
     if groups is None:
         if len(seen) != 2:
-            shown = ", ".join(repr(x) for x in seen[:4]) + (", ..." if len(seen) > 4 else "")
+            shown = listed([repr(x) for x in seen], 4, ", ")
             also = f" (and {len(empty)} without rows: {empty[:4]})" if empty else ""
             raise ValueError(
                 f"`by` (default: every protected attribute) defines {len(seen)} groups with "
@@ -268,13 +273,14 @@ def two_groups(
     return (named[0], named[1])
 
 
-def empty_groups_note(labels: list[str], rows: Sequence[int]) -> list[str]:
-    """The note a two-group test carries when it chose its two groups (no ``groups=``)
-    and ``by`` has levels without rows: said, not dropped silently."""
-    empty = [g for g, n in zip(labels, rows, strict=True) if n == 0]
+def empty_groups_note(labels: list[str], rows: Sequence[int], groups: tuple | None) -> list[str]:
+    """The note a two-group test carries when it chose its two groups (``groups`` None)
+    and ``by`` has levels without rows: said, not dropped silently. With ``groups=``
+    named, the other groups are left out by the caller's choice: no note."""
+    empty = _without_rows(labels, rows) if groups is None else []
     if not empty:
         return []
-    shown = ", ".join(repr(g) for g in empty[:4]) + (", ..." if len(empty) > 4 else "")
+    shown = listed([repr(g) for g in empty], 4, ", ")
     return [f"{len(empty)} group(s) of `by` without rows, not compared: {shown}"]
 
 
@@ -442,7 +448,7 @@ def permutation_test(
     metric, _ = _check_common(metric, alternative, permute)
     cells, labels = _group_cells(data, by)
     rows = cells.sum(axis=1)
-    chosen = groups is None  # then the empty levels left out are noted
+    noted = empty_groups_note(labels, rows, groups)
     groups = two_groups(labels, groups, rows)
     a, b = (cells[labels.index(g)] for g in groups)
     res = permutation_test_counts(
@@ -457,7 +463,7 @@ def permutation_test(
         random_state=random_state,
         n_jobs=n_jobs,
     )
-    res.notes.extend(empty_groups_note(labels, rows) if chosen else [])
+    res.notes.extend(noted)
     return res
 
 
