@@ -36,50 +36,46 @@ def _data_home() -> Path | None:
     return None
 
 
-#: test files whose fast tests use none of PyMC, PyTensor and ArviZ: they run with those
-#: modules blocked (a use fails, naming them), carry the ``pymc_free`` marker, and make
-#: test-next leaves them out (what the PyMC 6 / ArviZ 1 stack changes is not in them)
-PYMC_FREE = {
-    "calibration/test_amplification_interval.py",
-    "calibration/test_interval_calibration.py",
-    "contracts/test_property_inputs.py",
-    "data/test_datasets.py",
-    "data/test_diabetes.py",
-    "frequentist/test_fairness_intervals.py",
-    "frequentist/test_frequentist.py",
-    "frequentist/test_learning.py",
-    "frequentist/test_sequential_pvalue.py",
-    "metrics/test_metrics.py",
-    "project/test_benchmarks_api.py",
-    "project/test_docs.py",
-    "project/test_function_sizes.py",
-    "project/test_lint.py",
-    "project/test_public_api_of_dependencies.py",
-    "project/test_readme.py",
-    "report/test_full_audit.py",
-    "report/test_safe_outputs.py",
-}
-#: what ``pymc_free`` tests may not import
+#: what a fast test not marked ``bayesian`` may not import
 BLOCKED = ("pymc", "pytensor", "arviz")
+#: what a blocked test that reached one of them is told
+UNMARKED = (
+    "this fast test reached PyMC, PyTensor or ArviZ, which are blocked in the fast tests not "
+    "marked `bayesian` (tests/conftest.py): mark it @pytest.mark.bayesian (or its case "
+    "pytest.param(..., marks=pytest.mark.bayesian)), and make test-next runs it on PyMC 6 / "
+    "ArviZ 1 too"
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # the markers are in place before -m selects
 def pytest_collection_modifyitems(config, items):
-    """Mark the fast tests of :data:`PYMC_FREE` ``pymc_free``; then put the slow tests
-    first, each group in collection order: with the Makefile's ``--maxschedchunk 1`` the
-    two xdist workers take the long statistical tests as they free up and the many short
-    unit tests fill the end, so that neither waits on the other's last long test
-    (longest-first list scheduling)."""
-    tests = REPO / "tests"
-    missing = sorted(f for f in PYMC_FREE if not (tests / f).is_file())
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py PYMC_FREE names missing files: {missing}")
+    """Mark every fast test that is not marked ``bayesian`` ``pymc_free``: it runs with
+    PyMC, PyTensor and ArviZ blocked (a use fails, saying which marker it needs), so the
+    ``bayesian`` tests are all the fast tests that reach them, and make test-next, which
+    runs the ``bayesian`` tests only, runs every test that the PyMC 6 / ArviZ 1 stack can
+    change. Then put the slow tests first, each group in collection order: with the
+    Makefile's ``--maxschedchunk 1`` the two xdist workers take the long statistical tests
+    as they free up and the many short unit tests fill the end, so that neither waits on
+    the other's last long test (longest-first list scheduling)."""
     for item in items:
-        path = Path(item.path)
-        if path.is_relative_to(tests) and path.relative_to(tests).as_posix() in PYMC_FREE:
-            if item.get_closest_marker("slow") is None:
-                item.add_marker(pytest.mark.pymc_free)
+        if item.get_closest_marker("slow") is None and item.get_closest_marker("bayesian") is None:
+            item.add_marker(pytest.mark.pymc_free)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A ``pymc_free`` test that failed on a blocked import says which marker it needs."""
+    report = yield
+    exc = call.excinfo
+    if (
+        exc is not None
+        and item.get_closest_marker("pymc_free") is not None
+        and exc.errisinstance(ImportError)
+        and "None in sys.modules" in str(exc.value)
+    ):
+        report.sections.append(("blocked import", UNMARKED))
+    return report
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,7 @@ from .engine import (
     PreparedScan,
     ScanResult,
     check_attribute_values,
+    check_direction,
     resolve_ordinal,
     row_codes,
     safe_logit,
@@ -416,6 +417,7 @@ class ScanPipeline:
     ):
         if scan_type not in SCAN_TYPES:
             raise ValueError(f"`scan_type` must be one of {sorted(SCAN_TYPES)}, got {scan_type!r}")
+        check_direction(direction)  # before any model is fitted
         ev_role, cond_role, self.score = SCAN_TYPES[scan_type]
         for role in (ev_role, cond_role):
             if roles.get(role) is None:

@@ -52,6 +52,14 @@ __all__ = [
 
 SCORES = ("bernoulli", "gaussian")
 DIRECTIONS = ("positive", "negative")
+
+
+def check_direction(direction: str) -> None:
+    """Refuse a scan direction that is not one of :data:`DIRECTIONS`, by name."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"`direction` must be one of {DIRECTIONS}, got {direction!r}")
+
+
 _EPS = 1e-9
 
 
@@ -431,8 +439,7 @@ class PreparedScan:
     ):
         if score not in SCORES:
             raise ValueError(f"`score_type` must be one of {SCORES}, got {score!r}")
-        if direction not in DIRECTIONS:
-            raise ValueError(f"`direction` must be one of {DIRECTIONS}, got {direction!r}")
+        check_direction(direction)
         if not ((expected >= 0) & (expected <= 1)).all():
             raise ValueError("`expected` must be probabilities in [0, 1] (no NaN)")
         sign = 1.0 if direction == "positive" else -1.0

@@ -62,13 +62,14 @@ class Case:
     name: str
     call: Callable[[], object]
     names: tuple[str, ...]  # the message must contain one of these
+    bayesian: bool = False  # reaches ArviZ or PyMC (make test-next runs it too)
 
 
 CASES: list[Case] = []
 
 
-def case(name: str, call: Callable[[], object], *names: str) -> None:
-    CASES.append(Case(name, call, names))
+def case(name: str, call: Callable[[], object], *names: str, bayesian: bool = False) -> None:
+    CASES.append(Case(name, call, names, bayesian))
 
 
 def with_column(column: str, values) -> pd.DataFrame:
@@ -702,6 +703,7 @@ for key, bad in [("level", 2), ("level", 0), ("p_s", "nope"), ("by", "nope"), ("
         f"posterior_fairness-{key}-{bad!r}",
         lambda key=key, bad=bad: bf.posterior_fairness(_fitted_dm(), **{key: bad}),
         key,
+        bayesian=True,
     )
 case("posterior_fairness-model-str", lambda: bf.posterior_fairness("dm"), "model")
 case(
@@ -713,6 +715,7 @@ case(
     "model_average-method",
     lambda: bf.model_average([_fitted_dm()] * 2, method="x"),
     "method",
+    bayesian=True,
 )
 case("model_average-str", lambda: bf.model_average(["x", "y"]), "models")
 case("bias_amplification-str", lambda: bf.bias_amplification("a", "b"), "mechanism")
@@ -800,7 +803,10 @@ def test_the_catalogue_is_large():
     assert len({c.name for c in CASES}) == len(CASES), "case names must be unique"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, id=c.name, marks=pytest.mark.bayesian if c.bayesian else ()) for c in CASES],
+)
 def test_bad_input_is_refused_by_name(case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

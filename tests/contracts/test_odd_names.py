@@ -45,6 +45,7 @@ def test_safe_names_are_distinct_and_stable():
     assert len(set(safe.values())) == len(names) and safe_names(names) == safe
 
 
+@pytest.mark.bayesian
 def test_models_take_a_column_with_a_slash(odd, tmp_path):
     lr = LogisticRegression(method="map", random_state=0).fit(odd)
     assert np.isfinite(lr.predict_proba()).all()
@@ -54,6 +55,7 @@ def test_models_take_a_column_with_a_slash(odd, tmp_path):
     assert "race_ethnicity_value" in model.coords
 
 
+@pytest.mark.bayesian
 def test_hierarchical_bayes_takes_a_column_with_a_slash(odd):
     from bayesfair.disaggregated import HierarchicalBayes
     from bayesfair.disaggregated.hierarchical import fit_hierarchical

@@ -1,6 +1,8 @@
 """The public API: everything in ``bayesfair.__all__`` exists, and the entry points of
 every capability are reachable from the top level."""
 
+import pytest
+
 import bayesfair as bf
 from bayesfair.disaggregated import StructuredRegression
 
@@ -55,6 +57,7 @@ def test_result_objects_print_short():
     assert repr(audit).startswith("AuditResult(data=<AuditData>") and len(repr(audit)) < 500
 
 
+@pytest.mark.bayesian
 def test_random_state_is_taken_alike_everywhere():
     """Every entry point with ``random_state`` takes None, a non-negative int, a numpy
     SeedSequence, Generator or RandomState (as scipy.stats does); an int and a

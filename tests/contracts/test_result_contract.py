@@ -121,9 +121,14 @@ RESULT_NAMES = [
     "PosteriorFairness",
     "DisaggregatedResult",
 ]
+#: the cases whose result reads its draws through ArviZ (make test-next runs them too)
+RESULT_CASES = [
+    pytest.param(n, marks=pytest.mark.bayesian) if n == "PosteriorFairness" else n
+    for n in RESULT_NAMES
+]
 
 
-@pytest.mark.parametrize("name", RESULT_NAMES)
+@pytest.mark.parametrize("name", RESULT_CASES)
 def test_the_result_contract(results, name):
     res = results[name]
     summary = res.summary()
@@ -164,6 +169,7 @@ def test_the_diagnostics_warning_shows_r_hat_to_three_decimals():
     assert diagnostics_warning(pd.DataFrame({"r_hat_max": [1.005]})) is None
 
 
+@pytest.mark.bayesian
 def test_a_poor_fit_says_so_in_its_summary(data):
     """Too few draws: the summary carries R-hat and ESS, and the notebook display warns."""
     from bayesfair.models import LogisticRegression, posterior_fairness
@@ -179,6 +185,7 @@ def test_a_poor_fit_says_so_in_its_summary(data):
     assert "sampler diagnostics:" in pf._repr_html_()
 
 
+@pytest.mark.bayesian
 def test_exact_draws_carry_no_diagnostics(results):
     s = results["PosteriorFairness"].summary()  # Dirichlet-multinomial: exact draws
     assert (
@@ -206,7 +213,7 @@ def test_a_pvalue_not_computed_is_said_so(data):
     assert "pass n_resamples" in row["pvalue_note"]
 
 
-@pytest.mark.parametrize("name", RESULT_NAMES)
+@pytest.mark.parametrize("name", RESULT_CASES)
 def test_plot_takes_an_ax_and_returns_what_it_drew_into(results, name):
     """One convention: ``plot(ax=None)`` returns the Axes it drew into (an array of them
     for several panels), and draws into the caller's own when given."""
@@ -227,7 +234,7 @@ def test_plot_takes_an_ax_and_returns_what_it_drew_into(results, name):
         plt.close("all")
 
 
-@pytest.mark.parametrize("name", RESULT_NAMES)
+@pytest.mark.parametrize("name", RESULT_CASES)
 def test_interval_ends_are_lower_and_upper_beside_a_level(results, name):
     res = results[name]
     for table in (res.summary(), res.to_frame()):

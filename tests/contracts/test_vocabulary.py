@@ -187,6 +187,7 @@ def test_an_old_name_fails_in_one_line_naming_the_new_one(data, call, old, new):
         call(data, {old: 1})
 
 
+@pytest.mark.bayesian
 def test_one_default_level_in_every_table(data):
     """Interval ends are ``lower``/``upper`` beside a ``level`` column, at 0.9 by default."""
     from bayesfair.models import DirichletMultinomial

@@ -394,6 +394,7 @@ def _counted(n=3000, seed=0):
     return ds, rows, table
 
 
+@pytest.mark.bayesian
 def test_from_counts_reproduces_the_audit_of_the_rows():
     import bayesfair as bf
     from bayesfair.models import DirichletMultinomial

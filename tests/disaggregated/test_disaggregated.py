@@ -114,6 +114,7 @@ def test_bad_input_is_named():
         )
 
 
+@pytest.mark.bayesian
 def test_base_rate_needs_no_decisions():
     """The outcome's rate per group needs only y_true (it asked for y_pred), with every
     estimator; the decision metrics still need y_pred."""
@@ -391,6 +392,7 @@ def test_callable_metric_and_auc_run():
     )
 
 
+@pytest.mark.bayesian
 def test_intervals_of_rates_and_auc_stay_in_the_unit_interval():
     """Eq. 7's interval s +- z sigma / sqrt(n) of a small group reaches past 0 and 1; for a
     rate or an AUC every estimator's interval is truncated to [0, 1] (the hierarchical

@@ -80,6 +80,7 @@ def test_hierarchical_intervals_cover_on_synthetic_populations(kind):
     assert hb.loc[True, "width"] < 0.85 * out.loc[("standard", True), "width"], out
 
 
+@pytest.mark.bayesian
 def test_hierarchical_runs_and_shrinks():
     df = _frame(2000)
     res = disaggregated_evaluation(
@@ -100,6 +101,7 @@ def test_hierarchical_runs_and_shrinks():
     assert (t["lower"] <= t["estimate"]).all() and (t["estimate"] <= t["upper"]).all()
 
 
+@pytest.mark.bayesian
 def test_hierarchical_leaves_out_a_count_metric_without_denominator_rows():
     """Every outcome positive: FPR has no row of its denominator in any group. The
     hierarchical model would fit it from its prior alone, so it gets no estimate (as
@@ -117,6 +119,7 @@ def test_hierarchical_leaves_out_a_count_metric_without_denominator_rows():
     assert list(res.idata["binomial"].posterior["measure"].values) == ["fnr"]
 
 
+@pytest.mark.bayesian
 def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
     """``hb_point_estimate`` picks the posterior mean (default) or median of theta; the
     posterior itself does not change with it (same seed)."""
@@ -147,6 +150,7 @@ def test_hierarchical_point_estimate_is_the_chosen_posterior_summary():
         HierarchicalBayes(point_estimate="mode")
 
 
+@pytest.mark.bayesian
 def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_side():
     """A group in which no negative is referred (FPR 0 of m) gets the one-sided interval
     [0, 95% quantile], of the same posterior mass as the central one; others stay central."""
@@ -174,6 +178,7 @@ def test_hierarchical_interval_reaches_the_boundary_when_every_row_is_on_one_sid
     assert (iv.loc[others, "lower"] > 0).all()
 
 
+@pytest.mark.bayesian
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("binomial", [True, False])
 @pytest.mark.parametrize("interactions", [True, False, "one attribute", "150 cells"])
@@ -244,6 +249,7 @@ def test_hierarchical_closed_form_density_equals_pymc(
     np.testing.assert_allclose(offsets, offsets[0], rtol=0, atol=1e-8 * abs(offsets[0]) + 1e-8)
 
 
+@pytest.mark.bayesian
 def test_hierarchical_value_without_rows_is_drawn_as_a_new_level():
     """An attribute value no row carries (an unused category) is left out of the
     hierarchical fit: the seen groups' posterior is exactly the one without that value,
@@ -403,6 +409,7 @@ def test_centring_is_suggested_only_for_attributes_with_three_well_filled_values
     assert not pinned_down(pd.Series(["x", "y"] * 3), np.full(6, 5000))  # two values
 
 
+@pytest.mark.bayesian
 def test_sampler_advice_names_the_slow_variable_and_suggests_more_draws():
     """An R-hat problem without divergences, not in a well-filled attribute's main effect
     (the case of COMPAS' race x sex x age at the default 4 x 1,000 draws), gets the advice

@@ -434,6 +434,7 @@ def test_an_audit_spec_reads_its_csv_as_the_command_line_does(tmp_path):
         load_spec(spec)
 
 
+@pytest.mark.bayesian
 def test_audit_sampler_options_reach_the_fits(tmp_path, monkeypatch, capsys):
     """--seed, --draws and --hb-main-effects of ``audit --bayes`` reach the HLR fits and
     hierarchical Bayes (the options a SamplerWarning's advice asks for), and --seed the
@@ -546,6 +547,7 @@ def test_every_study_spec_in_models_runs_small(spec, data_home, tmp_path, capsys
     assert load_spec(spec).name in capsys.readouterr().out
 
 
+@pytest.mark.bayesian
 @pytest.mark.filterwarnings("ignore::bayesfair.SamplerWarning")  # --small: 100 NUTS draws
 def test_simulation_spec_runs_on_a_population_of_ones_own(tmp_path, capsys):
     """A herlihy-simulation spec with [data] csv and [columns] simulates on that file's
@@ -830,6 +832,7 @@ def test_per_group_section_names_groups_without_rows():
     assert len(sr) == 2 and np.isfinite(sr[["estimate", "lower", "upper"]].to_numpy()).all()
 
 
+@pytest.mark.bayesian
 def test_rate_charts_leave_no_blank_band_on_many_intersections(monkeypatch):
     """The per-intersection charts list hundreds of groups; their y-range is the rows and
     half a row either side (matplotlib's default 5% margin left a dozen blank rows),
@@ -887,6 +890,7 @@ def test_group_charts_build_the_labels_once(monkeypatch):
     assert len(calls) <= 2, len(calls)
 
 
+@pytest.mark.bayesian
 def test_bayesian_section_takes_a_list_of_models_and_checks_its_input():
     from bayesfair.datasets import make_gaussian_threshold
     from bayesfair.models import DirichletMultinomial, NaiveBayes
@@ -1003,6 +1007,7 @@ def test_tables_show_and_save_a_meaningful_index(tmp_path):
     assert "<td>u</td>" in html and "<th>group</th>" in html and "<th>k</th>" in html
 
 
+@pytest.mark.bayesian
 def test_posterior_boxes_draw_the_frequentist_interval_beside_the_models():
     from bayesfair.datasets import make_gaussian_threshold
     from bayesfair.frequentist.fairness_bounds import intervals_from_counts

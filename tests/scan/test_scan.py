@@ -854,6 +854,7 @@ def test_permuted_data_sets_that_cannot_be_scanned_take_no_part():
         conditional_bias_scan(df.assign(d=0), n_resamples=9, **kw)
 
 
+@pytest.mark.bayesian
 def test_posterior_bias_scan_small():
     ds = _semi(mu_sep=1.5)
     bf = __import__("bayesfair")
@@ -896,6 +897,7 @@ def test_posterior_bias_scan_small():
     np.testing.assert_array_equal(default.score_draws, named.score_draws)
 
 
+@pytest.mark.bayesian
 def test_posterior_ihat_closed_form_density_equals_pymc(pymc_reference):
     """The weighted I-hat regression's closed-form density (the sampler's) against PyMC's
     model of it, at random points: equal up to a constant, gradients equal."""
@@ -918,6 +920,7 @@ def test_posterior_ihat_closed_form_density_equals_pymc(pymc_reference):
     np.testing.assert_allclose(offsets, offsets[0], atol=1e-8)
 
 
+@pytest.mark.bayesian
 def test_posterior_ihat_separates_the_directions_no_pattern_sees(pymc_reference):
     """With one indicator per value beside the intercept (the scan's I-hat features) some
     directions are seen by no pattern: the sampler's layout rotates them into coordinates
