@@ -38,7 +38,7 @@ demo: $(STAMP)
 	$(VENV)/bin/bayesfair demo --out report.html
 
 # -n 2: the project's machines have two cores (pytest-xdist spreads the tests over both);
-# --maxschedchunk 1: each worker takes the next test when it frees up, and tests/conftest.py
+# --maxschedchunk 1: each worker takes the next test when it frees up, and conftest.py
 # puts the slow tests first, so the short ones fill the end on both cores
 test: test-default test-next
 
@@ -48,7 +48,7 @@ test-default: $(STAMP)
 # on PyMC 6 / ArviZ 1: every test marked `bayesian`, fast and slow: the tests of the Bayesian
 # models, the notebooks that use PyMC or ArviZ (in their small mode) and every other fast test
 # that reaches PyMC, PyTensor or ArviZ; the other fast tests run with those blocked on the
-# default stack (marker pymc_free, tests/conftest.py), which is how the marker is kept
+# default stack (marker pymc_free, conftest.py), which is how the marker is kept
 # complete; the stack's versions are printed first
 test-next: $(STAMP_NEXT)
 	$(PY_NEXT) -c "import sys, pymc, arviz, nutpie; print('next stack: Python', sys.version.split()[0], '| PyMC', pymc.__version__, '| ArviZ', arviz.__version__, '| nutpie', nutpie.__version__)"
@@ -70,8 +70,8 @@ docs: $(STAMP)
 	@echo "documentation: docs/_build/html/index.html"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check bayesfair tests benchmarks docs scripts
-	$(VENV)/bin/ruff format --check bayesfair tests benchmarks docs scripts
+	$(VENV)/bin/ruff check bayesfair tests benchmarks docs scripts conftest.py
+	$(VENV)/bin/ruff format --check bayesfair tests benchmarks docs scripts conftest.py
 
 # the demo's report in headless Chromium at 1,400 x 900: Answers above the fold, no table
 # wider than the page (installs Debian's chromium when it is missing)

@@ -12,7 +12,6 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import matplotlib  # noqa: E402
@@ -34,64 +33,6 @@ def _data_home() -> Path | None:
         if (cand / "compas-scores-two-years.csv").is_file() and (cand / "adult.data").is_file():
             return cand
     return None
-
-
-#: what a fast test not marked ``bayesian`` may not import
-BLOCKED = ("pymc", "pytensor", "arviz")
-#: what a blocked test that reached one of them is told
-UNMARKED = (
-    "this fast test reached PyMC, PyTensor or ArviZ, which are blocked in the fast tests not "
-    "marked `bayesian` (tests/conftest.py): mark it @pytest.mark.bayesian (or its case "
-    "pytest.param(..., marks=pytest.mark.bayesian)), and make test-next runs it on PyMC 6 / "
-    "ArviZ 1 too"
-)
-
-
-@pytest.hookimpl(tryfirst=True)  # the markers are in place before -m selects
-def pytest_collection_modifyitems(config, items):
-    """Mark every fast test that is not marked ``bayesian`` ``pymc_free``: it runs with
-    PyMC, PyTensor and ArviZ blocked (a use fails, saying which marker it needs), so the
-    ``bayesian`` tests are all the fast tests that reach them, and make test-next, which
-    runs the ``bayesian`` tests only, runs every test that the PyMC 6 / ArviZ 1 stack can
-    change. Then put the slow tests first, each group in collection order: with the
-    Makefile's ``--maxschedchunk 1`` the two xdist workers take the long statistical tests
-    as they free up and the many short unit tests fill the end, so that neither waits on
-    the other's last long test (longest-first list scheduling)."""
-    for item in items:
-        if item.get_closest_marker("slow") is None and item.get_closest_marker("bayesian") is None:
-            item.add_marker(pytest.mark.pymc_free)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    """A ``pymc_free`` test that failed on a blocked import says which marker it needs."""
-    report = yield
-    exc = call.excinfo
-    if (
-        exc is not None
-        and item.get_closest_marker("pymc_free") is not None
-        and exc.errisinstance(ImportError)
-        and "None in sys.modules" in str(exc.value)
-    ):
-        report.sections.append(("blocked import", UNMARKED))
-    return report
-
-
-@pytest.fixture(autouse=True)
-def _pymc_blocked(request, monkeypatch):
-    """In a ``pymc_free`` test, importing PyMC, PyTensor or ArviZ raises ImportError (also
-    where they were imported before: the test must not reach them)."""
-    if request.node.get_closest_marker("pymc_free") is None:
-        yield
-        return
-    from bayesfair import _arviz
-
-    for name in BLOCKED:
-        monkeypatch.setitem(sys.modules, name, None)
-    _arviz._az.cache_clear()
-    yield
-    _arviz._az.cache_clear()
 
 
 @pytest.fixture(autouse=True)

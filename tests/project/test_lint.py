@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-TARGETS = ["bayesfair", "tests", "benchmarks", "docs", "scripts"]
+TARGETS = ["bayesfair", "tests", "benchmarks", "docs", "scripts", "conftest.py"]
 
 
 def _ruff() -> str:
