@@ -223,7 +223,9 @@ def test_table1_pattern_on_the_diabetes_population(diabetes_population):
     0.05 where the paper's is, above 0.05 where the paper's is above 0.1, in every cell but
     PPV's explanatory features (the open part of issue 39, reported as an expected failure
     with its p-value). That cell is the groups' outcome rate's: without it among the
-    explanatory features, PPV's p is above 0.1."""
+    explanatory features, PPV's p is above 0.1. One set's p-value of that cell varies
+    widely from set to set (the xfail says how often it is above 0.1 and above the
+    paper's value), and the paper does not say that its table is over more than one set."""
     from bayesfair.replication import herlihy
 
     paper = herlihy.TABLE1_PAPER
@@ -234,8 +236,14 @@ def test_table1_pattern_on_the_diabetes_population(diabetes_population):
         kept = pd.DataFrame(kept, index=paper.index, columns=paper.columns)
         return ours, [(m, c) for m in paper.index for c in paper.columns if not kept.loc[m, c]]
 
-    ours, off = missed(herlihy.table1(diabetes_population, n_sets=20))
+    table = herlihy.table1(diabetes_population, n_sets=20)
+    ours, off = missed(table)
     print("Table 1, 20 sets:", ours.round(3).to_dict())
+    per_set = table.attrs["per_set"]
+    assert per_set.shape == (20 * len(paper.index), len(paper.columns))
+    ppv = per_set.xs("ppv", level="metric")["expl vs none"]
+    above = f"{int((ppv > 0.1).sum())} of 20 sets above 0.1, {int((ppv > 0.316).sum())} above 0.316"
+    print("PPV's explanatory features, one set at a time:", ppv.round(3).tolist(), above)
     assert set(off) <= {("ppv", "expl vs none")}, off
     without, off_without = missed(
         herlihy.table1(diabetes_population, n_sets=20, outcome_rates=False)
@@ -247,7 +255,10 @@ def test_table1_pattern_on_the_diabetes_population(diabetes_population):
     assert without.loc["ppv", "expl vs none"] > 0.1, without.loc["ppv"]
     if off:
         p = ours.loc["ppv", "expl vs none"]
-        pytest.xfail(f"issue 39 open: PPV's explanatory features p = {p:.3f}, paper 0.316")
+        pytest.xfail(
+            f"issue 39 open: PPV's explanatory features p = {p:.3f} (median of 20 sets; "
+            f"{above}), paper 0.316"
+        )
 
 
 def test_simulation_harness_runs_on_any_population():
