@@ -214,8 +214,8 @@ def _shares(metric: str, key: dict[str, tuple[np.ndarray, np.ndarray | None]]) -
     codes = np.column_stack([c for c, _ in key.values()]).astype(np.int64)
     # one integer per draw (mixed radix over the columns): a 1-d unique, many times faster
     # than unique(axis=0) of rows; the order below depends on the counts and first draws only
-    radix = codes.max(axis=0) + 1
-    keys = np.ravel_multi_index(tuple(codes.T), tuple(radix)) if len(codes) else codes[:, 0]
+    radix = codes.max(axis=0, initial=0) + 1
+    keys = np.ravel_multi_index(tuple(codes.T), tuple(radix))
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
     order = np.argsort(first)
     order = order[np.argsort(-counts[order], kind="stable")]
