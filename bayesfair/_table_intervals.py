@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_open_probability
 from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
-from .frequentist._pvalues import monte_carlo_pvalue
+from .frequentist._pvalues import clopper_pearson, monte_carlo_pvalue
 from .frequentist.fairness_bounds import amplification_bounds, projected_bounds
 from .metrics.fairness import gamma_sf
 from .models._nested_laplace import grid_posterior
@@ -67,7 +68,7 @@ def replicate_bounds(
     for r in range(size):
         table = box.simulate(p[r], rng)
         if methods:
-            bounds, pvalue, hier, _ = box.bounds(table, draws, rng)
+            bounds, pvalue, hier, _ = box.bounds(table, draws, rng, decide=True)
             out[r, : len(METHODS), :, :2] = bounds
         else:
             hier, pvalue = box.hierarchical(table, draws, rng)
@@ -190,8 +191,19 @@ def _pearson(n: np.ndarray, k: np.ndarray) -> np.ndarray:
     return terms.sum(axis=-1)
 
 
+#: resamples drawn by the interim looks of :func:`equal_rates_pvalue`'s sequential decision
+#: (cumulative), and the chance, at most, that an early stop decides unlike the exact test
+DECISION_LOOKS = (99, 199, 499)
+RESAMPLING_RISK = 1e-3
+
+
 def equal_rates_pvalue(
-    n: np.ndarray, k: np.ndarray, rng: np.random.Generator, n_resamples: int = N_RESAMPLES
+    n: np.ndarray,
+    k: np.ndarray,
+    rng: np.random.Generator,
+    n_resamples: int = N_RESAMPLES,
+    *,
+    decide_at: float | None = None,
 ) -> float:
     r"""Monte Carlo p-value of the hypothesis that every intersection has the same rate.
 
@@ -200,16 +212,35 @@ def equal_rates_pvalue(
     pooled rate (a parametric bootstrap: exact in small groups, where the chi-squared
     reference is not), ``(1 + #{X*^2 >= X^2}) / (1 + n_resamples)``.
 
+    With ``decide_at`` (a level ``alpha``), only the decision ``p >= alpha`` is wanted, as
+    on every replicate table of a calibration: the resamples are drawn in stages
+    (:data:`DECISION_LOOKS`, then ``n_resamples``), and the draws stop at a look where a
+    one-sided Clopper-Pearson bound of the exceedance rate, at risk ``RESAMPLING_RISK /
+    len(DECISION_LOOKS)``, is already on one side of ``alpha``. Whatever the exact
+    p-value (infinitely many resamples), the chance that an early stop decides unlike it
+    is then at most :data:`RESAMPLING_RISK` (Bonferroni over the looks; a simple form of
+    Gandy's 2009 bounded resampling risk). The value returned after an early stop is the
+    running estimate, on the side decided; without one, the draws and the value are those
+    of the full ``n_resamples``. A table far from ``alpha`` is decided at the first look,
+    on a tenth of the draws.
+
     Parameters
     ----------
     n, k : numpy.ndarray
         Rows and positives per intersection (every ``n > 0``).
     rng : numpy.random.Generator
     n_resamples : int, default 999
+    decide_at : float, optional
+        The level of the only decision wanted (see above); None for the p-value itself.
 
     Returns
     -------
     float
+
+    References
+    ----------
+    Gandy, A. (2009). Sequential implementation of Monte Carlo tests with uniformly bounded
+    resampling risk. *JASA* 104(488).
 
     Examples
     --------
@@ -218,10 +249,31 @@ def equal_rates_pvalue(
     >>> rng = np.random.default_rng(0)
     >>> equal_rates_pvalue(np.array([100, 100]), np.array([20, 60]), rng) < 0.01
     True
+    >>> equal_rates_pvalue(np.array([100, 100]), np.array([20, 60]), rng, decide_at=0.1)
+    0.01
     """
+    looks = []
+    if decide_at is not None:
+        decide_at = check_open_probability(decide_at, "decide_at")
+        looks = [m for m in DECISION_LOOKS if m < n_resamples]
     pbar = k.sum() / n.sum()
-    null = _pearson(n, rng.binomial(n, pbar, size=(n_resamples, len(n))))
-    return monte_carlo_pvalue(null, _pearson(n, k), "greater")[0]
+    observed = _pearson(n, k)
+    null, drawn = [], 0
+    for m in [*looks, n_resamples]:
+        null.append(_pearson(n, rng.binomial(n, pbar, size=(m - drawn, len(n)))))
+        drawn = m
+        pvalue, hits = monte_carlo_pvalue(np.concatenate(null), observed, "greater")
+        if m < n_resamples and _decided(hits, m, pvalue, decide_at, len(looks)):
+            break
+    return pvalue
+
+
+def _decided(hits: int, m: int, pvalue: float, alpha: float, looks: int) -> bool:
+    """Whether ``hits`` exceedances in ``m`` resamples settle ``p >= alpha`` at the
+    sequential decision's risk (:func:`equal_rates_pvalue`), with the running ``pvalue`` on
+    the side settled."""
+    lo, hi = clopper_pearson(hits, m, level=1 - 2 * RESAMPLING_RISK / looks)
+    return (hi < alpha and pvalue < alpha) or (lo > alpha and pvalue >= alpha)
 
 
 def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUNT) -> np.ndarray:
@@ -286,7 +338,7 @@ class _TableIntervals:
         """The hierarchical posterior's draws of (epsilon, gamma) and the equal-rates
         p-value: what a calibration needs of a replicate table."""
         hier, _ = self._posterior(t, draws, rng)
-        return hier, self.pvalue(t, rng)
+        return hier, self.pvalue(t, rng, decide=True)
 
 
 class RateIntervals(_TableIntervals):
@@ -330,9 +382,11 @@ class RateIntervals(_TableIntervals):
         """Whether the hierarchical interval's lower end is 0: equal rates not rejected."""
         return pvalue >= 1 - self.level
 
-    def pvalue(self, k, rng) -> float:
-        """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows."""
-        return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng)
+    def pvalue(self, k, rng, decide: bool = False) -> float:
+        """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows;
+        ``decide``: only as precise as :meth:`zero_lower` needs (its sequential decision)."""
+        decide_at = 1 - self.level if decide else None
+        return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng, decide_at=decide_at)
 
     def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
         """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,), within [0, inf):
@@ -341,12 +395,13 @@ class RateIntervals(_TableIntervals):
         lo = np.where(lo > 0, np.maximum(lo - shift, 0.0), lo)
         return np.stack([lo, np.maximum(hi - shift, lo)], axis=-1)
 
-    def bounds(self, k, draws, rng, post=None):
-        """Bounds (methods, 2, 2), the equal-rates p-value, and the hierarchical and
+    def bounds(self, k, draws, rng, post=None, decide=False):
+        """Bounds (methods, 2, 2), the equal-rates p-value (only as precise as
+        :meth:`zero_lower` needs with ``decide``), and the hierarchical and
         Dirichlet-multinomial draws of (epsilon, gamma)."""
         n, s, a = self.n[self.seen], self.seen, self.a
         hier, share = self._posterior(k, draws, rng, post)
-        pvalue = self.pvalue(k, rng)
+        pvalue = self.pvalue(k, rng, decide)
         dm = table_metrics(rng.beta(k[s] + a, n - k[s] + a, size=(draws, len(n))), share[:draws])
         h_lo, h_hi = np.quantile(hier, self.qs, axis=0)
         if self.zero_lower(pvalue):
@@ -427,12 +482,15 @@ class AmplificationIntervals(_TableIntervals):
         """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,)."""
         return bounds - np.asarray(shift)[:, None]
 
-    def pvalue(self, t, rng) -> float:
-        """Of equal rates of the decisions (the amplification's first term)."""
+    def pvalue(self, t, rng, decide: bool = False) -> float:
+        """Of equal rates of the decisions (the amplification's first term); NaN with
+        ``decide``, which :meth:`zero_lower` does not read."""
         s = self.seen
+        if decide:
+            return np.nan
         return equal_rates_pvalue(self.n[s], t[s, 1] + t[s, 2], rng)
 
-    def bounds(self, t, draws, rng, post=None):
+    def bounds(self, t, draws, rng, post=None, decide=False):
         """As :meth:`RateIntervals.bounds`, of the amplification."""
         s, a = self.seen, self.a
         n = self.n[s]
@@ -445,7 +503,7 @@ class AmplificationIntervals(_TableIntervals):
         bounds = np.array(
             [np.quantile(hier, self.qs, axis=0).T, np.quantile(dm, self.qs, axis=0).T, cp]
         )
-        return bounds, self.pvalue(t, rng), hier, dm
+        return bounds, self.pvalue(t, rng, decide), hier, dm
 
 
 def _amplification(p: np.ndarray, share: np.ndarray) -> np.ndarray:

@@ -192,7 +192,9 @@ def interval_calibration(
     end is set to 0 when :func:`equal_rates_pvalue` is at least ``1 - level``: a posterior
     of a maximum of log-ratios is positive in every draw, so without it no interval would
     ever hold a fair population's 0, and with it the interval holds 0 exactly as often as
-    the test does not reject (``level`` of the time). The hierarchy borrows strength
+    the test does not reject (``level`` of the time). On replicate tables, which need only
+    that decision, the test stops its resamples once the decision is settled
+    (``equal_rates_pvalue(..., decide_at=1 - level)``). The hierarchy borrows strength
     across intersections that share attribute values, so a small intersection's noise does
     not set the maximum.
 

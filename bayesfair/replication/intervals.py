@@ -196,7 +196,7 @@ def interval_coverage(
         seen = n > 0
         box = RateIntervals(n, codes, seen, level, PSEUDO_COUNT)
         post = box.hierarchical_draws(k, draws, rng)
-        bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post)
+        bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post, decide=True)
         truths = box.truths(k, post)
         inner = {
             s: replicate_bounds(box, truths[s], n_calibration, 400, rng, methods=False)

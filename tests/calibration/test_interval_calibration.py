@@ -97,19 +97,27 @@ def test_lower_end_is_zero_exactly_when_equal_rates_are_not_rejected():
 
 def test_calibrated_mass_inverts_the_coverage_curve():
     """A table whose largest log-ratio sits in a 2-row intersection with both rows positive:
-    the hierarchy shrinks it, so its 90% interval misses the observed scenario's epsilon,
-    and the calibrated interval takes a larger credible mass, contains the hierarchical
-    one and covers there (in-sample: at least 0.9 by construction). A table of large
-    groups with distinct rates: nothing to allow for, so the mass stays near the level
-    (never below it).
+    the hierarchy shrinks it, so its 90% interval misses the observed scenario's epsilon
+    (it holds it in about none of the replicates), and the calibrated interval takes a
+    larger credible mass, contains the hierarchical one and covers there in most of them:
+    0.83-0.91 of 100 replicates over seeds 0-7, at the largest mass, 0.999. In-sample, so
+    at least 0.9 wherever some mass reached the level; where none did, the shortfall says
+    by how much. A table of large groups with distinct rates: nothing to allow for, so the
+    mass stays near the level (never below it).
     The mass and bounds agree with the hierarchical posterior's quantiles recomputed."""
     n = np.array([400, 350, 300, 380, 2])
     k = np.array([120, 100, 95, 110, 2])
     cal = interval_calibration(_table(n, k), n_replicates=100, random_state=1)
     c = cal.coverage.set_index(["scenario", "metric", "method"])["coverage"]
-    assert c[("observed", "epsilon-DF", "hierarchical")] < 0.8
+    assert c[("observed", "epsilon-DF", "hierarchical")] < 0.1
     assert cal.credible_mass["epsilon-DF"] > 0.95
-    assert c[("observed", "epsilon-DF", "calibrated")] >= 0.9
+    covered = c[("observed", "epsilon-DF", "calibrated")]
+    assert covered >= 0.75
+    if covered < 0.9:
+        assert cal.shortfall["epsilon-DF"]["observed"] == covered
+        assert cal.credible_mass["epsilon-DF"] == 0.999
+    else:
+        assert "observed" not in cal.shortfall.get("epsilon-DF", {})
     iv = cal.intervals.set_index(["metric", "method"])
     cal_row, hier_row = iv.loc[("epsilon-DF", "calibrated")], iv.loc[("epsilon-DF", "hierarchical")]
     assert cal_row["lower"] <= hier_row["lower"] and cal_row["upper"] > hier_row["upper"]
@@ -124,7 +132,7 @@ def test_calibrated_mass_inverts_the_coverage_curve():
     )
     for metric, mass in smooth.credible_mass.items():
         assert 0.9 <= mass <= 0.95, (metric, mass)
-    assert cal.shortfall == smooth.shortfall == {}
+    assert smooth.shortfall == {}
 
 
 def test_a_default_short_of_its_level_says_so_and_names_the_interval_to_read():
@@ -234,6 +242,56 @@ def test_equal_rates_test_has_its_level():
     big = np.full(10, 300)
     k = rng.binomial(big, np.linspace(0.1, 0.3, 10))
     assert equal_rates_pvalue(big, k, rng) <= 0.01
+
+
+def test_equal_rates_decision_stops_early_only_where_the_test_is_settled():
+    """The sequential decision (``decide_at``) against the full 999 resamples on the same
+    streams, on 400 tables half with equal rates and half with rates 0.2-0.4: where it did
+    not stop early its value is the full p-value; where it did, it stopped at a look with
+    its running estimate (1 + hits) / (1 + m), and decides as the full test does (its risk
+    is at most 0.001 a table, so 400 tables disagree with probability below 0.33; these
+    seeds disagree nowhere). Under equal rates it rejects at 0.1 in about 10% of the tables
+    (200 tables, 3 standard errors: 0.064), and most tables stop at the first look."""
+    from bayesfair._table_intervals import DECISION_LOOKS
+
+    rng = np.random.default_rng(11)
+    n = rng.integers(3, 300, 16)
+    rejected, early, first = [], 0, 0
+    for i in range(400):
+        fair = i % 2 == 0
+        k = rng.binomial(n, 0.3 if fair else rng.uniform(0.2, 0.4, 16))
+        seed = int(rng.integers(2**31))
+        full = equal_rates_pvalue(n, k, np.random.default_rng(seed))
+        decided = equal_rates_pvalue(n, k, np.random.default_rng(seed), decide_at=0.1)
+        assert (decided >= 0.1) == (full >= 0.1), (i, full, decided)
+        if decided != full:
+            looks = [
+                m
+                for m in DECISION_LOOKS
+                if abs(decided * (m + 1) - round(decided * (m + 1))) < 1e-9
+            ]
+            assert looks, (i, decided)
+            early += 1
+            first += looks[0] == DECISION_LOOKS[0]
+        if fair:
+            rejected.append(decided < 0.1)
+    assert abs(np.mean(rejected) - 0.1) <= 0.064
+    assert early >= 300 and first >= 250, (early, first)
+    with pytest.raises(ValueError, match="decide_at"):
+        equal_rates_pvalue(n, k, rng, decide_at=10)
+
+
+def test_replicate_tables_of_the_amplification_draw_no_unread_pvalue():
+    """The amplification's lower end is never set to 0, so its replicate tables skip the
+    equal-rates test (NaN), while the audited table's p-value is still computed."""
+    from bayesfair._table_intervals import AmplificationIntervals
+
+    n = np.array([40, 60, 80])
+    box = AmplificationIntervals(n, np.array([[0, 1, 2]]), n > 0, 0.9, 0.5)
+    t = np.array([[10, 5, 6], [30, 8, 20], [20, 10, 12]])
+    assert np.isnan(box.pvalue(t, np.random.default_rng(0), decide=True))
+    assert 0 < box.pvalue(t, np.random.default_rng(0)) <= 1
+    assert not box.zero_lower(np.nan)
 
 
 def test_result_does_not_depend_on_n_jobs():
@@ -421,7 +479,7 @@ def test_default_on_fixed_compas_and_adult_like_populations(table, data_home):
     log-ratio sits in a 2-row intersection, the calibration widens the epsilon-DF interval
     and raises its coverage by at least 0.15 over the hierarchical posterior's (about 0.5
     there). The open part of issue 40, reported as an expected failure with the measured
-    coverage while it lasts: epsilon-DF's default covers about 0.82 on COMPAS and 0.96 on
+    coverage while it lasts: epsilon-DF's default covers about 0.80 on COMPAS and 0.975 on
     Adult, outside [0.86, 0.95] (notebook 08, section 4, the same study)."""
     load = getattr(bf.datasets, f"load_{table}")
     data = load(data_home=data_home).audit_data()
