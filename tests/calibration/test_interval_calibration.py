@@ -282,16 +282,21 @@ def test_equal_rates_decision_stops_early_only_where_the_test_is_settled():
 
 
 def test_replicate_tables_of_the_amplification_draw_no_unread_pvalue():
-    """The amplification's lower end is never set to 0, so its replicate tables skip the
-    equal-rates test (NaN), while the audited table's p-value is still computed."""
+    """The amplification's lower end is never set to 0, so a replicate table draws its
+    posterior and nothing more (the generator ends where the posterior's draws leave it,
+    and the p-value is NaN), while the audited table's p-value is the decisions' test."""
     from bayesfair._table_intervals import AmplificationIntervals
 
     n = np.array([40, 60, 80])
     box = AmplificationIntervals(n, np.array([[0, 1, 2]]), n > 0, 0.9, 0.5)
     t = np.array([[10, 5, 6], [30, 8, 20], [20, 10, 12]])
-    assert np.isnan(box.pvalue(t, np.random.default_rng(0), decide=True))
-    assert 0 < box.pvalue(t, np.random.default_rng(0)) <= 1
-    assert not box.zero_lower(np.nan)
+    replicate, posterior_only = np.random.default_rng(0), np.random.default_rng(0)
+    _, pvalue = box.hierarchical(t, 50, replicate)
+    box._posterior(t, 50, posterior_only)
+    assert np.isnan(pvalue) and not box.zero_lower(pvalue)
+    assert replicate.bit_generator.state == posterior_only.bit_generator.state
+    audited = box.pvalue(t, np.random.default_rng(1))
+    assert audited == equal_rates_pvalue(n, t[:, 1] + t[:, 2], np.random.default_rng(1))
 
 
 def test_result_does_not_depend_on_n_jobs():
