@@ -354,6 +354,39 @@ def _two_group_null(
     return _stat(split, pooled - split, metric, studentize).reshape(size, n_pairs)
 
 
+def _one_pair_split(a: np.ndarray, b: np.ndarray, permute: str, size: int, rng) -> np.ndarray:
+    """Group A's permuted cells (size, 4) of one two-group test (``a`` and ``b``: the
+    groups' cells, (4,)), as :func:`_two_group_null` draws them for one pair, in the same
+    random stream (its draws, not their statistics: a caller computes the statistic once
+    over all chunks' draws)."""
+    pooled = a + b
+    if permute == "free":
+        return _mv_hypergeometric_row(rng, pooled, int(a.sum()), size)
+    split = np.empty((size, 4), dtype=np.int64)
+    for cols in map(list, CLASS_CELLS[permute]):
+        split[:, cols] = _mv_hypergeometric_row(rng, pooled[cols], int(a[cols].sum()), size)
+    return split
+
+
+def _mv_hypergeometric_row(rng, colors: np.ndarray, nsample: int, size: int) -> np.ndarray:
+    """:func:`_mv_hypergeometric` of one row of ``colors`` (k,) repeated ``size`` times: the
+    same draws from the same stream (NumPy draws a hypergeometric element by element, from
+    scalar parameters or arrays alike), with the parameters every row shares passed as
+    scalars, which NumPy validates once instead of per array (a permutation test of one
+    pair draws a few dozen at a time, where the validation took most of the time)."""
+    k = len(colors)
+    out = np.empty((size, k), dtype=np.int64)
+    left: int | np.ndarray = int(nsample)
+    rest = int(colors.sum())
+    for j in range(k - 1):
+        rest -= int(colors[j])
+        draw = rng.hypergeometric(int(colors[j]), rest, left, size=size)
+        out[:, j] = draw
+        left = left - draw
+    out[:, k - 1] = left
+    return out
+
+
 def _mv_hypergeometric(rng, colors: np.ndarray, nsample) -> np.ndarray:
     """Rows of ``colors`` (size, k) each sampled ``nsample`` (a count, or one per row)
     times without replacement."""
@@ -547,9 +580,10 @@ def permutation_test_counts(
         )
 
     def draw(size: int, rng) -> np.ndarray:
-        return _two_group_null(a[None], b[None], metric, studentize, permute, size, rng)[:, 0]
+        return _one_pair_split(a, b, permute, size, rng)
 
-    null = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
+    split = chunked_resamples(draw, n_resamples, check_seed(random_state), n_jobs)
+    null = _stat(split, a + b - split, metric, studentize)
     obs = observed_z if studentize else observed_diff
     p, k = monte_carlo_pvalue(null, obs, alternative)
     ra, da = _rate(a, metric)

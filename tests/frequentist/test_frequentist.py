@@ -18,7 +18,15 @@ from bayesfair.frequentist import (
     required_sample_size,
 )
 from bayesfair.frequentist._pvalues import holm
-from bayesfair.frequentist.permutation import _draw_split, _pairwise_tests
+from bayesfair.frequentist.permutation import (
+    _draw_split,
+    _mv_hypergeometric,
+    _mv_hypergeometric_row,
+    _one_pair_split,
+    _pairwise_tests,
+    _stat,
+    _two_group_null,
+)
 
 
 def _rows(n, seed, frac=0.2, prev=(0.05, 0.5), acc=0.8):
@@ -263,6 +271,34 @@ def test_intersectional_max_t():
     assert (g["pvalue_maxT"] >= 1 / 2000).all()
     assert len(res.pairwise) == 15
     assert (res.pairwise["pvalue_holm"] >= res.pairwise["pvalue"]).all()
+
+
+@pytest.mark.parametrize("permute", ["free", "within_outcome", "within_decision"])
+def test_one_pair_draws_are_the_array_draws(permute):
+    """A two-group test draws its permuted cells from one pooled row with scalar
+    parameters (:func:`_mv_hypergeometric_row`): the same draws, from the same stream, as
+    the array draws of :func:`_two_group_null` that every other test of the module uses,
+    and the generator ends in the same state, so later chunks do not shift; on counts from
+    0 to tens of thousands (NumPy's hypergeometric switches algorithms with the sample)."""
+    rng = np.random.default_rng(11)
+    for case in range(200):
+        scale = (2, 40, 3000, 60_000)[case % 4]
+        a, b = rng.integers(0, scale, 4), rng.integers(0, scale, 4)
+        a[case % 4] += 1
+        size, seed = int(rng.integers(1, 40)), int(rng.integers(2**31))
+        one, arrays = np.random.default_rng(seed), np.random.default_rng(seed)
+        split = _one_pair_split(a, b, permute, size, one)
+        z = _stat(split, a + b - split, "ppv", True)
+        assert np.array_equal(
+            z,
+            _two_group_null(a[None], b[None], "ppv", True, permute, size, arrays)[:, 0],
+            equal_nan=True,
+        )
+        assert one.bit_generator.state == arrays.bit_generator.state
+    row, first, second = np.array([5, 0, 7, 3]), np.random.default_rng(0), np.random.default_rng(0)
+    shared = _mv_hypergeometric_row(first, row, 9, 50)
+    assert np.array_equal(shared, _mv_hypergeometric(second, np.tile(row, (50, 1)), 9))
+    assert (shared.sum(axis=1) == 9).all() and (shared <= row).all()
 
 
 def test_pairwise_tests_are_the_two_group_tests():
