@@ -21,7 +21,6 @@ __all__ = [
     "N_VARIANCE_RESAMPLES",
     "PSEUDO_COUNT",
     "ROLE_RENAMES",
-    "SMALL_GROUP",
     "interval_columns",
     "moved_options",
     "renamed_arguments",
@@ -37,8 +36,6 @@ N_VARIANCE_RESAMPLES = 200
 N_REPLICATES = 200
 #: Default Dirichlet pseudo-count added to each outcome of each intersection.
 PSEUDO_COUNT = 0.5
-#: Intersections with fewer rows than this are "small": too few to speak for on their own.
-SMALL_GROUP = 30
 
 #: The fairlearn-style role names the per-group estimates took, and the package's names.
 ROLE_RENAMES = {

@@ -29,7 +29,7 @@ import pandas as pd
 from ._parallel import chunked_resamples
 from ._plotting import new_axes
 from ._progress import progress_bar
-from ._repr import compact_repr, listed
+from ._repr import compact_repr
 from ._result import ResultMixin
 from ._table_intervals import (
     ALL_METHODS,
@@ -49,9 +49,8 @@ from ._table_intervals import (
     shrunk_rates,
 )
 from ._validation import check_count, check_open_probability, check_seed
-from ._vocabulary import LEVEL, N_REPLICATES, PSEUDO_COUNT, SMALL_GROUP, interval_columns
+from ._vocabulary import LEVEL, N_REPLICATES, PSEUDO_COUNT, interval_columns
 from .data import AuditData, as_audit_data
-from .metrics import epsilon_df_argmax
 
 __all__ = [
     "IntervalCalibration",
@@ -94,11 +93,6 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     bias_correction : dict
         Per metric, how far the calibrated interval (and its estimate) is moved down from the
         hierarchical posterior's: its median's bias in the ``posterior`` scenario.
-    small_maximum : list of str
-        Of the two intersections whose smoothed rates set epsilon-DF's largest log-ratio,
-        those with fewer than 30 rows (``"label (n rows)"``; empty for the amplification).
-        Where one does, the replicate tables are drawn from rates fitted to those few rows,
-        and their coverage can overstate the calibrated interval's (a note says so).
     notes : list of str
     """
 
@@ -112,7 +106,6 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     n_replicates: int
     credible_mass: dict[str, float] = field(default_factory=dict)
     bias_correction: dict[str, float] = field(default_factory=dict)
-    small_maximum: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -348,15 +341,6 @@ def interval_calibration(
     coverage = pd.DataFrame(rows)
     short = _shortfall(coverage, level)
     notes.append(_calibration_note(mass, shift, level, box.bias_corrected, short))
-    small = [] if role == AMPLIFICATION else _small_maximum(n, seen, truths["observed"], data)
-    if small:
-        notes.append(
-            "epsilon-DF: the smoothed rates' largest log-ratio is set by "
-            f"{listed(small, 2, ' and ')}, fewer than {SMALL_GROUP} rows: the replicate "
-            "tables are drawn from rates fitted to those same rows, and their coverage can "
-            "overstate the calibrated interval's (notebook 08 studies a table whose maximum "
-            "a 2-row intersection sets); read epsilon-DF's Clopper-Pearson interval beside it"
-        )
     return IntervalCalibration(
         intervals=pd.DataFrame(
             {
@@ -374,23 +358,8 @@ def interval_calibration(
         n_replicates=n_replicates,
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
-        small_maximum=small,
         notes=notes,
     )
-
-
-def _small_maximum(
-    n: np.ndarray, seen: np.ndarray, rates: np.ndarray, data: AuditData
-) -> list[str]:
-    """Of the two intersections whose ``rates`` (all intersections; those with rows count)
-    attain epsilon-DF's largest log-ratio, the ones with fewer than :data:`SMALL_GROUP`
-    rows, as ``"label (n rows)"``."""
-    rows = np.flatnonzero(seen)
-    p = rates[seen]
-    i, j, _ = epsilon_df_argmax(np.stack([1 - p, p], axis=-1))
-    labels = data.group_labels
-    pair = dict.fromkeys([int(rows[int(i)]), int(rows[int(j)])])
-    return [f"{labels[g]} ({int(n[g])} rows)" for g in pair if n[g] < SMALL_GROUP]
 
 
 def _shortfall(coverage: pd.DataFrame, level: float) -> dict[str, dict[str, float]]:

@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 
 from .._repr import listed
-from .._vocabulary import SMALL_GROUP
 from ..calibration import AMPLIFICATION, table_name
 from ..frequentist._pvalues import holm_floor
 from ..frequentist.fairness_bounds import intervals_from_counts
@@ -30,6 +29,9 @@ from .intervals import interval_check_words
 from .scan import scans_table
 
 __all__ = ["add_answers_section", "audit_answers"]
+
+#: intersections with fewer rows than this are "small": too few to speak for on their own
+SMALL_GROUP = 30
 
 
 #: why an empirical epsilon-DF is infinite, and where a finite one is
@@ -137,11 +139,6 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
             if cal.equal_rates_pvalue >= 1 - level
             else f"; lower end 0 after the bias correction (equal rates rejected, "
             f"p = {cal.equal_rates_pvalue:.2g})"
-        )
-    if metric == "epsilon-DF" and cal.small_maximum:
-        kind += (
-            f"; its maximum rests on {listed(cal.small_maximum, 2, ' and ')}: the coverage check "
-            "may overstate it, read the Clopper-Pearson interval too"
         )
     short = cal.shortfall.get(metric)
     if short:

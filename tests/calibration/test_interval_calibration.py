@@ -206,42 +206,6 @@ def test_bias_correction_is_reported_and_applied_to_the_estimate():
     assert any("bias" in note for note in cal.notes)
 
 
-def test_a_maximum_set_by_a_small_intersection_is_named():
-    """Six intersections of 300 rows and one of 3, all positive: the smoothed rates'
-    largest log-ratio is that of the 3 rows against a large intersection, so the result
-    names the small one (not the large), a note says its coverage check can overstate the
-    interval, and epsilon-DF's answer says so, gamma-SF's does not. Where every
-    intersection has 30 rows or more, or on the amplification's table, nothing is named."""
-    from bayesfair.report.answers import _default_row
-
-    n = np.array([300, 300, 300, 300, 300, 300, 3])
-    k = np.array([90, 95, 100, 85, 92, 97, 3])
-    cal = interval_calibration(_table(n, k), n_replicates=10, random_state=0)
-    assert cal.small_maximum == ["g6 (3 rows)"]
-    (note,) = [x for x in cal.notes if x.startswith("epsilon-DF: the smoothed rates'")]
-    assert "g6 (3 rows), fewer than 30 rows" in note and "Clopper-Pearson" in note
-    assert (
-        "maximum rests on g6 (3 rows)" in _default_row(cal, "epsilon-DF", "q", "s", 0.9)["interval"]
-    )
-    assert "rests on" not in _default_row(cal, "gamma-SF", "q", "s", 0.9)["interval"]
-    large = interval_calibration(
-        _table(np.array([300, 300, 30]), np.array([90, 95, 30])), n_replicates=10, random_state=0
-    )
-    assert large.small_maximum == [] and not any("smoothed rates'" in x for x in large.notes)
-    assert "rests on" not in _default_row(large, "epsilon-DF", "q", "s", 0.9)["interval"]
-    rng = np.random.default_rng(0)
-    s = np.repeat(["a", "b", "c"], [300, 300, 3])
-    y = (rng.random(len(s)) < np.where(s == "c", 1.0, 0.3)).astype(int)
-    frame = pd.DataFrame({"s": s, "y": y, "d": (rng.random(len(s)) < 0.4).astype(int)})
-    amp = interval_calibration(
-        AuditData(frame, "s", "y", decision="d"),
-        role="amplification",
-        n_replicates=10,
-        random_state=0,
-    )
-    assert amp.small_maximum == []
-
-
 def test_answers_say_why_a_lower_end_is_zero_and_which_intervals_are_corrected():
     """The answer of the default interval names its bias correction; a lower end of 0 is
     read as 'equal rates not rejected' only where the test did not reject, else as the bias
