@@ -286,15 +286,13 @@ def test_one_pair_draws_are_the_array_draws(permute):
         a, b = rng.integers(0, scale, 4), rng.integers(0, scale, 4)
         a[case % 4] += 1
         size, seed = int(rng.integers(1, 40)), int(rng.integers(2**31))
-        one, arrays = np.random.default_rng(seed), np.random.default_rng(seed)
+        one = np.random.default_rng(seed)
         split = _one_pair_split(a, b, permute, size, one)
-        z = _stat(split, a + b - split, "ppv", True)
-        assert np.array_equal(
-            z,
-            _two_group_null(a[None], b[None], "ppv", True, permute, size, arrays)[:, 0],
-            equal_nan=True,
-        )
-        assert one.bit_generator.state == arrays.bit_generator.state
+        for metric in ("ppv", "npv"):  # (tp, fp) and (tn, fn): every cell is compared
+            arrays = np.random.default_rng(seed)
+            z = _two_group_null(a[None], b[None], metric, True, permute, size, arrays)[:, 0]
+            assert np.array_equal(_stat(split, a + b - split, metric, True), z, equal_nan=True)
+            assert one.bit_generator.state == arrays.bit_generator.state
     row, first, second = np.array([5, 0, 7, 3]), np.random.default_rng(0), np.random.default_rng(0)
     shared = _mv_hypergeometric_row(first, row, 9, 50)
     assert np.array_equal(shared, _mv_hypergeometric(second, np.tile(row, (50, 1)), 9))
