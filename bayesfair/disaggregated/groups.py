@@ -229,6 +229,37 @@ class GroupedData:  # numpydoc ignore=PR01
         g = self.group if rows is None else self.group[rows]
         return np.bincount(g, minlength=self.n_groups)
 
+    def folds(self, n_folds: int, rng: np.random.Generator) -> np.ndarray:
+        """A fold number in ``0 .. n_folds - 1`` for every row, stratified by group: each
+        group's rows are shuffled and dealt out in turn, so every fold holds about
+        ``n_a / n_folds`` of group a's rows.
+
+        Parameters
+        ----------
+        n_folds : int
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        numpy.ndarray
+            Shaped ``(n_rows,)``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from bayesfair.disaggregated import GroupedData
+        >>> df = pd.DataFrame({"a": list("xxxxyy"), "y": [0, 1, 0, 1, 0, 1]})
+        >>> gd = GroupedData.from_frame(df, ["a"], "y")
+        >>> half = gd.folds(2, np.random.default_rng(0)) == 0
+        >>> gd.sizes(half).tolist()
+        [2, 1]
+        """
+        fold = np.empty(len(self.group), np.int64)
+        for a in range(self.n_groups):
+            idx = np.flatnonzero(self.group == a)
+            fold[idx] = rng.permutation(len(idx)) % n_folds
+        return fold
+
     def group_names(self) -> list[str]:
         """Labels of the groups, ``"value, value, ..."``.
 

@@ -200,10 +200,7 @@ def _cv_lambda(gd, metric, F, sigma2, lams, n_folds, rng, fold_features=None):
     """10-fold CV over rows, folds stratified by group; weighted squared error on the
     held-out fold's standard estimates.  ``fold_features(rows)`` gives the (scaled)
     features of a training fold; without it every fold uses ``F``."""
-    fold = np.empty(len(gd.group), np.int64)
-    for a in range(gd.n_groups):
-        idx = np.flatnonzero(gd.group == a)
-        fold[idx] = rng.permutation(len(idx)) % n_folds
+    fold = gd.folds(n_folds, rng)
     loss = np.zeros(len(lams))
     for k in range(n_folds):
         tr = fold != k
@@ -516,12 +513,17 @@ def goodness_of_fit(
     sigma2: float,
     models: Mapping[str, pd.DataFrame],
     comparisons: Sequence[tuple[str, str]],
+    rows: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """F-tests between nested weighted least-squares models of the standard estimates.
 
     ``models`` maps a name to a feature frame (the intercept is always included;
     ``"intercept"`` may map to an empty frame); each comparison (bigger, smaller)
     gives the p-value of the bigger model's extra features (Herlihy et al., Table 1).
+    The test takes the features as fixed: features computed from the same rows as
+    ``s`` (a group's outcome rate beside its PPV) share their noise and make it
+    reject too often; compute them on other rows and pass ``rows``
+    (:meth:`DisaggregatedResult.goodness_of_fit` with ``split=True``).
 
     Parameters
     ----------
@@ -534,6 +536,9 @@ def goodness_of_fit(
         Feature frames (:func:`group_features`) by name.
     comparisons : sequence of (str, str)
         Pairs (bigger, smaller) of names in ``models``.
+    rows : numpy.ndarray, optional
+        The rows ``s`` was estimated on (boolean mask): the weights count them.
+        Default all rows.
 
     Returns
     -------
@@ -557,7 +562,7 @@ def goodness_of_fit(
     >>> res["df"].iloc[0], bool(res["pvalue"].iloc[0] < 0.001)  # attributes explain the rates
     ((5, 6), True)
     """
-    n = gd.sizes().astype(float)
+    n = gd.sizes(rows).astype(float)
     ok = np.isfinite(s) & (n > 0)
     w = n[ok] / sigma2
     y = s[ok]
