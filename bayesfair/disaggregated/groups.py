@@ -230,7 +230,7 @@ class GroupedData:  # numpydoc ignore=PR01
         return np.bincount(g, minlength=self.n_groups)
 
     def folds(self, n_folds: int, rng: np.random.Generator) -> np.ndarray:
-        """A fold number in ``0 .. n_folds - 1`` for every row, stratified by group: each
+        """A fold number from 0 to ``n_folds - 1`` for every row, stratified by group: each
         group's rows are shuffled and dealt out in turn, so every fold holds about
         ``n_a / n_folds`` of group a's rows.
 
