@@ -411,6 +411,8 @@ class Terminated(SystemExit):
     """SIGTERM, raised as an exception so that clean-up code (temporary files) runs."""
 
 
+#: seconds after which a stop swallowed where it could not propagate is delivered again
+REDELIVERY_DELAY = 0.05
 #: the signal received inside :func:`stop_on_signals`, kept because a library may swallow
 #: the exception it raises (a sampler that treats an interrupt as "stop early and return
 #: the draws so far")
@@ -446,7 +448,14 @@ def stop_on_signals() -> Iterator[None]:
     ending the process on the spot, and SIGINT raises KeyboardInterrupt as usual; both are
     remembered for :func:`raise_if_stopped`, so that ``finally`` and ``except`` clauses
     remove temporary files and no output is written after a stop.  Outside the main thread
-    signals cannot be caught; nothing changes there."""
+    signals cannot be caught; nothing changes there.
+
+    Python runs a signal's handler at its next step, which may be inside a finalizer
+    (``__del__`` of garbage the collector frees) or a callback from C (numba's compiler),
+    where the exception cannot propagate and is swallowed. The signal is then delivered
+    again to the main thread, so that it interrupts the next step or blocking call (a
+    download's read) once that context has returned, and a stop still pending when the
+    block ends is raised there."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -456,16 +465,22 @@ def stop_on_signals() -> Iterator[None]:
         raise_if_stopped()
 
     def unraisable(info):
-        # the exception raised where it cannot propagate (a ctypes callback of numba's
-        # compiler): remembered in _received, so it is raised again at the next step
         if info.exc_type is None or not issubclass(info.exc_type, (KeyboardInterrupt, Terminated)):
             hook(info)
+        elif _received:  # swallowed where it cannot propagate: deliver the signal again
+            # a moment later, from another thread (sent now, it would be handled at once,
+            # inside this hook, and swallowed again)
+            main, signum = threading.main_thread().ident, _received[-1]
+            again = threading.Timer(REDELIVERY_DELAY, signal.pthread_kill, (main, signum))
+            again.daemon = True
+            again.start()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     hook, sys.unraisablehook = sys.unraisablehook, unraisable
     _received.clear()
     try:
         yield
+        raise_if_stopped()
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)

@@ -400,6 +400,39 @@ def test_cli_a_stop_wrapped_by_c_code_is_still_a_stop(
     assert "nothing was written" in err and "Traceback" not in err and not out.exists()
 
 
+#: a stop whose handler runs inside a finalizer (the collector frees garbage with a
+#: ``__del__`` at the moment the signal is handled), then a step after it
+SWALLOWED_STOP = """
+import gc, signal, sys, time
+from bayesfair._output import stop_on_signals
+class Finalised:
+    def __del__(self):
+        signal.raise_signal(signal.{sig})
+with stop_on_signals():
+    a = Finalised(); a.cycle = a; del a
+    gc.collect()
+    {after}
+print("not stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("after", ["time.sleep(20)", "pass"], ids=["blocking-call", "no-step"])
+@pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", -signal.SIGINT)])
+def test_a_stop_swallowed_by_a_finalizer_still_stops(sig, code, after):
+    """The handler's exception cannot leave a ``__del__``, where Python may run it: the
+    signal is delivered again, so a blocking call after it (a download's read, here a
+    sleep of 20 s) is interrupted at once, and a block that ends first raises the stop as
+    it ends. Seen in a full run: SIGTERM sent to a stalled download exited 1 after the
+    server's 30 s time-out, not 143."""
+    script = SWALLOWED_STOP.format(sig=sig, after=after)
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert (proc.returncode, proc.stdout) == (code, ""), proc.stderr
+    assert time.monotonic() - start < 15  # the sleep did not run out
+
+
 def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
     """A file-size limit makes the report's write fail (as a full disk would): the CLI
     says so in one line, exits 2, and the previous report is intact."""
