@@ -42,15 +42,8 @@ demo: $(STAMP)
 # puts the slow tests first, so the short ones fill the end on both cores
 test: test-default test-next
 
-# The suite compiles several hundred small PyTensor C modules (one per model graph's fused
-# operations) and runs each briefly, so on a clean machine, as in CI, g++'s optimiser is most
-# of the first run's compile time and buys the tests nothing: the tests compile without it
-# (PyTensor's cmodule__remove_gxx_opt; measured in docs/contributing.rst). Flags of your own in
-# PYTENSOR_FLAGS come after it and win.
-TEST_ENV := PYTENSOR_FLAGS="cmodule__remove_gxx_opt=True$${PYTENSOR_FLAGS:+,$$PYTENSOR_FLAGS}"
-
 test-default: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest -q -n 2 --maxschedchunk 1
+	$(PY) -m pytest -q -n 2 --maxschedchunk 1
 
 # on PyMC 6 / ArviZ 1: every test marked `bayesian`, fast and slow: the tests of the Bayesian
 # models, the notebooks that use PyMC or ArviZ (in their small mode) and every other fast test
@@ -59,10 +52,10 @@ test-default: $(STAMP)
 # complete; the stack's versions are printed first
 test-next: $(STAMP_NEXT)
 	$(PY_NEXT) -c "import sys, pymc, arviz, nutpie; print('next stack: Python', sys.version.split()[0], '| PyMC', pymc.__version__, '| ArviZ', arviz.__version__, '| nutpie', nutpie.__version__)"
-	$(TEST_ENV) $(PY_NEXT) -m pytest -q -n 2 --maxschedchunk 1 -m bayesian
+	$(PY_NEXT) -m pytest -q -n 2 --maxschedchunk 1 -m bayesian
 
 test-fast: $(STAMP)
-	$(TEST_ENV) $(PY) -m pytest -q -n 2 --maxschedchunk 1 -m "not slow"
+	$(PY) -m pytest -q -n 2 --maxschedchunk 1 -m "not slow"
 
 bench: $(STAMP) bench-next
 	$(PY) -m pip install --quiet -e ".[bench]"
