@@ -558,6 +558,7 @@ def table1(
     random_state: int = 0,
     data_home: str | os.PathLike | None = None,
     outcome_rates: bool = True,
+    split: bool = False,
 ):
     """Table 1 of Herlihy et al. on evaluation sets of a population: the median, over
     ``n_sets`` stratified evaluation sets of ``n_eval`` rows, of the p-value of each
@@ -578,6 +579,11 @@ def table1(
         Whether the explanatory features include the groups' outcome rate, as the paper's
         do (:meth:`DisaggregatedResult.goodness_of_fit`); ``False`` shows how much of each
         metric's differences the base rate explains.
+    split : bool, default False
+        Whether each test computes the explanatory features on half of every group's rows
+        and the metric on the other half (:meth:`DisaggregatedResult.goodness_of_fit`), a
+        test that keeps its size where the paper's same-sample test does not; the default
+        is the paper's.
 
     Returns
     -------
@@ -594,6 +600,7 @@ def table1(
     >>> t1[("expl vs none", "package")].round(3)  # doctest: +SKIP
     """
     check_flag(outcome_rates, "outcome_rates")  # before the population is read
+    check_flag(split, "split")
     if pop_truth is None:
         pop_truth = population(data_home, random_state=0, name="diabetes")
     pop = pop_truth[0]
@@ -616,7 +623,13 @@ def table1(
             random_state=int(rng.integers(2**31)),
         )
         for m in metrics:
-            g = res.goodness_of_fit(m, explanatory, outcome_rates=outcome_rates)
+            g = res.goodness_of_fit(
+                m,
+                explanatory,
+                outcome_rates=outcome_rates,
+                split=split,
+                random_state=int(rng.integers(2**31)) if split else None,
+            )
             rows.append(
                 pd.Series(g["pvalue"].to_numpy(), index=TABLE1_PAPER.columns, name=(number, m))
             )

@@ -492,6 +492,57 @@ def test_goodness_of_fit_split_estimates_and_features_on_disjoint_halves():
         res.goodness_of_fit("ppv", split=1)
 
 
+def test_table1_passes_split_to_every_test_and_keeps_the_papers_default():
+    """``herlihy.table1(split=True)`` runs every cell's test on split halves: on a
+    population of one's own (no explanatory columns: the outcome rate is the feature) each
+    set's p-values are those of ``goodness_of_fit(split=True)`` on that set's evaluation
+    result with the seed drawn for it, reproducibly; the default is the paper's
+    same-sample table, whose draws the new argument leaves as they were; a non-flag is
+    refused by name before the population is read."""
+    from bayesfair.replication import herlihy
+
+    rng = np.random.default_rng(5)
+    n = 20_000
+    pop = pd.DataFrame({"race": rng.choice(list("abc"), n), "sex": rng.choice(list("fm"), n)})
+    pop["y"] = (rng.random(n) < 0.2 + 0.1 * (pop["race"] == "a")).astype(int)
+    pop["score"] = np.clip(0.3 * pop["y"] + rng.random(n) * 0.7, 0, 1)
+    pop["decision"] = (pop["score"] > 0.6).astype(int)
+    pop.attrs["protected"] = ["race", "sex"]
+    split = herlihy.table1((pop, None), n_sets=2, n_eval=2000, random_state=1, split=True)
+    again = herlihy.table1((pop, None), n_sets=2, n_eval=2000, random_state=1, split=True)
+    pd.testing.assert_frame_equal(split.attrs["per_set"], again.attrs["per_set"])
+    same = herlihy.table1((pop, None), n_sets=2, n_eval=2000, random_state=1)
+    default = herlihy.table1((pop, None), n_sets=2, n_eval=2000, random_state=1, split=False)
+    pd.testing.assert_frame_equal(same.attrs["per_set"], default.attrs["per_set"])
+    # set 0 by hand: its evaluation set, its evaluation, then one seed per metric's test
+    metrics = list(herlihy.TABLE1_PAPER.index)
+    set_rng = np.random.default_rng(np.random.SeedSequence(1).spawn(2)[0])
+    ev = herlihy._stratified(pop, 2000, set_rng, ["race", "sex"])
+    res = disaggregated_evaluation(
+        ev,
+        ["race", "sex"],
+        "y",
+        "decision",
+        "score",
+        metrics=metrics,
+        estimators=["standard"],
+        random_state=int(set_rng.integers(2**31)),
+    )
+    per_set = split.attrs["per_set"].xs(0, level="set")
+    for m in metrics:
+        g = res.goodness_of_fit(m, split=True, random_state=int(set_rng.integers(2**31)))
+        np.testing.assert_allclose(per_set.loc[m].to_numpy(float), g["pvalue"], equal_nan=True)
+        paper_test = res.goodness_of_fit(m)["pvalue"].to_numpy(float)
+        np.testing.assert_allclose(
+            same.attrs["per_set"].xs(0, level="set").loc[m].to_numpy(float),
+            paper_test,
+            equal_nan=True,
+        )
+    assert not np.allclose(per_set.to_numpy(float), same.attrs["per_set"].xs(0, level="set"))
+    with pytest.raises(TypeError, match="`split` must be True or False"):
+        herlihy.table1(data_home="/nonexistent", split="yes")
+
+
 @pytest.mark.slow
 def test_goodness_of_fit_size_under_a_null_same_sample_and_split():
     """Under a null with no structure (y independent of groups and decisions, PPV 0.3 in
