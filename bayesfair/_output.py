@@ -474,6 +474,9 @@ def stop_on_signals() -> Iterator[None]:
             again = threading.Timer(REDELIVERY_DELAY, signal.pthread_kill, (main, signum))
             again.daemon = True
             again.start()
+            redeliveries.append(again)
+
+    redeliveries: list[threading.Timer] = []
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     hook, sys.unraisablehook = sys.unraisablehook, unraisable
@@ -482,6 +485,10 @@ def stop_on_signals() -> Iterator[None]:
         yield
         raise_if_stopped()
     finally:
+        # the block's end raised the stop: one delivered again later would reach the
+        # caller's clean-up, under the handlers restored here
+        for again in redeliveries:
+            again.cancel()
         for sig, old in previous.items():
             signal.signal(sig, old)
         sys.unraisablehook = hook

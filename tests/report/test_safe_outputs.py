@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -431,6 +432,33 @@ def test_a_stop_swallowed_by_a_finalizer_still_stops(sig, code, after):
     )
     assert (proc.returncode, proc.stdout) == (code, ""), proc.stderr
     assert time.monotonic() - start < 15  # the sleep did not run out
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stop_raised_as_the_block_ends_is_not_delivered_again_after_it(sig):
+    """A swallowed stop that the block's end raises is not sent again once the block is
+    over: the caller's clean-up after it (here 0.5 s, ten times the delay) runs to its end
+    under the handlers the block restored, which would otherwise end the process."""
+    script = SWALLOWED_STOP.format(sig=sig, after="pass").replace(
+        'print("not stopped", flush=True)', ""
+    )
+    caught = (
+        "try:\n"
+        + textwrap.indent(script, "    ")
+        + (
+            "\nexcept (KeyboardInterrupt, SystemExit) as stop:\n"
+            "    time.sleep(0.5)\n"
+            "    print('cleaned up after', type(stop).__name__, flush=True)\n"
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", "import time\n" + caught],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    stop = "Terminated" if sig == "SIGTERM" else "KeyboardInterrupt"
+    assert (proc.returncode, proc.stdout) == (0, f"cleaned up after {stop}\n"), proc.stderr
 
 
 def test_cli_write_failure_leaves_the_previous_report(tmp_path, csv):
