@@ -75,12 +75,35 @@ def _objective(u, ws, theta, lam):
     return obj
 
 
-@nb.njit(cache=True)
-def lasso_cd(X, y, w, lam, theta0, max_iter=10_000, tol=1e-10, accel_after=100, accel_k=5):
+def lasso_cd(
+    X: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    lam: float,
+    theta0: np.ndarray,
+    max_iter: int = 10_000,
+    tol: float = 1e-10,
+    accel_after: int = 100,
+    accel_k: int = 5,
+) -> tuple[float, np.ndarray]:
     """The module's lasso (see its docstring) from ``theta0``: coordinate sweeps over the
     columns' nonzeros with the intercept profiled out, Anderson extrapolation every
     ``accel_k`` sweeps after ``accel_after``, until the largest coordinate change is below
     ``tol``; returns the intercept and the coefficients.
+
+    A plain function that passes every argument to the compiled :func:`_lasso_cd`: numba's
+    dispatcher resolves an omitted default argument in Python on every call, which costs
+    more than a fit of one of these problems takes; with every argument given, and each of
+    one type, it calls the compiled code directly.
+    """
+    return _lasso_cd(
+        X, y, w, float(lam), theta0, int(max_iter), float(tol), int(accel_after), int(accel_k)
+    )
+
+
+@nb.njit(cache=True)
+def _lasso_cd(X, y, w, lam, theta0, max_iter, tol, accel_after, accel_k):
+    """:func:`lasso_cd`, compiled.
 
     One function on purpose: numba compiles it into a single loop nest whose state (the
     residual, its weighted mean, the extrapolation's history) stays in local arrays; split

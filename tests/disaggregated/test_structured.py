@@ -46,6 +46,29 @@ def test_lasso_column_index_lists_every_nonzero_in_row_order():
         np.testing.assert_array_equal(vals[start[j] : start[j + 1]], X[nz, j])
 
 
+def test_a_lasso_fit_calls_the_compiled_code_directly(monkeypatch):
+    """After the first fit, ``lasso_cd`` reaches numba's compiled code without its Python
+    dispatch (``_compile_for_args``, which an omitted default argument took on every call:
+    more time than a fit of these problems), with the defaults and with every argument."""
+    import numba.core.dispatcher as dispatcher
+
+    rng = np.random.default_rng(2)
+    X, y, w = rng.normal(size=(20, 5)), rng.normal(size=20), rng.uniform(1, 2, 20)
+    calls = [(X, y, w, 0.1, np.zeros(5)), (X, y, w, 1, np.zeros(5), 500, 1e-8, 10, 3)]
+    for args in calls:
+        lasso_cd(*args)
+    slow = []
+    resolve = dispatcher.Dispatcher._compile_for_args
+    monkeypatch.setattr(
+        dispatcher.Dispatcher,
+        "_compile_for_args",
+        lambda self, *a, **k: slow.append(self) or resolve(self, *a, **k),
+    )
+    for args in calls * 3:
+        lasso_cd(*args)
+    assert slow == []
+
+
 def test_lasso_matches_scikit_learn():
     from sklearn.linear_model import Lasso
 
