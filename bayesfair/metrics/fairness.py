@@ -53,12 +53,18 @@ def _as_p(p: object) -> np.ndarray:
         )
     if arr.shape[-1] < 2:
         raise ValueError(f"`p` needs at least two outcomes on its last axis, got {arr.shape[-1]}")
-    finite = arr[~np.isnan(arr)]
+    nan = np.isnan(arr)
+    # without NaN (every intersection present, as posterior draws are) no copy is needed
+    finite = arr[~nan] if nan.any() else arr
     if finite.size and (finite.min() < 0 or finite.max() > 1):
         raise ValueError(
             f"`p` must hold probabilities in [0, 1]; range [{finite.min():g}, {finite.max():g}]"
         )
-    nan = np.isnan(arr)
+    if finite is arr:
+        sums = arr.sum(axis=-1)
+        if np.abs(sums - 1).max(initial=0.0) > _ATOL:
+            raise ValueError("each row of `p` (an intersection) must sum to 1 over outcomes")
+        return arr
     if (nan.any(axis=-1) & ~nan.all(axis=-1)).any():
         raise ValueError(
             "a row of `p` (an intersection) is NaN for some outcomes and not others; NaN "
@@ -96,7 +102,10 @@ def outcome_probabilities(p1: object) -> np.ndarray:
 
 def _extremes(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """P(y|s) with absent intersections at -inf (for max) and +inf (for min)."""
-    present = ~np.isnan(p).any(axis=-1, keepdims=True)
+    nan = np.isnan(p)
+    if not nan.any():  # every intersection present: p itself, not two copies
+        return p, p
+    present = ~nan.any(axis=-1, keepdims=True)
     hi = np.where(present, p, -np.inf)
     lo = np.where(present, p, np.inf)
     return hi, lo

@@ -78,6 +78,14 @@ def test_epsilon_rejects_bad_arrays():
         epsilon_df([[1.2, -0.2], [0.5, 0.5]])
     with pytest.raises(ValueError, match="sum to 1"):
         epsilon_df([[0.2, 0.2], [0.5, 0.5]])
+    # the same with an absent intersection (the checks without NaN take a shorter path)
+    absent = [np.nan, np.nan]
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        epsilon_df([[1.2, -0.2], absent, [0.5, 0.5]])
+    with pytest.raises(ValueError, match="sum to 1"):
+        epsilon_df([[0.2, 0.2], absent, [0.5, 0.5]])
+    with pytest.raises(ValueError, match="NaN for some outcomes"):
+        epsilon_df([[0.2, np.nan], [0.5, 0.5]])
 
 
 def test_gamma_hand_values():
