@@ -555,11 +555,17 @@ class AuditData:
         cols = self._check_by(by)
         built = self.__dict__.setdefault("_groupings", {})  # the categories never change
         if tuple(cols) not in built:
-            index = pd.MultiIndex.from_product([self.categories[c] for c in cols], names=cols)
-            groups = index.to_frame(index=False)
-            for c in cols:
-                groups[c] = pd.Categorical(groups[c], categories=self.categories[c])
-            groups["intersection"] = intersection_labels(index, cols)
+            # the Cartesian product in C order (the last column varies fastest), from codes
+            levels = [pd.Index(self.categories[c]) for c in cols]
+            codes = np.indices([len(lv) for lv in levels]).reshape(len(cols), -1)
+            groups = pd.DataFrame(
+                {
+                    c: pd.Categorical.from_codes(k, categories=self.categories[c])
+                    for c, k in zip(cols, codes, strict=True)
+                }
+            )
+            values = zip(*(lv.take(k) for lv, k in zip(levels, codes, strict=True)), strict=True)
+            groups["intersection"] = intersection_labels(values, cols)
             built[tuple(cols)] = groups
         return built[tuple(cols)].copy()  # a caller may add columns to its copy
 

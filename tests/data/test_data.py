@@ -340,6 +340,37 @@ def test_duplicate_frame_columns_are_refused():
         AuditData(df, "g", "y")
 
 
+def test_grouping_is_the_cartesian_product_of_the_categories_in_table_order():
+    """Every value type a protected column may have (strings, ints, bools, floats, dates,
+    an ordered categorical with an unseen value), for every subset of the columns: the
+    grouping equals the reference built from pandas' ``MultiIndex.from_product``, with
+    categorical columns and labels of str() joined by ", "."""
+    rng = np.random.default_rng(3)
+    n = 300
+    frame = pd.DataFrame(
+        {
+            "s": rng.choice(["x", "y", "z"], n),
+            "i": rng.integers(0, 3, n),
+            "b": rng.random(n) < 0.5,
+            "f": rng.choice([1.5, 2.5], n),
+            "t": pd.to_datetime(rng.choice(["2020-01-01", "2021-06-01"], n)),
+            "o": pd.Categorical(
+                rng.choice(["lo", "hi"], n), categories=["lo", "mid", "hi"], ordered=True
+            ),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    for protected in (["s", "i", "b"], ["f", "t", "o"]):
+        data = AuditData(frame, protected, "y")
+        for by in (protected, protected[:1], protected[1:]):
+            index = pd.MultiIndex.from_product([data.categories[c] for c in by], names=by)
+            ref = index.to_frame(index=False)
+            for c in by:
+                ref[c] = pd.Categorical(ref[c], categories=data.categories[c])
+            ref["intersection"] = [", ".join(map(str, r)) for r in index]
+            pd.testing.assert_frame_equal(data.grouping(by), ref)
+
+
 def test_two_intersections_may_not_share_a_label():
     """Labels join values with ", ", so values containing it could give two intersections
     one label (("x", "y, z") and ("x, y", "z")): tables, model coordinates and reports
