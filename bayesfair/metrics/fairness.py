@@ -54,24 +54,23 @@ def _as_p(p: object) -> np.ndarray:
     if arr.shape[-1] < 2:
         raise ValueError(f"`p` needs at least two outcomes on its last axis, got {arr.shape[-1]}")
     nan = np.isnan(arr)
-    # without NaN (every intersection present, as posterior draws are) no copy is needed
-    finite = arr[~nan] if nan.any() else arr
+    absent = bool(nan.any())  # none (as in posterior draws): no copies are needed
+    finite = arr[~nan] if absent else arr
     if finite.size and (finite.min() < 0 or finite.max() > 1):
         raise ValueError(
             f"`p` must hold probabilities in [0, 1]; range [{finite.min():g}, {finite.max():g}]"
         )
-    if finite is arr:
-        sums = arr.sum(axis=-1)
-        if np.abs(sums - 1).max(initial=0.0) > _ATOL:
-            raise ValueError("each row of `p` (an intersection) must sum to 1 over outcomes")
-        return arr
-    if (nan.any(axis=-1) & ~nan.all(axis=-1)).any():
+    if absent and (nan.any(axis=-1) & ~nan.all(axis=-1)).any():
         raise ValueError(
             "a row of `p` (an intersection) is NaN for some outcomes and not others; NaN "
             "marks an absent intersection, whose whole row is NaN"
         )
-    present = ~nan.any(axis=-1)
-    sums = np.where(present, np.nan_to_num(arr).sum(axis=-1), 1.0)
+    # an absent intersection's row counts as summing to 1
+    sums = (
+        np.where(nan.any(axis=-1), 1.0, np.nan_to_num(arr).sum(axis=-1))
+        if absent
+        else arr.sum(axis=-1)
+    )
     if np.abs(sums - 1).max(initial=0.0) > _ATOL:
         raise ValueError("each row of `p` (an intersection) must sum to 1 over outcomes")
     return arr
