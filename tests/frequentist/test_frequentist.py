@@ -660,15 +660,19 @@ def test_auc_test_matches_brute_force_delong():
     b, vb = _delong_brute(y[g == "B"], s[g == "B"])
     assert res.estimates["value"].tolist() == pytest.approx([a, b])
     assert res.studentized_statistic == pytest.approx((a - b) / np.sqrt(va + vb))
-    # the compiled kernel behind the null distribution gives the same AUC and variance
-    from bayesfair.frequentist._auc_kernel import _group_stats
+    # the compiled pass behind the null distribution gives the same AUC and variance: with
+    # every row drawn into group A (needed = remaining = all rows), A's are those of all
+    # rows, and the empty group B has neither
+    from bayesfair.frequentist._auc_kernel import _fused_permutation
     from bayesfair.frequentist.auc import _Sorted
 
     srt = _Sorted(s.astype(float), y)
-    in_a = (g == "A")[srt.order]
-    n1, n0 = float((srt.y & in_a).sum()), float((~srt.y & in_a).sum())
-    k_auc, k_var = _group_stats(in_a, srt.y, srt.last.astype(np.int64), n1, n0)
-    assert k_auc == pytest.approx(a) and k_var == pytest.approx(va)
+    every = np.array([n, 0], np.int64)
+    out, _ = _fused_permutation(
+        srt.y, srt.last.astype(np.int64), every.copy(), every.copy(), False, np.uint64(1)
+    )
+    assert out[:2].tolist() == pytest.approx(_delong_brute(y, s))
+    assert np.isnan(out[2:]).all()
     # the null distribution matches a brute-force shuffle of the studentized statistic:
     # of all rows' labels (free), or within the positives and within the negatives (default)
     assert res.permute == "within_outcome" and res.notes == []
