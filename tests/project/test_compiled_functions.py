@@ -12,25 +12,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _compiled_functions(root: Path):
-    """``(path, function node)`` of every function under ``root`` decorated with numba's
-    ``njit`` or ``jit`` (however imported)."""
+def _compiled_with_defaults(root: Path) -> list[str]:
+    """``module:function`` of every function under ``root`` decorated with numba's
+    ``njit`` or ``jit`` (however imported) that has a default argument."""
+    found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef):
-                decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
-                if {getattr(d, "attr", getattr(d, "id", "")) for d in decorators} & {"njit", "jit"}:
-                    yield path, node
-
-
-def _compiled_with_defaults(root: Path) -> list[str]:
-    """``module:function`` of every compiled function under ``root`` that has a default
-    argument."""
-    return [
-        f"{path.relative_to(root.parent)}:{node.name}"
-        for path, node in _compiled_functions(root)
-        if node.args.defaults or any(node.args.kw_defaults)
-    ]
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = [d.func if isinstance(d, ast.Call) else d for d in node.decorator_list]
+            names = {
+                d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "") for d in decorators
+            }
+            args = node.args
+            if names & {"njit", "jit"} and (args.defaults or any(args.kw_defaults)):
+                found.append(f"{path.relative_to(root.parent)}:{node.name}")
+    return found
 
 
 def test_no_compiled_function_takes_a_default_argument():
@@ -48,20 +45,3 @@ def test_the_check_sees_a_compiled_function_with_a_default(tmp_path):
         "def d(x, y=1):\n    return x\n"
     )
     assert _compiled_with_defaults(pkg) == ["pkg/mod.py:a", "pkg/mod.py:b"]
-
-
-def _modules_with_compiled_functions(root: Path) -> set[str]:
-    """Dotted names of the modules under ``root`` with a compiled function."""
-    return {
-        ".".join(path.relative_to(root.parent).with_suffix("").parts)
-        for path, _ in _compiled_functions(root)
-    }
-
-
-def test_bayesfair_compile_knows_every_module_with_compiled_functions():
-    """``bayesfair compile`` checks the entry kernels of the modules it lists
-    (``_precompile.KERNEL_MODULES``, whose kernels ``tests/project/test_precompile.py``
-    checks to be compiled): a new module of kernels must be among them."""
-    from bayesfair._precompile import KERNEL_MODULES
-
-    assert _modules_with_compiled_functions(REPO / "bayesfair") == set(KERNEL_MODULES)
