@@ -18,7 +18,7 @@ VENV_NEXT   ?= .venv-next
 PY_NEXT     := $(VENV_NEXT)/bin/python
 STAMP_NEXT  := $(VENV_NEXT)/.bayesfair-installed
 
-.PHONY: demo test environments compiled-default compiled-next test-default test-next test-fast bench bench-next lint docs browser-check clean
+.PHONY: demo test environments test-default test-next test-fast bench bench-next lint docs browser-check clean
 
 # pip byte-compiles every module it installs, and must here: with PYTHONDONTWRITEBYTECODE
 # set (as on the project's machines) a module pip left uncompiled is compiled again in every
@@ -47,17 +47,9 @@ test: environments
 	$(MAKE) --no-print-directory test-default
 	$(MAKE) --no-print-directory test-next
 
-# both environments at once, one pip on each core (-O: each one's output in one piece), then
-# in each the package's numba kernels compiled once (`bayesfair compile`), before the test
-# workers, notebooks and scripts that would otherwise each compile them at their first use
+# both environments at once, one pip on each core (-O: each one's output in one piece)
 environments:
-	$(MAKE) --no-print-directory -j2 -O compiled-default compiled-next
-
-compiled-default: $(STAMP)
-	$(VENV)/bin/bayesfair compile
-
-compiled-next: $(STAMP_NEXT)
-	$(VENV_NEXT)/bin/bayesfair compile
+	$(MAKE) --no-print-directory -j2 -O $(STAMP) $(STAMP_NEXT)
 
 test-default: $(STAMP)
 	$(PY) -m pytest -q -n 2 --maxschedchunk 1

@@ -289,23 +289,6 @@ _FORCE_HELP = (
     "replace an existing --out file that is not a bayesfair report (a previous report is "
     "always replaced; the input file never is)"
 )
-
-
-def _compile(args: argparse.Namespace) -> int:
-    """Compile every numba kernel (:mod:`bayesfair._precompile`); say how long it took."""
-    import time
-
-    from ._precompile import compile_kernels, uncompiled_kernels
-
-    start = time.perf_counter()
-    compile_kernels()
-    missing = uncompiled_kernels()
-    if missing:  # a kernel that no entry point of compile_kernels reaches: a bug
-        raise RuntimeError(f"compile_kernels did not reach {missing}")
-    print(f"bayesfair: numba kernels compiled or loaded in {time.perf_counter() - start:.1f} s")
-    return 0
-
-
 _EPILOG = """exit status:
   0    the report was written
   1    an internal error (a bug: the traceback is printed; please report it)
@@ -426,8 +409,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _add_audit_parser(sub, common: argparse.ArgumentParser) -> None:
-    """The ``audit`` command's arguments."""
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="bayesfair",
+        description="Audit predictive models for intersectional bias.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", help="print the traceback of an input error too"
+    )
+    d = sub.add_parser(
+        "demo", parents=[common], help="audit synthetic data with known truth and write a report"
+    )
+    d.add_argument("--out", default="report.html", help="report path (default: report.html)")
+    d.add_argument("--tables", help=_TABLES_HELP)
+    d.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    d.add_argument(
+        "--n-rows", type=_positive_int, default=20_000, help="rows of the demo's data (20,000)"
+    )
+    d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
+    _add_audit_options(d, seed=2024)
     a = sub.add_parser(
         "audit", parents=[common], help="audit a CSV file or run a spec from models/specs/"
     )
@@ -476,32 +480,6 @@ def _add_audit_parser(sub, common: argparse.ArgumentParser) -> None:
         default=".",
         help="decimal mark of the CSV file's numbers (default '.'; ',' for decimal commas)",
     )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="bayesfair",
-        description="Audit predictive models for intersectional bias.",
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--debug", action="store_true", help="print the traceback of an input error too"
-    )
-    d = sub.add_parser(
-        "demo", parents=[common], help="audit synthetic data with known truth and write a report"
-    )
-    d.add_argument("--out", default="report.html", help="report path (default: report.html)")
-    d.add_argument("--tables", help=_TABLES_HELP)
-    d.add_argument("--force", action="store_true", help=_FORCE_HELP)
-    d.add_argument(
-        "--n-rows", type=_positive_int, default=20_000, help="rows of the demo's data (20,000)"
-    )
-    d.add_argument("--no-bayes", action="store_true", help="skip the Bayesian models (faster)")
-    _add_audit_options(d, seed=2024)
-    _add_audit_parser(sub, common)
     r = sub.add_parser(
         "reproduce", parents=[common], help="run a paper reproduction spec ([study] section)"
     )
@@ -509,11 +487,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--data-home", help="folder with the reference data (default $BAYESFAIR_DATA)")
     r.add_argument("--small", action="store_true", help="few draws and replicates (smoke run)")
     r.add_argument("--csv", help="also write the table to this CSV file")
-    sub.add_parser(
-        "compile",
-        parents=[common],
-        help="compile the package's numba kernels now, not at their first use (cached on disk)",
-    )
     return parser
 
 
@@ -528,9 +501,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stderr naming what to change (status 2), a bug a traceback (status 1).
     """
     args = build_parser().parse_args(argv)
-    run = {"demo": _demo, "reproduce": _reproduce, "audit": _audit, "compile": _compile}[
-        args.command
-    ]
+    run = {"demo": _demo, "reproduce": _reproduce, "audit": _audit}[args.command]
     try:
         with stop_on_signals(), warnings.catch_warnings():
             warnings.showwarning = _show_warning
