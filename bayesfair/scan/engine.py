@@ -407,19 +407,25 @@ def _atoms(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The scan's atoms: rows alike in every key (a cell, and for the Bernoulli score the
     row's expected log-odds), numbered in the order of their first row.
 
-    Returns each row's atom and each atom's first row.  A counting sort in NumPy: the
-    scan's permutations aggregate the rows once per permuted data set, where pandas'
-    groupby cost more than the scan itself.
+    Returns each row's atom and each atom's first row.  One stable ``lexsort`` of the rows
+    by the keys: an atom starts wherever a key changes, and its first row in sorted order is
+    its first row in the data.  The scan's permutations aggregate the rows once per
+    permuted data set, where pandas' groupby cost more than the scan itself.  The keys are
+    finite (log-odds are clipped), so equality is ``==``.
     """
-    code = np.zeros(len(keys[0]), np.int64)
-    for key in keys:  # dense codes, combined key by key (no overflow: each stays < rows)
-        _, inverse = np.unique(key, return_inverse=True)
-        _, code = np.unique(code * (int(inverse.max(initial=0)) + 1) + inverse, return_inverse=True)
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse.ravel()], first[order]
+    order = np.lexsort(keys[::-1])
+    start = np.zeros(len(order), bool)
+    start[:1] = True
+    for key in keys:
+        k = key[order]
+        start[1:] |= k[1:] != k[:-1]
+    atom = np.empty(len(order), np.int64)  # each row's atom, numbered in sorted order
+    atom[order] = np.cumsum(start) - 1
+    first = order[start]
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(len(by_first))
+    return rank[atom], first[by_first]
 
 
 class PreparedScan:

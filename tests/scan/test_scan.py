@@ -23,7 +23,7 @@ from bayesfair.scan import (
     subgroup_mask,
     subset_scan,
 )
-from bayesfair.scan.engine import PreparedScan, row_codes, safe_logit
+from bayesfair.scan.engine import PreparedScan, _atoms, row_codes, safe_logit
 
 
 # ------------------------------------------------------------------ exact per-set maximiser
@@ -66,6 +66,24 @@ def test_gaussian_set_max_closed_form():
 
 
 # ------------------------------------------------------------------ exhaustive comparison
+def test_atoms_are_the_distinct_key_tuples_in_order_of_first_row():
+    """The scan's atoms against their definition, row by row: rows with equal keys (ties,
+    0.0 and -0.0 alike) share an atom, atoms are numbered by their first row."""
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        n = int(rng.integers(0, 80))
+        cell = rng.integers(0, int(rng.integers(1, 12)), n)
+        lg = rng.choice(rng.normal(size=int(rng.integers(1, 5))), n)
+        if trial % 5 == 0:
+            lg = np.where(lg > 0, 0.0, -0.0)
+        for keys in ((cell,), (cell, lg), (lg, cell)):
+            seen: dict = {}
+            atom = [seen.setdefault(tuple(float(k[i]) for k in keys), len(seen)) for i in range(n)]
+            first = [atom.index(a) for a in range(len(seen))]
+            got_atom, got_first = _atoms(*keys)
+            assert got_atom.tolist() == atom and got_first.tolist() == first
+
+
 def _brute_force(prep: PreparedScan, penalty: float) -> float:
     """Best penalised score over every subgroup (all non-empty value subsets; contiguous
     ranges only for ordinal attributes)."""
