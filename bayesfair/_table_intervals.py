@@ -174,12 +174,17 @@ def table_metrics(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
     every replicate table): the larger of the two outcomes' log-ratios of their largest to
     their smallest rate, 0 for an outcome that is impossible everywhere, ``inf`` for one
     possible somewhere only."""
+    return np.stack([_epsilon(p1), gamma_sf(p1, share)], axis=-1)
+
+
+def _epsilon(p1: np.ndarray) -> np.ndarray:
+    """Epsilon-DF of rates ``p1`` (..., groups), as :func:`table_metrics` computes it."""
     with np.errstate(divide="ignore", invalid="ignore"):
         per_outcome = []
         for q in (1 - p1, p1):
             mx, mn = q.max(axis=-1), q.min(axis=-1)
             per_outcome.append(np.where(mx <= 0, 0.0, np.log(mx / mn)))
-    return np.stack([np.maximum(*per_outcome), gamma_sf(p1, share)], axis=-1)
+    return np.maximum(*per_outcome)
 
 
 def _pearson(n: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -315,6 +320,42 @@ def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUN
     return 1 / (1 + np.exp(-(c + dev * tau2 / (tau2 + var))))
 
 
+def unchecked(n: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
+    r"""The intersections with rows too few for any count of them to contradict the table's
+    pooled rate at ``level``.
+
+    The smallest two-sided p-value of an exact binomial test of ``n_s`` rows at the pooled
+    rate ``p`` (the smaller tail doubled) is reached at an all-positive or all-negative
+    count: :math:`2 \min(p, 1 - p)^{n_s}`. Where it is at least ``1 - level``, nothing the
+    intersection could show would set it apart, so a hierarchical model gives it the rate
+    its attribute values predict by assumption alone; and as epsilon-DF is a maximum, one
+    such intersection may set it. At ``level`` 0.9 these are the intersections of at most
+    3 rows at a pooled rate of 0.45, of at most 2 at 0.3, of 1 at 0.05.
+
+    Parameters
+    ----------
+    n, k : numpy.ndarray
+        Rows and positives per intersection.
+    level : float
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, per intersection (False where it has no rows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.calibration import unchecked
+    >>> unchecked(np.array([300, 300, 3, 4, 0]), np.array([135, 135, 1, 2, 0]), 0.9).tolist()
+    [False, False, True, False, False]
+    """
+    seen = n > 0
+    pooled = k[seen].sum() / max(int(n[seen].sum()), 1)
+    smaller = min(pooled, 1.0 - pooled)
+    return seen & (2.0 * smaller ** n.astype(float) >= 1.0 - level)
+
+
 class _TableIntervals:
     """What both kinds of table keep: the audited sizes ``n``, the intersections' attribute
     codes, those with rows (``seen``), the level and its two quantiles, the pseudo-count."""
@@ -387,6 +428,29 @@ class RateIntervals(_TableIntervals):
         ``decide``: only as precise as :meth:`zero_lower` needs (its sequential decision)."""
         decide_at = 1 - self.level if decide else None
         return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng, decide_at=decide_at)
+
+    def unpooled_bounds(self, k, post, pvalue: float, rng) -> tuple[float, float] | None:
+        """Epsilon-DF's interval at the level with the :func:`unchecked` intersections'
+        rates anywhere their rows allow, or None when there is none.
+
+        The upper end is the posterior quantile with their rates drawn from their own
+        ``Beta(k + a, n - k + a)`` and every other rate from the hierarchical draws ``post``;
+        the lower end is that of the hierarchical posterior of epsilon-DF over the other
+        intersections (a maximum over all intersections is at least the maximum over any
+        subset of them, so a lower bound of the latter bounds the former), or 0 where
+        equal rates are not rejected (:meth:`zero_lower`) or fewer than two remain."""
+        loose = unchecked(self.n, k, self.level)
+        if not loose.any():
+            return None
+        n, a, s = self.n, self.a, self.seen
+        own = post.copy()
+        size = (len(post), int(loose.sum()))
+        own[:, loose] = rng.beta(k[loose] + a, n[loose] - k[loose] + a, size=size)
+        upper = float(np.quantile(_epsilon(own[:, s]), self.qs[1]))
+        rest = s & ~loose
+        if self.zero_lower(pvalue) or rest.sum() < 2:
+            return 0.0, upper
+        return float(np.quantile(_epsilon(post[:, rest]), self.qs[0])), upper
 
     def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
         """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,), within [0, inf):

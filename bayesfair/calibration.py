@@ -47,6 +47,7 @@ from ._table_intervals import (
     replicate_bounds,
     shifted_mass_rows,
     shrunk_rates,
+    unchecked,
 )
 from ._validation import check_count, check_open_probability, check_seed
 from ._vocabulary import LEVEL, N_REPLICATES, PSEUDO_COUNT, interval_columns
@@ -58,6 +59,7 @@ __all__ = [
     "interval_calibration",
     "shrunk_rates",
     "table_name",
+    "unchecked",
 ]
 
 #: replicate worlds: truths drawn from the hierarchical posterior (a new one per replicate),
@@ -93,6 +95,14 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     bias_correction : dict
         Per metric, how far the calibrated interval (and its estimate) is moved down from the
         hierarchical posterior's: its median's bias in the ``posterior`` scenario.
+    unpooled : dict or None
+        Where the audited table has :func:`unchecked` intersections (too few rows for any
+        count to contradict the pooled rate), which the hierarchy pools by assumption:
+        epsilon-DF's interval at the level with their rates anywhere their rows allow
+        (``lower``, ``upper``; :meth:`RateIntervals.unpooled_bounds
+        <bayesfair._table_intervals.RateIntervals.unpooled_bounds>`), and how many there
+        are and their largest size (``intersections``, ``max_rows``). A sensitivity
+        check, not calibrated on replicates. None otherwise, and for the amplification.
     notes : list of str
     """
 
@@ -106,6 +116,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     n_replicates: int
     credible_mass: dict[str, float] = field(default_factory=dict)
     bias_correction: dict[str, float] = field(default_factory=dict)
+    unpooled: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -341,6 +352,9 @@ def interval_calibration(
     coverage = pd.DataFrame(rows)
     short = _shortfall(coverage, level)
     notes.append(_calibration_note(mass, shift, level, box.bias_corrected, short))
+    unpooled = _unpooled(box, table, post, pvalue, rng) if role != AMPLIFICATION else None
+    if unpooled:
+        notes.append(_unpooled_note(unpooled, level))
     return IntervalCalibration(
         intervals=pd.DataFrame(
             {
@@ -358,7 +372,35 @@ def interval_calibration(
         n_replicates=n_replicates,
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
+        unpooled=unpooled,
         notes=notes,
+    )
+
+
+def _unpooled(box: RateIntervals, k: np.ndarray, post: np.ndarray, pvalue: float, rng) -> dict:
+    """:attr:`IntervalCalibration.unpooled` of the audited table (None without
+    :func:`unchecked` intersections); drawn after everything else, so the rest of the
+    calibration is the same with or without it."""
+    bounds = box.unpooled_bounds(k, post, pvalue, rng)
+    if bounds is None:
+        return None
+    loose = unchecked(box.n, k, box.level)
+    return {
+        "lower": bounds[0],
+        "upper": bounds[1],
+        "intersections": int(loose.sum()),
+        "max_rows": int(box.n[loose].max()),
+    }
+
+
+def _unpooled_note(unpooled: dict, level: float) -> str:
+    """The note of :attr:`IntervalCalibration.unpooled`."""
+    return (
+        f"{unpooled['intersections']} intersection(s) of at most {unpooled['max_rows']} rows, "
+        "too few for any count to contradict the pooled rate: the hierarchy pools them by "
+        "assumption; with their rates anywhere their rows allow (their own posteriors), "
+        f"epsilon-DF's {level:.0%} interval would be "
+        f"[{unpooled['lower']:.3g}, {unpooled['upper']:.3g}] (not calibrated on replicates)"
     )
 
 

@@ -140,6 +140,13 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
             else f"; lower end 0 after the bias correction (equal rates rejected, "
             f"p = {cal.equal_rates_pvalue:.2g})"
         )
+    if metric == "epsilon-DF" and cal.unpooled:
+        u = cal.unpooled
+        kind += (
+            f"; {u['intersections']} intersection(s) of at most {u['max_rows']} rows pooled by "
+            f"assumption: with their rates anywhere their rows allow, "
+            f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}]"
+        )
     short = cal.shortfall.get(metric)
     if short:
         covered = ", ".join(f"{c:.2f} ({s})" for s, c in short.items())
