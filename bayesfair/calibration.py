@@ -377,7 +377,9 @@ def interval_calibration(
     )
 
 
-def _unpooled(box: RateIntervals, k: np.ndarray, post: np.ndarray, pvalue: float, rng) -> dict:
+def _unpooled(
+    box: RateIntervals, k: np.ndarray, post: np.ndarray, pvalue: float, rng
+) -> dict | None:
     """:attr:`IntervalCalibration.unpooled` of the audited table (None without
     :func:`unchecked` intersections); drawn after everything else, so the rest of the
     calibration is the same with or without it."""
