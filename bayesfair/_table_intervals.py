@@ -375,6 +375,12 @@ class _TableIntervals:
         share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
         return self._metrics(post, share), share
 
+    def unpooled_bounds(self, t, post, pvalue: float, rng) -> dict | None:
+        """A sensitivity check of intersections the hierarchy pools by assumption alone
+        (:meth:`RateIntervals.unpooled_bounds`); None here: the amplification's factors
+        stay pooled."""
+        return None
+
     def hierarchical(self, t, draws, rng) -> tuple[np.ndarray, float]:
         """The hierarchical posterior's draws of (epsilon, gamma) and the equal-rates
         p-value: what a calibration needs of a replicate table."""
@@ -429,9 +435,10 @@ class RateIntervals(_TableIntervals):
         decide_at = 1 - self.level if decide else None
         return equal_rates_pvalue(self.n[self.seen], k[self.seen], rng, decide_at=decide_at)
 
-    def unpooled_bounds(self, k, post, pvalue: float, rng) -> tuple[float, float] | None:
+    def unpooled_bounds(self, k, post, pvalue: float, rng) -> dict | None:
         """Epsilon-DF's interval at the level with the :func:`unchecked` intersections'
-        rates anywhere their rows allow, or None when there is none.
+        rates anywhere their rows allow (``lower``, ``upper``), with how many there are
+        and their largest size (``intersections``, ``max_rows``); None when there is none.
 
         The upper end is the posterior quantile with their rates drawn from their own
         ``Beta(k + a, n - k + a)`` and every other rate from the hierarchical draws ``post``;
@@ -448,9 +455,15 @@ class RateIntervals(_TableIntervals):
         own[:, loose] = rng.beta(k[loose] + a, n[loose] - k[loose] + a, size=size)
         upper = float(np.quantile(_epsilon(own[:, s]), self.qs[1]))
         rest = s & ~loose
-        if self.zero_lower(pvalue) or rest.sum() < 2:
-            return 0.0, upper
-        return float(np.quantile(_epsilon(post[:, rest]), self.qs[0])), upper
+        lower = 0.0
+        if not self.zero_lower(pvalue) and rest.sum() >= 2:
+            lower = float(np.quantile(_epsilon(post[:, rest]), self.qs[0]))
+        return {
+            "lower": lower,
+            "upper": upper,
+            "intersections": int(loose.sum()),
+            "max_rows": int(n[loose].max()),
+        }
 
     def shifted(self, bounds: np.ndarray, shift: np.ndarray) -> np.ndarray:
         """Bounds (..., metrics, 2) moved down by ``shift`` (metrics,), within [0, inf):

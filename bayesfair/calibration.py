@@ -352,7 +352,7 @@ def interval_calibration(
     coverage = pd.DataFrame(rows)
     short = _shortfall(coverage, level)
     notes.append(_calibration_note(mass, shift, level, box.bias_corrected, short))
-    unpooled = _unpooled(box, table, post, pvalue, rng) if role != AMPLIFICATION else None
+    unpooled = box.unpooled_bounds(table, post, pvalue, rng)  # drawn last: the rest is the same
     if unpooled:
         notes.append(_unpooled_note(unpooled, level))
     return IntervalCalibration(
@@ -375,24 +375,6 @@ def interval_calibration(
         unpooled=unpooled,
         notes=notes,
     )
-
-
-def _unpooled(
-    box: RateIntervals, k: np.ndarray, post: np.ndarray, pvalue: float, rng
-) -> dict | None:
-    """:attr:`IntervalCalibration.unpooled` of the audited table (None without
-    :func:`unchecked` intersections); drawn after everything else, so the rest of the
-    calibration is the same with or without it."""
-    bounds = box.unpooled_bounds(k, post, pvalue, rng)
-    if bounds is None:
-        return None
-    loose = unchecked(box.n, k, box.level)
-    return {
-        "lower": bounds[0],
-        "upper": bounds[1],
-        "intersections": int(loose.sum()),
-        "max_rows": int(box.n[loose].max()),
-    }
 
 
 def _unpooled_note(unpooled: dict, level: float) -> str:

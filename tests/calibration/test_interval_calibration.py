@@ -356,7 +356,9 @@ def test_unpooled_upper_end_lets_a_one_row_intersection_take_any_rate():
     box = RateIntervals(n, np.array([[0, 1, 2, 3]]), n > 0, 0.9, 0.5)
     rng = np.random.default_rng(0)
     post = grid_posterior(n, k, box.codes).draw(20_000, rng)
-    lower, upper = box.unpooled_bounds(k, post, 0.0, rng)
+    found = box.unpooled_bounds(k, post, 0.0, rng)
+    assert (found["intersections"], found["max_rows"]) == (1, 1)
+    lower, upper = found["lower"], found["upper"]
 
     r = np.linspace(1e-7, 1 - 1e-7, 400_001)
     eps = np.maximum(
@@ -372,7 +374,7 @@ def test_unpooled_upper_end_lets_a_one_row_intersection_take_any_rate():
     assert large.unpooled_bounds(k[:3], post[:, :3], 0.0, rng) is None  # none unchecked
 
 
-def test_an_audit_with_unchecked_intersections_gets_their_sensitivity_check():
+def test_an_audit_with_unchecked_intersections_gets_their_sensitivity_check(monkeypatch):
     """A table with a 1-row intersection: the calibration reports epsilon-DF's interval with
     that intersection unpooled, whose lower end is at most the hierarchical one's (the same
     draws, a maximum over fewer intersections) and whose upper end is above it, in a note and
@@ -392,6 +394,13 @@ def test_an_audit_with_unchecked_intersections_gets_their_sensitivity_check():
     row = _default_row(cal, "epsilon-DF", "q", "s", 0.9)
     assert "pooled by assumption" in row["interval"]
     assert "pooled by assumption" not in _default_row(cal, "gamma-SF", "q", "s", 0.9)["interval"]
+    with monkeypatch.context() as m:
+        m.setattr(RateIntervals, "unpooled_bounds", lambda self, *args: None)
+        same = interval_calibration(
+            _table(n, np.array([120, 100, 95, 110, 1])), n_replicates=10, random_state=0
+        )
+    pd.testing.assert_frame_equal(same.intervals, cal.intervals)
+    pd.testing.assert_frame_equal(same.coverage, cal.coverage)
     pooled = interval_calibration(
         _table(n[:4], np.array([120, 100, 95, 110])), n_replicates=10, random_state=0
     )
@@ -612,5 +621,5 @@ def test_unpooled_interval_covers_compas_like_populations(data_home):
             bounds = box.unpooled_bounds(k, post, box.pvalue(k, rng, decide=True), rng)
             if bounds is not None:
                 truth = _epsilon(p[n > 0])
-                held.append(bounds[0] <= truth + 1e-12 and truth <= bounds[1] + 1e-12)
+                held.append(bounds["lower"] <= truth + 1e-12 and truth <= bounds["upper"] + 1e-12)
         assert np.mean(held) >= 0.848, np.mean(held)
