@@ -356,6 +356,70 @@ def unchecked(n: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
     return seen & (2.0 * smaller ** n.astype(float) >= 1.0 - level)
 
 
+def off_hierarchy(
+    post: np.ndarray, n: np.ndarray, k: np.ndarray, loose: np.ndarray, a: float, rng
+) -> np.ndarray:
+    r"""Hierarchical draws of the rates with each ``loose`` intersection's rate, in a
+    share :math:`\pi = 1 / (m + 2)` of the draws, from its own posterior
+    :math:`\mathrm{Beta}(k_s + a, n_s - k_s + a)` instead.
+
+    A contamination prior (Berger 1985, section 4.7): each intersection's rate follows the
+    hierarchy (attribute effects plus a deviation of learned scale), or, with prior
+    probability :math:`\pi`, is a rate of its own, :math:`\mathrm{Beta}(a, a)`. Where an
+    intersection's rows can contradict the pooled rate, they set its rate under either
+    component, and the hierarchy's deviation scale is learned from such intersections. The
+    ``loose`` ones (:func:`unchecked`) are those whose rows are too few for any count of
+    theirs to contradict the pooled rate at the level: their data cannot tell the two
+    components apart, so they keep the prior probability, and the hierarchy alone would
+    pool them by assumption while epsilon-DF, a maximum, may be set by one of them.
+    :math:`\pi` is Laplace's rule of succession over the :math:`m` intersections with rows
+    that are not loose: the hierarchy was learned to fit all :math:`m`, so the chance that
+    the next intersection lies off it is :math:`1 / (m + 2)`.
+
+    Parameters
+    ----------
+    post : numpy.ndarray
+        Hierarchical draws of the rates (draws, groups).
+    n, k : numpy.ndarray
+        Rows and positives per intersection.
+    loose : numpy.ndarray
+        Boolean, the intersections that may lie off the hierarchy.
+    a : float
+        The own posterior's pseudo-count (Jeffreys: 0.5).
+    rng : numpy.random.Generator
+        Used only where an intersection is loose.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``post`` itself without a loose intersection, else a copy.
+
+    References
+    ----------
+    Berger, J. O. (1985). *Statistical Decision Theory and Bayesian Analysis*, 2nd ed.,
+    section 4.7 (the epsilon-contamination class of priors). Springer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.calibration import off_hierarchy
+    >>> post = np.full((4000, 3), 0.3)
+    >>> n, k = np.array([500, 500, 2]), np.array([150, 150, 2])
+    >>> loose = np.array([False, False, True])
+    >>> out = off_hierarchy(post, n, k, loose, 0.5, np.random.default_rng(0))
+    >>> bool(abs((out[:, 2] != 0.3).mean() - 1 / 4) < 0.03)  # m = 2 intersections checked
+    True
+    """
+    if not loose.any():
+        return post
+    m = int(((n > 0) & ~loose).sum())
+    out = post.copy()
+    size = (len(post), int(loose.sum()))
+    own = rng.beta(k[loose] + a, n[loose] - k[loose] + a, size=size)
+    out[:, loose] = np.where(rng.random(size) < 1.0 / (m + 2), own, post[:, loose])
+    return out
+
+
 class _TableIntervals:
     """What both kinds of table keep: the audited sizes ``n``, the intersections' attribute
     codes, those with rows (``seen``), the level and its two quantiles, the pseudo-count."""
@@ -376,7 +440,7 @@ class _TableIntervals:
         return self._metrics(post, share), share
 
     def unpooled_bounds(self, t, post, pvalue: float, rng) -> dict | None:
-        """A sensitivity check of intersections the hierarchy pools by assumption alone
+        """A sensitivity check of intersections too small to check the hierarchy
         (:meth:`RateIntervals.unpooled_bounds`); None here: the amplification's factors
         stay pooled."""
         return None
@@ -423,7 +487,11 @@ class RateIntervals(_TableIntervals):
         }
 
     def hierarchical_draws(self, k, draws, rng) -> np.ndarray:
-        return grid_posterior(self.n, k, self.codes).draw(draws, rng)
+        """Draws of the rates (draws, groups) from the hierarchical posterior, with the
+        :func:`unchecked` intersections' off the hierarchy now and then
+        (:func:`off_hierarchy`)."""
+        post = grid_posterior(self.n, k, self.codes).draw(draws, rng)
+        return off_hierarchy(post, self.n, k, unchecked(self.n, k, self.level), self.a, rng)
 
     def zero_lower(self, pvalue: float) -> bool:
         """Whether the hierarchical interval's lower end is 0: equal rates not rejected."""

@@ -7,7 +7,8 @@ misses at the audit's sample sizes; the projected Clopper-Pearson box
 (:func:`~bayesfair.frequentist.fairness_confidence_interval`) is valid but wide and often
 unbounded. :func:`interval_calibration` builds on a hierarchical model of the counts
 (:class:`~bayesfair.models.HierarchicalCounts`), which shrinks noisy intersections towards
-what their attribute values predict, with a lower end of 0 wherever a test of equal rates
+what their attribute values predict (those too small to contradict it lie off it now and
+then, a contamination prior, Berger 1985), with a lower end of 0 wherever a test of equal rates
 does not reject; it measures the coverage of every interval on replicate tables with the
 audited intersection sizes (calibrated Bayes: a Bayesian interval is judged by its
 frequency of coverage under replications like the data, Rubin 1984; Dawid 1982; Talts et
@@ -44,6 +45,7 @@ from ._table_intervals import (
     calibrated_bounds,
     equal_rates_pvalue,
     held,
+    off_hierarchy,
     replicate_bounds,
     shifted_mass_rows,
     shrunk_rates,
@@ -57,6 +59,7 @@ __all__ = [
     "IntervalCalibration",
     "equal_rates_pvalue",
     "interval_calibration",
+    "off_hierarchy",
     "shrunk_rates",
     "table_name",
     "unchecked",
@@ -97,8 +100,9 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         hierarchical posterior's: its median's bias in the ``posterior`` scenario.
     unpooled : dict or None
         Where the audited table has :func:`unchecked` intersections (too few rows for any
-        count to contradict the pooled rate), which the hierarchy pools by assumption:
-        epsilon-DF's interval at the level with their rates anywhere their rows allow
+        count to contradict the pooled rate), which the hierarchy lets lie off it only in a
+        share of its draws (:func:`off_hierarchy`): epsilon-DF's
+        interval at the level with their rates anywhere their rows allow
         (``lower``, ``upper``; :meth:`RateIntervals.unpooled_bounds
         <bayesfair._table_intervals.RateIntervals.unpooled_bounds>`), and how many there
         are and their largest size (``intersections``, ``max_rows``). A sensitivity
@@ -199,7 +203,12 @@ def interval_calibration(
 
     **The hierarchical interval** is the equal-tailed posterior interval of
     :class:`~bayesfair.models.HierarchicalCounts` (attribute effects and intersection
-    deviations with learned scales, shares ``Dirichlet(n + pseudo_count)``), whose lower
+    deviations with learned scales, shares ``Dirichlet(n + pseudo_count)``; an
+    intersection too small for any count of it to contradict the pooled rate,
+    :func:`unchecked`, lies off the hierarchy, with its own posterior rate, in a share
+    ``1 / (m + 2)`` of the draws, ``m`` the intersections that can: a contamination prior,
+    :func:`off_hierarchy`, so that the hierarchy does not pool
+    by assumption alone an intersection that may set the maximum), whose lower
     end is set to 0 when :func:`equal_rates_pvalue` is at least ``1 - level``: a posterior
     of a maximum of log-ratios is positive in every draw, so without it no interval would
     ever hold a fair population's 0, and with it the interval holds 0 exactly as often as
@@ -221,7 +230,7 @@ def interval_calibration(
     the replicates of both the ``posterior`` and the ``observed`` scenario: the simulated
     coverage curve inverted at the level (Loh 1987; a double bootstrap's calibration with a
     posterior as the inner interval). Where the hierarchy's shrinkage would hide a small
-    intersection that may set the maximum (two rows, both positive), the observed scenario
+    intersection that may set the maximum (a few rows, all positive), the observed scenario
     asks for a larger mass, until the interval allows for it. It never goes below
     ``level``: the observed scenario is rougher than the population (each small group as
     extreme as it looked), so an interval that over-covers there is not shown to
@@ -299,6 +308,8 @@ def interval_calibration(
     Talts, S., Betancourt, M., Simpson, D., Vehtari, A. & Gelman, A. (2018). Validating
     Bayesian inference algorithms with simulation-based calibration. arXiv:1804.06788.
     Loh, W.-Y. (1987). Calibrating confidence coefficients. *JASA* 82(397).
+    Berger, J. O. (1985). *Statistical Decision Theory and Bayesian Analysis*, 2nd ed.,
+    section 4.7 (epsilon-contamination priors). Springer.
     Efron, B. & Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*, ch. 10
     (estimates of bias). Chapman & Hall.
 
@@ -381,9 +392,9 @@ def _unpooled_note(unpooled: dict, level: float) -> str:
     """The note of :attr:`IntervalCalibration.unpooled`."""
     return (
         f"{unpooled['intersections']} intersection(s) of at most {unpooled['max_rows']} rows, "
-        "too few for any count to contradict the pooled rate: the hierarchy pools them by "
-        "assumption; with their rates anywhere their rows allow (their own posteriors), "
-        f"epsilon-DF's {level:.0%} interval would be "
+        "too few for any count to contradict the pooled rate: the hierarchy lets them lie "
+        "off it only now and then (a contamination prior); with their rates anywhere their "
+        f"rows allow (their own posteriors), epsilon-DF's {level:.0%} interval would be "
         f"[{unpooled['lower']:.3g}, {unpooled['upper']:.3g}] (not calibrated on replicates)"
     )
 

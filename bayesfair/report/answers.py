@@ -143,8 +143,8 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
     if metric == "epsilon-DF" and cal.unpooled:
         u = cal.unpooled
         kind += (
-            f"; {u['intersections']} intersection(s) of at most {u['max_rows']} rows pooled by "
-            f"assumption: with their rates anywhere their rows allow, "
+            f"; {u['intersections']} intersection(s) of at most {u['max_rows']} rows, too few "
+            f"to check the hierarchy: with their rates anywhere their rows allow, "
             f"[{_fmt(u['lower'])}, {_fmt(u['upper'])}]"
         )
     short = cal.shortfall.get(metric)

@@ -97,17 +97,19 @@ def test_lower_end_is_zero_exactly_when_equal_rates_are_not_rejected():
 
 
 def test_calibrated_mass_inverts_the_coverage_curve():
-    """A table whose largest log-ratio sits in a 2-row intersection with both rows positive:
-    the hierarchy shrinks it, so its 90% interval misses the observed scenario's epsilon
-    (it holds it in about none of the replicates), and the calibrated interval takes a
-    larger credible mass, contains the hierarchical one and covers there in most of them:
-    0.83-0.91 of 100 replicates over seeds 0-7, at the largest mass, 0.999. In-sample, so
+    """A table whose largest log-ratio sits in a 3-row intersection with every row positive
+    (enough rows to contradict the pooled rate 0.3, ``2 * 0.3**3 < 0.1``, so not
+    :func:`unchecked` and never off the hierarchy): the hierarchy shrinks it, so its 90%
+    interval misses the observed scenario's epsilon (it holds it in at most 0.06 of the
+    replicates), and the calibrated interval takes a larger credible mass, contains the
+    hierarchical one and covers there in most of them: 0.74-0.86 of 100 replicates over
+    seeds 0-7, at the largest mass, 0.999. In-sample, so
     at least 0.9 wherever some mass reached the level; where none did, the shortfall says
     by how much. A table of large groups with distinct rates: nothing to allow for, so the
     mass stays near the level (never below it).
     The mass and bounds agree with the hierarchical posterior's quantiles recomputed."""
-    n = np.array([400, 350, 300, 380, 2])
-    k = np.array([120, 100, 95, 110, 2])
+    n = np.array([400, 350, 300, 380, 3])
+    k = np.array([120, 100, 95, 110, 3])
     cal = interval_calibration(_table(n, k), n_replicates=100, random_state=1)
     c = cal.coverage.set_index(["scenario", "metric", "method"])["coverage"]
     assert c[("observed", "epsilon-DF", "hierarchical")] < 0.1
@@ -137,17 +139,18 @@ def test_calibrated_mass_inverts_the_coverage_curve():
 
 
 def test_a_default_short_of_its_level_says_so_and_names_the_interval_to_read():
-    """Seven intersections of 300 rows at rates 0.28-0.33 and two of 2 and 3 rows with
-    every row positive: the observed scenario's truth is set by the two small ones, which
-    the hierarchy shrinks, so no credible mass up to 0.999 covers it. The result, its note
+    """Seven intersections of 300 rows at rates 0.28-0.33 and two of 4 and 5 rows with
+    every row positive (both enough to contradict the pooled rate, so on the hierarchy):
+    the observed scenario's truth is set by the two small ones, which the hierarchy shrinks,
+    so no credible mass up to 0.999 covers it. The result, its note
     and the answer say so, with the coverage, and name the Clopper-Pearson interval;
     gamma-SF, which weights the small intersections by their share, reaches its level and
     is not flagged. Wherever the level was reached, the calibrated interval's in-sample
     coverage is at least the level."""
     from bayesfair.report.answers import _default_row
 
-    n = np.array([300, 300, 300, 300, 300, 300, 300, 2, 3])
-    k = np.array([90, 95, 100, 85, 92, 97, 88, 2, 3])
+    n = np.array([300, 300, 300, 300, 300, 300, 300, 4, 5])
+    k = np.array([90, 95, 100, 85, 92, 97, 88, 4, 5])
     cal = interval_calibration(_table(n, k), n_replicates=40, random_state=1)
     assert set(cal.shortfall) == {"epsilon-DF"}
     (scenario, coverage), *_ = cal.shortfall["epsilon-DF"].items()
@@ -341,6 +344,53 @@ def test_unchecked_intersections_are_those_no_count_could_set_apart():
             assert unchecked(sizes, k, level)[:-1].tolist() == expected, (pooled, level)
 
 
+def test_off_hierarchy_draws_mix_the_hierarchy_and_each_small_intersections_own_posterior():
+    """Three checked intersections and two unchecked ones (m = 3, so 1 / (m + 2) = 0.2):
+    in each unchecked column, independently, a share 0.2 of the draws (within 4 standard
+    errors) comes from its own Beta(k + a, n - k + a) posterior (Kolmogorov-Smirnov) and
+    the rest are the hierarchy's; checked columns are untouched. Without an unchecked
+    intersection the draws are returned as they are and the generator is not used."""
+    from scipy.stats import kstest
+
+    from bayesfair._table_intervals import off_hierarchy
+
+    n, k = np.array([500, 400, 300, 2, 1]), np.array([150, 120, 90, 2, 0])
+    loose = np.array([False, False, False, True, True])
+    post = np.full((20_000, 5), 0.3)
+    out = off_hierarchy(post, n, k, loose, 0.5, np.random.default_rng(0))
+    assert (out[:, :3] == 0.3).all() and (post == 0.3).all()
+    off = out[:, 3:] != 0.3
+    se = np.sqrt(0.2 * 0.8 / len(post))
+    assert np.abs(off.mean(axis=0) - 0.2).max() < 4 * se, off.mean(axis=0)
+    assert abs((off[:, 0] & off[:, 1]).mean() - 0.04) < 4 * np.sqrt(0.04 * 0.96 / len(post))
+    for j in (3, 4):
+        drawn = out[off[:, j - 3], j]
+        assert kstest(drawn, "beta", args=(k[j] + 0.5, n[j] - k[j] + 0.5)).pvalue > 0.01
+    rng = np.random.default_rng(1)
+    state = rng.bit_generator.state
+    assert off_hierarchy(post, n, k, np.zeros(5, bool), 0.5, rng) is post
+    assert rng.bit_generator.state == state
+
+
+def test_hierarchical_draws_are_the_hierarchys_without_an_unchecked_intersection():
+    """A table whose every intersection can contradict the pooled rate: the draws are the
+    nested-Laplace posterior's, draw for draw; with a 1-row intersection, only its column
+    differs, in about 1 / (m + 2) = 1/6 of the draws."""
+    from bayesfair.models._nested_laplace import grid_posterior
+
+    n, k = np.array([400, 350, 300, 380, 1]), np.array([120, 100, 95, 110, 1])
+    codes = np.array([[0, 1, 2, 3, 4]])
+    box = RateIntervals(n[:4], codes[:, :4], n[:4] > 0, 0.9, 0.5)
+    got = box.hierarchical_draws(k[:4], 2000, np.random.default_rng(3))
+    want = grid_posterior(n[:4], k[:4], codes[:, :4]).draw(2000, np.random.default_rng(3))
+    np.testing.assert_array_equal(got, want)
+    box = RateIntervals(n, codes, n > 0, 0.9, 0.5)
+    got = box.hierarchical_draws(k, 6000, np.random.default_rng(3))
+    want = grid_posterior(n, k, codes).draw(6000, np.random.default_rng(3))
+    np.testing.assert_array_equal(got[:, :4], want[:, :4])
+    assert abs((got[:, 4] != want[:, 4]).mean() - 1 / 6) < 4 * np.sqrt(5 / 36 / 6000)
+
+
 def test_unpooled_upper_end_lets_a_one_row_intersection_take_any_rate():
     """Three intersections of 100,000 rows (rates 0.2, 0.3, 0.4: their rates are known)
     and one of 1 row, positive: the unpooled upper end is the 95% quantile of epsilon-DF
@@ -392,8 +442,11 @@ def test_an_audit_with_unchecked_intersections_gets_their_sensitivity_check(monk
     assert u["lower"] <= hier["lower"] and u["upper"] > hier["upper"]
     assert any(note.startswith("1 intersection(s) of at most 1 rows") for note in cal.notes)
     row = _default_row(cal, "epsilon-DF", "q", "s", 0.9)
-    assert "pooled by assumption" in row["interval"]
-    assert "pooled by assumption" not in _default_row(cal, "gamma-SF", "q", "s", 0.9)["interval"]
+    assert "too few to check the hierarchy" in row["interval"]
+    assert (
+        "too few to check the hierarchy"
+        not in _default_row(cal, "gamma-SF", "q", "s", 0.9)["interval"]
+    )
     with monkeypatch.context() as m:
         m.setattr(RateIntervals, "unpooled_bounds", lambda self, *args: None)
         same = interval_calibration(
@@ -407,7 +460,8 @@ def test_an_audit_with_unchecked_intersections_gets_their_sensitivity_check(monk
     assert pooled.unpooled is None
     assert not any("pooled rate" in note for note in pooled.notes)
     assert (
-        "pooled by assumption" not in _default_row(pooled, "epsilon-DF", "q", "s", 0.9)["interval"]
+        "too few to check the hierarchy"
+        not in _default_row(pooled, "epsilon-DF", "q", "s", 0.9)["interval"]
     )
 
 
@@ -571,12 +625,12 @@ def test_default_on_fixed_compas_and_adult_like_populations(table, data_home):
     """COMPAS (race 6 x sex 2) and Adult (race 4 x sex 2 x nationality 2) tables, each as
     a fixed population (its smoothed rates and shares, the same number of rows).
 
-    Asserted: gamma-SF's default interval covers in [0.86, 0.95]; on COMPAS, whose largest
-    log-ratio sits in a 2-row intersection, the calibration widens the epsilon-DF interval
-    and raises its coverage by at least 0.15 over the hierarchical posterior's (about 0.5
-    there). The open part of issue 40, reported as an expected failure with the measured
-    coverage while it lasts: epsilon-DF's default covers about 0.80 on COMPAS and 0.975 on
-    Adult, outside [0.86, 0.95] (notebook 08, section 4, the same study)."""
+    Asserted: gamma-SF's default interval covers in [0.86, 0.95], and so does epsilon-DF's
+    on COMPAS, whose largest log-ratio sits in an intersection of 2 rows that the hierarchy
+    alone would pool (the contamination of :func:`off_hierarchy` lets it lie off). The open
+    part of issue 40, reported as an expected failure with the measured coverage while it
+    lasts: epsilon-DF's default covers about 0.975 on Adult, above 0.95 (notebook 08,
+    section 4, the same study)."""
     load = getattr(bf.datasets, f"load_{table}")
     data = load(data_home=data_home).audit_data()
     c = data.counts("outcome")
@@ -586,12 +640,41 @@ def test_default_on_fixed_compas_and_adult_like_populations(table, data_home):
     )
     cov = t.set_index(["method", "metric"])["coverage"]
     assert 0.86 <= cov[("calibrated", "gamma-SF")] <= 0.95, cov.to_dict()
-    if table == "compas":
-        gain = cov[("calibrated", "epsilon-DF")] - cov[("hierarchical", "epsilon-DF")]
-        assert gain >= 0.15, cov.to_dict()
     epsilon = cov[("calibrated", "epsilon-DF")]
-    if not 0.86 <= epsilon <= 0.95:
+    if table == "compas":
+        assert 0.86 <= epsilon <= 0.95, cov.to_dict()
+    elif not 0.86 <= epsilon <= 0.95:
         pytest.xfail(f"issue 40 open: epsilon-DF's default covers {epsilon} on fixed {table}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fitted", "shrunk"])
+def test_default_on_compas_like_populations_the_hierarchy_fits(kind, data_home):
+    """COMPAS-like populations where the 2-row intersections are moderate: a new population
+    per replicate drawn from the hierarchical posterior of COMPAS's table (``fitted``), and
+    its posterior mean (``shrunk``). Letting unchecked intersections lie off the hierarchy
+    must not cost coverage here, where drawing them from their own posteriors in every draw
+    did (about 0.75, issue 40's stop 73): the default covers epsilon-DF and gamma-SF in
+    [0.86, 0.95] of 200 replicates."""
+    from bayesfair.models._nested_laplace import grid_posterior
+    from bayesfair.replication.intervals import fitted_population
+
+    data = bf.datasets.load_compas(data_home=data_home).audit_data()
+    c = data.counts("outcome")
+    n, k = c.sum(axis=1), c[:, 1]
+    if kind == "fitted":
+        population = fitted_population(n, k, data.shape_)
+    else:
+        codes = np.indices(data.shape_).reshape(len(data.shape_), -1)
+        mean = grid_posterior(n, k, codes).draw(20_000, np.random.default_rng(0)).mean(axis=0)
+
+        def population(rng):
+            return mean, n / n.sum()
+
+    t = interval_coverage(population, data.shape_, int(n.sum()), n_calibration=50, random_state=0)
+    cov = t.set_index(["method", "metric"])["coverage"]
+    for metric in ("epsilon-DF", "gamma-SF"):
+        assert 0.86 <= cov[("calibrated", metric)] <= 0.95, cov.to_dict()
 
 
 @pytest.mark.slow
