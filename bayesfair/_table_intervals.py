@@ -369,9 +369,11 @@ def off_hierarchy(
     intersection's rows can contradict the pooled rate, they set its rate under either
     component, and the hierarchy's deviation scale is learned from such intersections. The
     ``loose`` ones (:func:`unchecked`) are those whose rows are too few for any count of
-    theirs to contradict the pooled rate at the level: their data cannot tell the two
-    components apart, so they keep the prior probability, and the hierarchy alone would
-    pool them by assumption while epsilon-DF, a maximum, may be set by one of them.
+    theirs to contradict the pooled rate at the level, so the hierarchy alone would pool
+    them by assumption while epsilon-DF, a maximum, may be set by one of them. They keep
+    the prior probability: the exact posterior one would scale its odds by the ratio of
+    the two components' marginal likelihoods of the intersection's few rows, which this
+    simplification leaves out, since those rows cannot set it apart at the level.
     :math:`\pi` is Laplace's rule of succession over the :math:`m` intersections with rows
     that are not loose: the hierarchy was learned to fit all :math:`m`, so the chance that
     the next intersection lies off it is :math:`1 / (m + 2)`.
