@@ -416,10 +416,16 @@ def off_hierarchy(
         return post
     m = int(((n > 0) & ~loose).sum())
     out = post.copy()
-    size = (len(post), int(loose.sum()))
-    own = rng.beta(k[loose] + a, n[loose] - k[loose] + a, size=size)
-    out[:, loose] = np.where(rng.random(size) < 1.0 / (m + 2), own, post[:, loose])
+    own = _own_rates(n, k, loose, a, len(post), rng)
+    out[:, loose] = np.where(rng.random(own.shape) < 1.0 / (m + 2), own, post[:, loose])
     return out
+
+
+def _own_rates(n: np.ndarray, k: np.ndarray, loose: np.ndarray, a: float, draws: int, rng):
+    """Draws (draws, loose intersections) of the ``loose`` intersections' rates from their
+    own posteriors, ``Beta(k + a, n - k + a)``: independent of the hierarchy."""
+    size = (draws, int(loose.sum()))
+    return rng.beta(k[loose] + a, n[loose] - k[loose] + a, size=size)
 
 
 class _TableIntervals:
@@ -519,10 +525,9 @@ class RateIntervals(_TableIntervals):
         loose = unchecked(self.n, k, self.level)
         if not loose.any():
             return None
-        n, a, s = self.n, self.a, self.seen
+        n, s = self.n, self.seen
         own = post.copy()
-        size = (len(post), int(loose.sum()))
-        own[:, loose] = rng.beta(k[loose] + a, n[loose] - k[loose] + a, size=size)
+        own[:, loose] = _own_rates(n, k, loose, self.a, len(post), rng)
         upper = float(np.quantile(_epsilon(own[:, s]), self.qs[1]))
         rest = s & ~loose
         lower = 0.0
