@@ -357,7 +357,12 @@ def unchecked(n: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
 
 
 def off_hierarchy(
-    post: np.ndarray, n: np.ndarray, k: np.ndarray, loose: np.ndarray, a: float, rng
+    post: np.ndarray,
+    n: np.ndarray,
+    k: np.ndarray,
+    loose: np.ndarray,
+    pseudo_count: float,
+    rng: np.random.Generator,
 ) -> np.ndarray:
     r"""Hierarchical draws of the rates with each ``loose`` intersection's rate, in a
     share :math:`\pi = 1 / (m + 2)` of the draws, from its own posterior
@@ -386,10 +391,11 @@ def off_hierarchy(
         Rows and positives per intersection.
     loose : numpy.ndarray
         Boolean, the intersections that may lie off the hierarchy.
-    a : float
-        The own posterior's pseudo-count (Jeffreys: 0.5).
+    pseudo_count : float
+        The own posterior's pseudo-count ``a`` (Jeffreys: 0.5).
     rng : numpy.random.Generator
-        Used only where an intersection is loose.
+        The caller's generator, drawn from only where an intersection is loose (so that a
+        table without one keeps its stream).
 
     Returns
     -------
@@ -416,7 +422,7 @@ def off_hierarchy(
         return post
     m = int(((n > 0) & ~loose).sum())
     out = post.copy()
-    own = _own_rates(n, k, loose, a, len(post), rng)
+    own = _own_rates(n, k, loose, pseudo_count, len(post), rng)
     out[:, loose] = np.where(rng.random(own.shape) < 1.0 / (m + 2), own, post[:, loose])
     return out
 
