@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["gaussians", "modes", "newton_point", "weighted_logit"]
+__all__ = ["covariances", "half_logdets", "modes", "newton_point", "weighted_logit"]
 
 
 @numba.njit(cache=True)
@@ -176,34 +176,54 @@ def modes(n, k, m, z, d, tau2, max_iter, tol):
 
 
 @numba.njit(cache=True)
-def gaussians(n, m, f, z, d, tau2):
-    """At every table's and grid point's mode ``f`` (T, S, G): half the log-determinant of
-    ``B = I + W^(1/2) C W^(1/2)`` (T, S) and the posterior covariance of ``eta`` (T, S, G,
-    G), ``diag(tau^2 / lam) + A M^{-1} A'`` with ``A = diag(1 / lam) Z``."""
+def _weights(n, eta_offset, f):
+    """The binomial information ``w = n p (1 - p)`` at ``eta = eta_offset + f``."""
+    w = np.empty(len(n))
+    for g in range(len(n)):
+        p = _expit(eta_offset + f[g])
+        w[g] = n[g] * p * (1 - p)
+    return w
+
+
+@numba.njit(cache=True)
+def half_logdets(n, m, f, z, d, tau2):
+    """Half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` at every table's and
+    grid point's mode ``f`` (T, S, G): (T, S), the Laplace estimate's normalisation."""
     t_count, s_count, g_count = f.shape
-    r = z.shape[1]
-    half_logdet = np.empty((t_count, s_count))
-    cov = np.empty((t_count, s_count, g_count, g_count))
-    w = np.empty(g_count)
-    v = np.empty((g_count, r))
-    zl = np.empty(r)
+    out = np.empty((t_count, s_count))
     for t in range(t_count):
         for s in range(s_count):
-            for g in range(g_count):
-                p = _expit(m[t] + f[t, s, g])
-                w[g] = n[g] * p * (1 - p)
-            lam, low = _effects_precision(z, d[s], tau2[s], w)
+            lam, low = _effects_precision(z, d[s], tau2[s], _weights(n, m[t], f[t, s]))
             h = 0.0
             for g in range(g_count):
                 h += np.log(lam[g])
-            for i in range(r):
+            for i in range(z.shape[1]):
                 h += np.log(d[s, i]) + 2.0 * np.log(low[i, i])
-            half_logdet[t, s] = 0.5 * h
+            out[t, s] = 0.5 * h
+    return out
+
+
+@numba.njit(cache=True)
+def covariances(n, m, f, z, d, tau2, points):
+    """The posterior covariance of ``eta`` of every table at each of the grid ``points``
+    (U,) only, at its mode ``f`` (T, S, G): (T, U, G, G), ``diag(tau^2 / lam) + A M^{-1}
+    A'`` with ``A = diag(1 / lam) Z``. A draw needs it only at the grid points it uses, and
+    on many intersections forming it (and its Cholesky factor) at all of them is most of a
+    fit's time."""
+    t_count, g_count = f.shape[0], f.shape[2]
+    r = z.shape[1]
+    cov = np.empty((t_count, len(points), g_count, g_count))
+    v = np.empty((g_count, r))
+    zl = np.empty(r)
+    for t in range(t_count):
+        for u in range(len(points)):
+            s = points[u]
+            lam, low = _effects_precision(z, d[s], tau2[s], _weights(n, m[t], f[t, s]))
             for g in range(g_count):  # row g of v: low^{-1} z[g] / lam[g]
                 for i in range(r):
                     zl[i] = z[g, i] / lam[g]
                 _forward(low, zl, v[g])
-            c = cov[t, s]
+            c = cov[t, u]
             for g in range(g_count):
                 for h2 in range(g, g_count):
                     acc = 0.0
@@ -212,7 +232,7 @@ def gaussians(n, m, f, z, d, tau2):
                     c[g, h2] = acc
                     c[h2, g] = acc
                 c[g, g] += tau2[s] / lam[g]
-    return half_logdet, cov
+    return cov
 
 
 # ---------------------------------------------------- I-hat's weighted logistic regression

@@ -32,7 +32,7 @@ their uncertainty (no plug-in), so a fair table keeps posterior mass near
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit
@@ -47,42 +47,52 @@ __all__ = ["GridPosterior", "grid_posterior"]
 SCALES = np.geomspace(0.02, 4.0, 9)
 #: Prior standard deviation of the intercept around the overall log-odds.
 INTERCEPT_SD = 2.0
-#: Floats of Cholesky factors gathered at once when drawing (32 MB).
-GATHER_FLOATS = 4_000_000
 
 
 @dataclass(frozen=True)
 class GridPosterior:  # numpydoc ignore=PR01
-    """Gaussian approximations of ``eta`` at every grid point and their weights."""
+    """Gaussian approximations of ``eta`` at every grid point and their weights; the
+    covariances are formed only at the grid points a draw uses (:meth:`cholesky`)."""
 
     mode: np.ndarray  # (..., grid, G)
-    chol: np.ndarray  # (..., grid, G, G) Cholesky factors of the posterior covariances
     weight: np.ndarray  # (..., grid) posterior probabilities of the grid points
     sigma_a: np.ndarray  # (grid,)
     tau: np.ndarray  # (grid,)
+    laplace: tuple = field(repr=False)  # (n, m, f, z, d, tau2) of the kernel, tables flat
+
+    def cholesky(self, points: np.ndarray) -> np.ndarray:
+        """Cholesky factors of the posterior covariances at the grid ``points`` (U,):
+        (..., U, G, G)."""
+        n, m, f, z, d, tau2 = self.laplace
+        cov = kernel.covariances(n, m, f, z, d, tau2, np.asarray(points, dtype=np.int64))
+        cov = cov.reshape(*self.weight.shape[:-1], *cov.shape[1:])
+        return np.linalg.cholesky(cov + 1e-9 * np.eye(len(n)))
 
     def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """Draws of P(y=1|s) from the mixture: shape (..., size, G), one set of draws per
-        table of the leading dimensions."""
+        table of the leading dimensions.
+
+        Every draw picks a grid point by its weight, then ``eta = mode + L z`` with ``L``
+        that point's Cholesky factor, formed only for the points picked; the draws of one
+        point are transformed together."""
         lead = self.weight.shape[:-1]
         cdf = np.cumsum(self.weight, axis=-1)
         u = rng.random((*lead, size)) * cdf[..., -1:]
         g = np.minimum(_row_searchsorted(cdf, u), self.weight.shape[-1] - 1)
         z = rng.standard_normal((*lead, size, self.mode.shape[-1]))
-        out = np.empty_like(z)
-        # every draw needs its grid point's (G, G) factor: gathered a chunk of draws at a
-        # time, so that many intersections do not need (size, G, G) of memory at once
-        step = max(1, GATHER_FLOATS // self.chol.shape[-1] ** 2)
-        for start in range(0, size, step):
-            gi, chunk = g[..., start : start + step], slice(start, start + step)
-            if lead:
-                mode = np.take_along_axis(self.mode, gi[..., None], axis=-2)
-                chol = np.take_along_axis(self.chol, gi[..., None, None], axis=-3)
-            else:  # one table: plain indexing gathers the same rows several times faster
-                mode, chol = self.mode[gi], self.chol[gi]
-            eta = mode + np.einsum("...dij,...dj->...di", chol, z[..., chunk, :])
-            out[..., chunk, :] = expit(eta)
-        return out
+        points = np.unique(g)
+        chol = self.cholesky(points).reshape(-1, len(points), *z.shape[-1:] * 2)
+        modes = self.mode.reshape(-1, *self.mode.shape[-2:])
+        flat_g, flat_z = g.reshape(-1, size), z.reshape(-1, *z.shape[-2:])
+        eta = np.empty_like(flat_z)
+        for t in range(len(flat_z)):
+            for j, point in enumerate(points):
+                rows = np.flatnonzero(flat_g[t] == point)
+                if rows.size:
+                    eta[t, rows] = modes[t, point] + np.einsum(
+                        "ij,dj->di", chol[t, j], flat_z[t, rows]
+                    )
+        return expit(eta).reshape(z.shape)
 
 
 def _row_searchsorted(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -165,20 +175,17 @@ def grid_posterior(
     sa, tau = (g.ravel() for g in np.meshgrid(scales, scales, indexing="ij"))
     prior = _LowRankPrior(np.asarray(codes), sa, tau)
     f, _, psi = kernel.modes(n, tables, m, prior.z, prior.d, prior.tau2, 100, 1e-8)
-    half_logdet, post_cov = kernel.gaussians(n, m, f, prior.z, prior.d, prior.tau2)
-    m = m.reshape(*lead, 1, 1)
-    f, psi = f.reshape(*lead, *f.shape[1:]), psi.reshape(*lead, -1)
-    half_logdet, post_cov = half_logdet.reshape(psi.shape), post_cov.reshape(*f.shape, -1)
-    log_marginal = psi - half_logdet
+    half_logdet = kernel.half_logdets(n, m, f, prior.z, prior.d, prior.tau2)
+    laplace = (n, m, f, prior.z, prior.d, prior.tau2)
+    log_marginal = (psi - half_logdet).reshape(*lead, -1)
     # half-normal priors; the grid is uniform in log scale, hence the Jacobian sigma
     log_prior = -0.5 * ((sa / prior_scale) ** 2 + (tau / prior_scale) ** 2) + np.log(sa * tau)
     lw = log_marginal + log_prior
     weight = np.exp(lw - lw.max(axis=-1, keepdims=True))
-    jitter = 1e-9 * np.eye(len(n))
     return GridPosterior(
-        mode=m + f,
-        chol=np.linalg.cholesky(post_cov + jitter),
+        mode=m.reshape(*lead, 1, 1) + f.reshape(*lead, *f.shape[1:]),
         weight=weight / weight.sum(axis=-1, keepdims=True),
         sigma_a=sa,
         tau=tau,
+        laplace=laplace,
     )

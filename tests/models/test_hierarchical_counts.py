@@ -73,7 +73,8 @@ def test_newton_steps_in_the_effects_equal_the_dense_step():
                 np.testing.assert_allclose(a_new, a[t, s], rtol=1e-7, atol=1e-9)
                 np.testing.assert_allclose(f_new, cov[s] @ a[t, s], rtol=1e-7, atol=1e-9)
         # the Laplace normalisation and covariance: log|B| / 2 and (C^-1 + W)^-1
-        half_logdet, post_cov = kernel.gaussians(n, m, f, prior.z, prior.d, prior.tau2)
+        half_logdet = kernel.half_logdets(n, m, f, prior.z, prior.d, prior.tau2)
+        post_cov = kernel.covariances(n, m, f, prior.z, prior.d, prior.tau2, np.arange(7))
         np.testing.assert_allclose(half_logdet, 0.5 * np.linalg.slogdet(big_b)[1], rtol=1e-10)
         np.testing.assert_allclose(
             post_cov,
@@ -102,19 +103,32 @@ def test_the_mode_maximises_the_laplace_objective():
 
 
 @pytest.mark.parametrize("lead", [(), (2,)], ids=["one table", "batched tables"])
-def test_draws_gathered_in_chunks_equal_the_draws_gathered_at_once(lead, monkeypatch):
-    """Many intersections gather their grid points' Cholesky factors a chunk of draws at a
-    time: the draws are the same numbers as with every draw gathered at once."""
-    from bayesfair.models import _nested_laplace
-
+def test_draws_form_the_covariances_of_the_grid_points_they_use_only(lead, monkeypatch):
+    """A draw forms the posterior covariance and its Cholesky factor only at the grid
+    points it picked (fewer than the grid's 81 here), and its draws are the mixture's:
+    the same numbers as picking every draw's point, then ``eta = mode + L z`` with the
+    factors of every grid point gathered."""
     rng = np.random.default_rng(4)
     codes = np.indices((4, 3, 2)).reshape(3, -1)
     n = rng.integers(0, 60, 24)
     post = grid_posterior(n, rng.binomial(n, 0.3, size=(*lead, 24)), codes)
-    at_once = post.draw(300, np.random.default_rng(9))
-    monkeypatch.setattr(_nested_laplace, "GATHER_FLOATS", 7 * 24**2)  # chunks of 7 draws
-    np.testing.assert_array_equal(post.draw(300, np.random.default_rng(9)), at_once)
-    assert at_once.shape == (*lead, 300, 24)
+    formed = []
+    covariances = kernel.covariances
+    monkeypatch.setattr(
+        kernel, "covariances", lambda *a: formed.append(len(a[-1])) or covariances(*a)
+    )
+    draws = post.draw(300, np.random.default_rng(9))
+    assert draws.shape == (*lead, 300, 24)
+    assert formed and formed[0] < post.weight.shape[-1]
+    ref = np.random.default_rng(9)
+    cdf = np.cumsum(post.weight, axis=-1)
+    u = ref.random((*lead, 300)) * cdf[..., -1:]
+    g = np.minimum((u[..., :, None] >= cdf[..., None, :]).sum(axis=-1), cdf.shape[-1] - 1)
+    z = ref.standard_normal((*lead, 300, 24))
+    chol = np.take_along_axis(post.cholesky(np.arange(cdf.shape[-1])), g[..., None, None], axis=-3)
+    mode = np.take_along_axis(post.mode, g[..., None], axis=-2)
+    expected = expit(mode + np.einsum("...dij,...dj->...di", chol, z))
+    np.testing.assert_allclose(draws, expected, rtol=1e-12, atol=0)
 
 
 def test_batched_fits_equal_one_at_a_time():
