@@ -29,8 +29,10 @@ class HierarchicalCounts(_Conjugate):
     the log-odds is approximated by a Gaussian at its mode (Laplace), and the draws come
     from the mixture over the grid (Rue, Martino & Chopin 2009). No sampler is run, so a
     fit takes milliseconds on a few dozen intersections: the interval calibration of
-    :func:`~bayesfair.frequentist.interval_calibration` refits it on hundreds of
-    replicate tables. The cost grows as ``81 G^3`` (``G`` intersections; a 9 x 9 grid).
+    :func:`~bayesfair.interval_calibration` refits it on hundreds of replicate tables.
+    A fit solves ``r x r`` systems at each of the 81 points of a 9 x 9 grid (``r = 1 +
+    sum(levels)``, however many intersections ``G`` there are); drawing forms a ``G x G``
+    covariance and its Cholesky factor only at the grid points the draws pick.
 
     Parameters
     ----------
