@@ -208,7 +208,7 @@ def covariances(n, m, f, z, d, tau2, points):
     """The posterior covariance of ``eta`` of every table at each of the grid ``points``
     (U,) only, at its mode ``f`` (T, S, G): (T, U, G, G), ``diag(tau^2 / lam) + A M^{-1}
     A'`` with ``A = diag(1 / lam) Z``. A draw needs it only at the grid points it uses, and
-    on many intersections forming it (and its Cholesky factor) at all of them is most of a
+    on many intersections forming it (and its Cholesky factor) at all of them would be most of a
     fit's time."""
     t_count, g_count = f.shape[0], f.shape[2]
     r = z.shape[1]
