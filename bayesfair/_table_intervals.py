@@ -17,7 +17,6 @@ from ._validation import check_open_probability
 from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
 from .frequentist._pvalues import clopper_pearson, monte_carlo_pvalue
 from .frequentist.fairness_bounds import amplification_bounds, projected_bounds
-from .metrics.fairness import gamma_sf
 from .models._nested_laplace import grid_posterior
 
 #: the interval methods computed on one table (the calibrated interval, the audit's
@@ -43,8 +42,7 @@ def credible_masses(level: float) -> np.ndarray:
 def mass_bounds(draws: np.ndarray, zero_lower: bool, masses: np.ndarray) -> np.ndarray:
     """Equal-tailed intervals of posterior ``draws`` (draws, metrics) at every one of
     ``masses``: (masses, metrics, 2), lower ends 0 where ``zero_lower``."""
-    lo = np.quantile(draws, (1 - masses) / 2, axis=0)
-    hi = np.quantile(draws, (1 + masses) / 2, axis=0)
+    lo, hi = np.split(np.quantile(draws, np.r_[1 - masses, 1 + masses] / 2, axis=0), 2)
     if zero_lower:
         lo = np.zeros_like(lo)
     return np.stack([lo, hi], axis=-1)
@@ -173,8 +171,10 @@ def table_metrics(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
     rates without NaN and without its input checks (this runs on every posterior draw of
     every replicate table): the larger of the two outcomes' log-ratios of their largest to
     their smallest rate, 0 for an outcome that is impossible everywhere, ``inf`` for one
-    possible somewhere only."""
-    return np.stack([_epsilon(p1), gamma_sf(p1, share)], axis=-1)
+    possible somewhere only. Gamma as :func:`~bayesfair.metrics.gamma_sf` computes it, also
+    without its input checks: ``share`` is non-negative (shares or counts) with a positive
+    total."""
+    return np.stack([_epsilon(p1), _gamma(p1, share)], axis=-1)
 
 
 def _epsilon(p1: np.ndarray) -> np.ndarray:
@@ -185,6 +185,15 @@ def _epsilon(p1: np.ndarray) -> np.ndarray:
             mx, mn = q.max(axis=-1), q.min(axis=-1)
             per_outcome.append(np.where(mx <= 0, 0.0, np.log(mx / mn)))
     return np.maximum(*per_outcome)
+
+
+def _gamma(p1: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """Gamma-SF of rates ``p1`` (..., groups) with ``share`` (broadcastable), as
+    :func:`table_metrics` computes it."""
+    share = share / share.sum(axis=-1, keepdims=True)
+    p1 = np.where(share > 0, p1, 0.0)
+    overall = (p1 * share).sum(axis=-1, keepdims=True)
+    return (np.abs(overall - p1) * share).max(axis=-1)
 
 
 def _pearson(n: np.ndarray, k: np.ndarray) -> np.ndarray:

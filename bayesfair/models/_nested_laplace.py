@@ -32,6 +32,7 @@ their uncertainty (no plug-in), so a fair table keeps posterior mass near
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +48,11 @@ __all__ = ["GridPosterior", "grid_posterior"]
 SCALES = np.geomspace(0.02, 4.0, 9)
 #: Prior standard deviation of the intercept around the overall log-odds.
 INTERCEPT_SD = 2.0
+#: Up to this many floats (tables x draws x G x G), :meth:`GridPosterior.draw` gathers
+#: every draw's Cholesky factor and transforms all draws in one call, the faster way on
+#: tables of a couple of dozen intersections; beyond it, it transforms the draws of one grid
+#: point at a time, so that the copying does not grow with the draws times ``G^2``.
+GATHER_FLOATS = 2**18
 
 
 @dataclass(frozen=True)
@@ -84,14 +90,19 @@ class GridPosterior:  # numpydoc ignore=PR01
         chol = self.cholesky(points).reshape(-1, len(points), *z.shape[-1:] * 2)
         modes = self.mode.reshape(-1, *self.mode.shape[-2:])
         flat_g, flat_z = g.reshape(-1, size), z.reshape(-1, *z.shape[-2:])
-        eta = np.empty_like(flat_z)
-        for t in range(len(flat_z)):
-            for j, point in enumerate(points):
-                rows = np.flatnonzero(flat_g[t] == point)
-                if rows.size:
-                    eta[t, rows] = modes[t, point] + np.einsum(
-                        "ij,dj->di", chol[t, j], flat_z[t, rows]
-                    )
+        if flat_z.size * z.shape[-1] <= GATHER_FLOATS:  # every draw's factor, gathered
+            t = np.arange(len(flat_z))[:, None]
+            picked = chol[t, np.searchsorted(points, flat_g)]
+            eta = modes[t, flat_g] + np.einsum("...dij,...dj->...di", picked, flat_z)
+        else:  # many intersections: the draws of one grid point at a time
+            eta = np.empty_like(flat_z)
+            for t in range(len(flat_z)):
+                for j, point in enumerate(points):
+                    rows = np.flatnonzero(flat_g[t] == point)
+                    if rows.size:
+                        eta[t, rows] = modes[t, point] + np.einsum(
+                            "ij,dj->di", chol[t, j], flat_z[t, rows]
+                        )
         return expit(eta).reshape(z.shape)
 
 
@@ -125,6 +136,7 @@ class _LowRankPrior:
       C W^(1/2) B^{-1} W^(1/2) C`` is not."""
 
     def __init__(self, codes: np.ndarray, sa: np.ndarray, tau: np.ndarray) -> None:
+        self.sa, self.tau = sa, tau
         columns = [np.ones((codes.shape[1], 1))]
         columns += [(c[:, None] == np.unique(c)[None, :]).astype(float) for c in codes]
         self.z = np.hstack(columns)
@@ -172,14 +184,15 @@ def grid_posterior(
     lead, tables = k.shape[:-1], k.reshape(-1, k.shape[-1])
     pos = tables.sum(axis=-1)
     m = np.log((pos + 0.5) / (n.sum() - pos + 0.5))
-    sa, tau = (g.ravel() for g in np.meshgrid(scales, scales, indexing="ij"))
-    prior = _LowRankPrior(np.asarray(codes), sa, tau)
+    codes, scales = np.asarray(codes), np.asarray(scales, dtype=float)
+    prior, log_prior = _grid_prior(
+        codes.dtype.str, codes.shape, codes.tobytes(), scales.tobytes(), float(prior_scale)
+    )
+    sa, tau = prior.sa, prior.tau
     f, _, psi = kernel.modes(n, tables, m, prior.z, prior.d, prior.tau2, 100, 1e-8)
     half_logdet = kernel.half_logdets(n, m, f, prior.z, prior.d, prior.tau2)
     laplace = (n, m, f, prior.z, prior.d, prior.tau2)
     log_marginal = (psi - half_logdet).reshape(*lead, -1)
-    # half-normal priors; the grid is uniform in log scale, hence the Jacobian sigma
-    log_prior = -0.5 * ((sa / prior_scale) ** 2 + (tau / prior_scale) ** 2) + np.log(sa * tau)
     lw = log_marginal + log_prior
     weight = np.exp(lw - lw.max(axis=-1, keepdims=True))
     return GridPosterior(
@@ -189,3 +202,22 @@ def grid_posterior(
         tau=tau,
         laplace=laplace,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _grid_prior(
+    dtype: str, shape: tuple, codes: bytes, scales: bytes, prior_scale: float
+) -> tuple[_LowRankPrior, np.ndarray]:
+    """The prior of :func:`grid_posterior` at every grid point of a table's attribute
+    ``codes`` and ``scales`` (as bytes, to be hashable): its :class:`_LowRankPrior` and the
+    grid points' log prior weights. Cached, because a calibration refits tables of the same
+    intersections hundreds of times; the scales and weights, which every posterior of the
+    same intersections holds, are read-only."""
+    grid = np.frombuffer(scales, dtype=float)
+    sa, tau = (g.ravel() for g in np.meshgrid(grid, grid, indexing="ij"))
+    prior = _LowRankPrior(np.frombuffer(codes, dtype=dtype).reshape(shape), sa, tau)
+    # half-normal priors; the grid is uniform in log scale, hence the Jacobian sigma
+    log_prior = -0.5 * ((sa / prior_scale) ** 2 + (tau / prior_scale) ** 2) + np.log(sa * tau)
+    for a in (sa, tau, log_prior):
+        a.setflags(write=False)
+    return prior, log_prior

@@ -15,6 +15,7 @@ from bayesfair._table_intervals import (
     calibrate,
     calibrated_mass,
     credible_masses,
+    table_metrics,
     unchecked,
 )
 from bayesfair.calibration import equal_rates_pvalue, shrunk_rates
@@ -311,6 +312,29 @@ def test_result_does_not_depend_on_n_jobs():
     two = interval_calibration(data, n_replicates=16, random_state=3, n_jobs=2)
     pd.testing.assert_frame_equal(one.coverage, two.coverage)
     pd.testing.assert_frame_equal(one.intervals, two.intervals)
+
+
+def test_table_metrics_are_the_public_metrics_without_their_checks():
+    """The metrics of every replicate's draws equal :func:`epsilon_df` and
+    :func:`gamma_sf` bit for bit: on shares and on counts, with an intersection of share
+    0 (its rate left out, even a NaN one) and rates at exactly 0 and 1."""
+    rng = np.random.default_rng(0)
+    p1 = rng.uniform(size=(40, 7))
+    p1[0, 2], p1[1] = 0.0, 1.0
+    p1[2, 3] = np.nan
+    counts = rng.integers(0, 30, size=(40, 7))
+    counts[:, 0] += 1
+    counts[2, 3] = 0
+    shares = rng.dirichlet(np.ones(7), size=40)
+    shares[2] = counts[2] / counts[2].sum()
+    for rates, share in ((p1, counts), (p1, shares), (p1[3:], counts[5])):
+        got = table_metrics(rates, share)[..., 1]
+        np.testing.assert_array_equal(got, bf.metrics.gamma_sf(rates, share))
+    finite = p1[[0, 1, *range(3, 40)]]
+    np.testing.assert_array_equal(
+        table_metrics(finite, shares[: len(finite)])[..., 0],
+        bf.metrics.epsilon_df(bf.metrics.outcome_probabilities(finite)),
+    )
 
 
 def test_shrunk_rates_remove_only_the_noise():

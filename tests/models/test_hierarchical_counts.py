@@ -9,6 +9,7 @@ from scipy.special import expit
 
 import bayesfair as bf
 from bayesfair import _newton_kernel as kernel
+from bayesfair.models import _nested_laplace
 from bayesfair.models._nested_laplace import INTERCEPT_SD, _LowRankPrior, grid_posterior
 
 pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
@@ -107,19 +108,13 @@ def test_draws_form_the_covariances_of_the_grid_points_they_use_only(lead, monke
     """A draw forms the posterior covariance and its Cholesky factor only at the grid
     points it picked (fewer than the grid's 81 here), and its draws are the mixture's:
     the same numbers as picking every draw's point, then ``eta = mode + L z`` with the
-    factors of every grid point gathered."""
+    factors of every grid point gathered; the same whether the draws gather their
+    factors or are transformed a grid point at a time (``GATHER_FLOATS``)."""
     rng = np.random.default_rng(4)
     codes = np.indices((4, 3, 2)).reshape(3, -1)
     n = rng.integers(0, 60, 24)
     post = grid_posterior(n, rng.binomial(n, 0.3, size=(*lead, 24)), codes)
-    formed = []
     covariances = kernel.covariances
-    monkeypatch.setattr(
-        kernel, "covariances", lambda *a: formed.append(len(a[-1])) or covariances(*a)
-    )
-    draws = post.draw(300, np.random.default_rng(9))
-    assert draws.shape == (*lead, 300, 24)
-    assert formed and formed[0] < post.weight.shape[-1]
     ref = np.random.default_rng(9)
     cdf = np.cumsum(post.weight, axis=-1)
     u = ref.random((*lead, 300)) * cdf[..., -1:]
@@ -128,7 +123,21 @@ def test_draws_form_the_covariances_of_the_grid_points_they_use_only(lead, monke
     chol = np.take_along_axis(post.cholesky(np.arange(cdf.shape[-1])), g[..., None, None], axis=-3)
     mode = np.take_along_axis(post.mode, g[..., None], axis=-2)
     expected = expit(mode + np.einsum("...dij,...dj->...di", chol, z))
-    np.testing.assert_allclose(draws, expected, rtol=1e-12, atol=0)
+    by_way = []
+    for gather_floats in (0, 10**12):  # a grid point at a time; every draw's factor
+        monkeypatch.setattr(_nested_laplace, "GATHER_FLOATS", gather_floats)
+        formed = []
+        monkeypatch.setattr(
+            kernel,
+            "covariances",
+            lambda *a, formed=formed: formed.append(len(a[-1])) or covariances(*a),
+        )
+        draws = post.draw(300, np.random.default_rng(9))
+        assert draws.shape == (*lead, 300, 24)
+        assert formed and formed[0] < post.weight.shape[-1]
+        np.testing.assert_allclose(draws, expected, rtol=1e-12, atol=0)
+        by_way.append(draws)
+    np.testing.assert_array_equal(*by_way)
 
 
 def test_batched_fits_equal_one_at_a_time():
@@ -171,3 +180,20 @@ def test_is_a_fairness_model():
     assert s.loc["epsilon", "lower"] < s.loc["epsilon", "upper"]
     with pytest.raises(ValueError, match="prior_scale"):
         bf.HierarchicalCounts(prior_scale=-1).fit(data)
+
+
+def test_the_grid_prior_is_shared_between_fits_of_the_same_intersections():
+    """Fits of tables of the same intersections share one prior (a calibration refits
+    hundreds of them); its arrays are read-only, and another grid or prior scale gets its
+    own."""
+    codes = np.indices((3, 2)).reshape(2, -1)
+    n = np.array([40, 50, 60, 70, 80, 90])
+    one = grid_posterior(n, np.array([4, 10, 20, 30, 40, 50]), codes)
+    two = grid_posterior(n, np.array([40, 30, 20, 10, 5, 1]), codes.copy())
+    assert one.laplace[3] is two.laplace[3] and one.sigma_a is two.sigma_a
+    with pytest.raises(ValueError, match="read-only"):
+        one.tau[0] = 1.0
+    wider = grid_posterior(n, np.array([4, 10, 20, 30, 40, 50]), codes, prior_scale=2.0)
+    assert wider.laplace[3] is not one.laplace[3]
+    assert not np.allclose(wider.weight, one.weight)
+    np.testing.assert_array_equal(wider.sigma_a, one.sigma_a)
