@@ -79,8 +79,10 @@ class GridPosterior:  # numpydoc ignore=PR01
         table of the leading dimensions.
 
         Every draw picks a grid point by its weight, then ``eta = mode + L z`` with ``L``
-        that point's Cholesky factor, formed only for the points picked; the draws of one
-        point are transformed together."""
+        that point's Cholesky factor, formed only for the points picked. Up to
+        :data:`GATHER_FLOATS`, every draw's factor is gathered and all draws are
+        transformed in one call; beyond it (many intersections), the draws of one point
+        together. Both give the same numbers."""
         lead = self.weight.shape[:-1]
         cdf = np.cumsum(self.weight, axis=-1)
         u = rng.random((*lead, size)) * cdf[..., -1:]
