@@ -26,12 +26,15 @@ __all__ = ["FairnessConfidenceInterval", "fairness_confidence_interval"]
 
 
 def _max_other(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``max over i != j of a[i] - b[j]`` over the last axis, without forming every pair
-    (two largest a, two smallest b)."""
-    ia = np.argsort(-a, axis=-1, kind="stable")[..., :2]
-    ib = np.argsort(b, axis=-1, kind="stable")[..., :2]
-    a1, a2 = (np.take_along_axis(a, ia[..., i : i + 1], -1)[..., 0] for i in (0, 1))
-    b1, b2 = (np.take_along_axis(b, ib[..., i : i + 1], -1)[..., 0] for i in (0, 1))
+    """``max over i != j of a[i] - b[j]`` over the last axis (at least two entries, no
+    NaN), without forming every pair: the largest ``a1`` of a and smallest ``b1`` of b,
+    from different entries, or else the better of each with the other's runner-up."""
+    ia = a.argmax(axis=-1)[..., None]
+    ib = b.argmin(axis=-1)[..., None]
+    a1, b1 = np.take_along_axis(a, ia, -1)[..., 0], np.take_along_axis(b, ib, -1)[..., 0]
+    entry = np.arange(a.shape[-1])
+    a2 = np.where(entry == ia, -np.inf, a).max(axis=-1)
+    b2 = np.where(entry == ib, np.inf, b).min(axis=-1)
     with np.errstate(invalid="ignore"):
         other = np.maximum(a1 - b2, a2 - b1)
         return np.where(ia[..., 0] != ib[..., 0], a1 - b1, other)

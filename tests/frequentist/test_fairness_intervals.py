@@ -12,7 +12,7 @@ import pytest
 from bayesfair import AuditData, empirical_fairness, fairness_confidence_interval
 from bayesfair.datasets import make_gaussian_threshold
 from bayesfair.frequentist._pvalues import clopper_pearson
-from bayesfair.frequentist.fairness_bounds import epsilon_range, gamma_range
+from bayesfair.frequentist.fairness_bounds import _max_other, epsilon_range, gamma_range
 from bayesfair.metrics import epsilon_df, gamma_sf
 
 
@@ -29,6 +29,24 @@ def _audit(sizes, rates, rng, decision_noise=None):
 def _eps(p):
     p = np.asarray(p, float)
     return float(epsilon_df(np.stack([1 - p, p], axis=-1)))
+
+
+def test_max_other_is_the_largest_difference_of_two_different_entries():
+    """``_max_other(a, b)``, the largest ``a[i] - b[j]`` over ``i != j``, equals the
+    maximum over every pair, bit for bit: with ties (the largest of ``a`` and smallest of
+    ``b`` in the same entry, or several of them), ``-inf`` in ``b`` (a rate's lower end at
+    0) and tables computed at once."""
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        g = int(rng.integers(2, 7))
+        lead = [(), (4,), (2, 3)][trial % 3]
+        a = rng.choice([-2.0, -1.0, -0.5, 0.0], size=(*lead, g))
+        b = rng.choice([-np.inf, -2.0, -1.0, -0.5, 0.0], size=(*lead, g))
+        if trial % 2:
+            a, b = np.log(rng.uniform(size=(*lead, g))), np.log(rng.uniform(size=(*lead, g)))
+        pairs = a[..., :, None] - b[..., None, :]
+        pairs[..., np.arange(g), np.arange(g)] = -np.inf
+        np.testing.assert_array_equal(_max_other(a, b), pairs.max(axis=(-2, -1)))
 
 
 def test_epsilon_range_against_a_grid_of_the_box():
