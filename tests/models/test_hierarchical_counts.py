@@ -10,7 +10,12 @@ from scipy.special import expit
 import bayesfair as bf
 from bayesfair import _newton_kernel as kernel
 from bayesfair.models import _nested_laplace
-from bayesfair.models._nested_laplace import INTERCEPT_SD, _LowRankPrior, grid_posterior
+from bayesfair.models._nested_laplace import (
+    INTERCEPT_SD,
+    SCALES,
+    _LowRankPrior,
+    grid_posterior,
+)
 
 pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
 
@@ -184,8 +189,8 @@ def test_is_a_fairness_model():
 
 def test_the_grid_prior_is_shared_between_fits_of_the_same_intersections():
     """Fits of tables of the same intersections share one prior (a calibration refits
-    hundreds of them); its arrays are read-only, and another grid or prior scale gets its
-    own."""
+    hundreds of them); its scales and weights are read-only, and another prior scale or
+    grid gets its own."""
     codes = np.indices((3, 2)).reshape(2, -1)
     n = np.array([40, 50, 60, 70, 80, 90])
     one = grid_posterior(n, np.array([4, 10, 20, 30, 40, 50]), codes)
@@ -197,3 +202,6 @@ def test_the_grid_prior_is_shared_between_fits_of_the_same_intersections():
     assert wider.laplace[3] is not one.laplace[3]
     assert not np.allclose(wider.weight, one.weight)
     np.testing.assert_array_equal(wider.sigma_a, one.sigma_a)
+    coarse = grid_posterior(n, np.array([4, 10, 20, 30, 40, 50]), codes, scales=SCALES[::2])
+    assert coarse.weight.shape == (len(SCALES[::2]) ** 2,)
+    np.testing.assert_array_equal(np.unique(coarse.tau), SCALES[::2])
