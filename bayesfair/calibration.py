@@ -21,6 +21,7 @@ intersection may set the maximum, the mass grows until the interval allows for i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,7 +98,8 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         Per metric, the credible mass of the calibrated interval.
     bias_correction : dict
         Per metric, how far the calibrated interval (and its estimate) is moved down from the
-        hierarchical posterior's: its median's bias in the ``posterior`` scenario.
+        hierarchical posterior's: its median's bias in the ``posterior`` scenario, for the
+        metrics :attr:`bias_corrected` names; 0 for the others.
     unpooled : dict or None
         Where the audited table has :func:`unchecked` intersections (too few rows for any
         count to contradict the pooled rate), which the hierarchy lets lie off it only in a
@@ -148,10 +150,11 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         return _shortfall(self.coverage, self.level)
 
     @property
-    def bias_corrected(self) -> bool:
-        """Whether the calibrated interval and its estimate are moved by a bias correction:
-        for rates, not for the amplification (see :func:`interval_calibration`)."""
-        return _intervals_kind(self.role).bias_corrected
+    def bias_corrected(self) -> dict[str, bool]:
+        """Per metric, whether the calibrated interval and its estimate are moved by a bias
+        correction: epsilon-DF of rates, not gamma-SF, nor the amplification (see
+        :func:`interval_calibration`)."""
+        return dict(zip(METRICS, _intervals_kind(self.role).bias_corrected, strict=True))
 
     def plot(self, ax=None):
         """Coverage of every method and metric in every scenario, against the level.
@@ -218,14 +221,19 @@ def interval_calibration(
     across intersections that share attribute values, so a small intersection's noise does
     not set the maximum.
 
-    **The default interval** (``calibrated``) is the same posterior's interval moved down
-    by its median's bias and taken at a calibrated credible mass. The bias is the median,
-    over the ``posterior`` scenario's replicates (below), of the replicate's posterior
-    median minus its truth: a posterior of a maximum of noisy log-ratios sits above the
-    truth where groups are small or similar, and the model's own replications say by how
-    much on tables of these sizes (a parametric bootstrap's bias correction, with the
-    posterior as the bootstrap world). Every end is moved by it (within ``[0, inf)``; a
-    lower end at 0 stays there), and so is the estimate. The mass is the smallest, from
+    **The default interval** (``calibrated``) is the same posterior's interval, for
+    epsilon-DF moved down by its median's bias, taken at a calibrated credible mass. The
+    bias is the median, over the ``posterior`` scenario's replicates (below), of the
+    replicate's posterior median minus its truth: a posterior of a maximum of noisy
+    log-ratios sits above the truth where groups are small or similar, and the model's own
+    replications say by how much on tables of these sizes (a parametric bootstrap's bias
+    correction, with the posterior as the bootstrap world). Every end is moved by it
+    (within ``[0, inf)``; a lower end at 0 stays there), and so is the estimate. Gamma-SF
+    is not moved: it weights every intersection's gap by its share, so the small
+    intersections' noise barely enters it and its posterior median is about unbiased; the
+    bias one table's posterior scenario shows for it is that scenario's own and does not
+    carry over to the table's truth, so moving by it would only spread the intervals'
+    ends (and lower their coverage). The mass is the smallest, from
     ``level`` up to 0.999, whose moved intervals held their truth in at least ``level`` of
     the replicates of both the ``posterior`` and the ``observed`` scenario: the simulated
     coverage curve inverted at the level (Loh 1987; a double bootstrap's calibration with a
@@ -415,17 +423,19 @@ def _shortfall(coverage: pd.DataFrame, level: float) -> dict[str, dict[str, floa
 
 
 def _calibration_note(
-    mass: np.ndarray, shift: np.ndarray, level: float, moved: bool, short: dict
+    mass: np.ndarray, shift: np.ndarray, level: float, moved: Sequence[bool], short: dict
 ) -> str:
-    """How the calibrated interval was chosen, for the result's notes; where no mass
-    reached the level (``short``, :func:`_shortfall`), says so and which interval holds."""
+    """How the calibrated interval was chosen, for the result's notes (``moved``: per
+    metric, whether it is bias-corrected); where no mass reached the level (``short``,
+    :func:`_shortfall`), says so and which interval holds."""
     first, second = CALIBRATION_SCENARIOS
     masses = " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
+    biases = [
+        f"{b:+.3g} ({metric})" for b, metric, m in zip(shift, METRICS, moved, strict=True) if m
+    ]
     how = (
-        f", moved down by its median's bias in the '{first}' scenario ("
-        + " and ".join(f"{b:+.3g}" for b in shift)
-        + ")"
-        if moved
+        f", moved down by its median's bias in the '{first}' scenario ({' and '.join(biases)})"
+        if biases
         else " (no bias correction for this table)"
     )
     reached = [m for m in METRICS if m not in short]

@@ -129,17 +129,18 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
     """The answer of the audit's default interval (:func:`~bayesfair.interval_calibration`)
     to ``question``, about ``subject`` (what the metric is of)."""
     r = cal.intervals.set_index(["metric", "method"]).loc[(metric, "calibrated")]
-    corrected = cal.bias_corrected
+    corrected = cal.bias_corrected[metric]
     kind = f"{level:.0%} posterior, hierarchical, calibrated: credible mass {r['credible_mass']:g}"
     if corrected:
         kind += f", bias correction {-cal.bias_correction.get(metric, 0.0):+.3g}"
-    if r["lower"] == 0 and corrected:
-        kind += (
-            f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
-            if cal.equal_rates_pvalue >= 1 - level
-            else f"; lower end 0 after the bias correction (equal rates rejected, "
-            f"p = {cal.equal_rates_pvalue:.2g})"
-        )
+    if r["lower"] == 0 and cal.role != AMPLIFICATION:  # rates: 0 where equal rates hold
+        if cal.equal_rates_pvalue >= 1 - level:
+            kind += f"; lower end 0: equal rates not rejected, p = {cal.equal_rates_pvalue:.2g}"
+        elif corrected:
+            kind += (
+                f"; lower end 0 after the bias correction (equal rates rejected, "
+                f"p = {cal.equal_rates_pvalue:.2g})"
+            )
     if metric == "epsilon-DF" and cal.unpooled:
         u = cal.unpooled
         kind += (
