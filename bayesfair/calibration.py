@@ -431,13 +431,11 @@ def _calibration_note(
     first, second = CALIBRATION_SCENARIOS
     masses = " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
     biases = [
-        f"{b:+.3g} ({metric})" for b, metric, m in zip(shift, METRICS, moved, strict=True) if m
+        f"{metric}'s moved down by its median's bias in the '{first}' scenario ({b:+.3g})"
+        for b, metric, m in zip(shift, METRICS, moved, strict=True)
+        if m
     ]
-    how = (
-        f", moved down by its median's bias in the '{first}' scenario ({' and '.join(biases)})"
-        if biases
-        else " (no bias correction for this table)"
-    )
+    how = ", " + " and ".join(biases) if biases else " (no bias correction for this table)"
     reached = [m for m in METRICS if m not in short]
     note = f"calibrated: the hierarchical posterior's interval at credible mass {masses}{how}"
     if reached:
