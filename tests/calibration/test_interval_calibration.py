@@ -620,11 +620,13 @@ def test_default_covers_on_generators_it_was_not_tuned_on(levels, kw, n_rows, se
     """Rare outcomes (base rate 0.05) on four attributes (3 x 2 x 2 x 2), strong main
     effects with skewed shares, interactions only (4,000 rows each), and the issue's
     generator on 1,000 rows (about 40 per intersection, where a bias correction of gamma-SF
-    measured on the posterior scenario would spread its ends): the default covers at least 0.86,
-    and at most 0.95 (an expected failure, with the coverage, where it over-covers: on rare
-    outcomes many small intersections have no positive, the observed scenario's smoothed
-    rates are rougher than the population's and the calibration widens more than needed;
-    notebook 08, section 3, gives both intervals' coverage)."""
+    measured on the posterior scenario would spread its ends): the default covers at least
+    0.86, and at most 0.95 (an expected failure, with the coverage, where it over-covers: on
+    rare outcomes many small intersections have no positive, the observed scenario's
+    smoothed rates are rougher than the population's and the calibration widens more than
+    needed). Notebook 08 gives both intervals' coverage of the first three (section 3) and
+    of the issue's generator at 1,000 rows (section 1, with its own seed and calibration
+    size)."""
 
     def population(rng):
         return additive_population(rng, levels, **kw)
