@@ -164,7 +164,9 @@ class StructuredRegression:
     Parameters
     ----------
     interval : {"percentile", "basic"}, default "percentile"
-        The rBLPR interval (see
+        The rBLPR interval: the bootstrap estimates' percentiles (as published), or the
+        basic bootstrap interval, which reverses the bootstrap's bias and so misses more
+        often where the lasso shrinks what sets small groups apart (see
         :func:`~bayesfair.disaggregated.structured.structured_regression`).
     ridge : {"groups", "rows"} or float, default "groups"
         The partial ridge of rBLPR: ``"groups"`` gives tighter intervals, ``"rows"``

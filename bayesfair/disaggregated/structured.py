@@ -293,8 +293,14 @@ def structured_regression(
     chooses it.
     ``interval`` is ``"percentile"`` (rBLPR as Liu, Xu and Li publish it: percentiles
     of the bootstrap lasso + partial ridge estimates, whose bootstrap world has the
-    lasso fit as its truth) or ``"basic"`` (the bootstrap deviations reflected
-    around the LPR estimate).
+    lasso fit as its truth) or ``"basic"``: the LPR estimate minus the quantiles of the
+    replicates' deviations from their world's truth, the lasso fit, ``[lpr - q_hi,
+    lpr - q_lo]`` with ``q`` the quantiles of ``lpr* - fit`` (Davison and Hinkley 1997,
+    eq. 5.6).  The deviations must be taken from the world's truth: taken from the LPR
+    estimate they would also hold its gap to the lasso fit, and move the interval away
+    from the truth by as much.  The basic interval reverses the bootstrap's bias, so
+    where the lasso shrinks the effects that set small groups apart it misses more
+    often than the percentile interval.
 
     ``ridge`` is the partial ridge penalty lam2 on the coefficients the lasso left
     out, in units of the loss whose weights sum to one.  Liu, Xu and Li use 1/n for
@@ -445,7 +451,7 @@ def structured_regression(
     return {
         "estimate": est,
         "lpr": lpr,
-        "intervals": _rblpr_intervals(boot, lpr, level, est_opts.interval),
+        "intervals": _rblpr_intervals(boot, lpr, est, level, est_opts.interval),
         "lam": float(lam),
         "lambdas": lams,
         "cv_loss": cv_loss,
@@ -457,17 +463,22 @@ def structured_regression(
 
 
 def _rblpr_intervals(
-    boot: np.ndarray, lpr: np.ndarray, level: float | Sequence[float], interval: str
+    boot: np.ndarray,
+    lpr: np.ndarray,
+    world: np.ndarray,
+    level: float | Sequence[float],
+    interval: str,
 ) -> dict:
-    """``{level: (lo, hi)}`` from the bootstrap replicates ``boot`` (replicates, groups):
-    their percentiles (rBLPR as published), or the basic interval around ``lpr``."""
+    """``{level: (lo, hi)}`` from the bootstrap replicates ``boot`` (replicates, groups)
+    of a world whose truth is ``world``: their percentiles (rBLPR as published), or the
+    basic interval, their deviations from ``world`` reflected around ``lpr``."""
     intervals = {}
     for lv in [level] if isinstance(level, Real) else list(level):
         a = (1 - lv) / 2
         if interval == "percentile":
             intervals[lv] = tuple(np.quantile(boot, [a, 1 - a], axis=0))
         else:
-            q_lo, q_hi = np.quantile(boot - lpr, [a, 1 - a], axis=0)
+            q_lo, q_hi = np.quantile(boot - world, [a, 1 - a], axis=0)
             intervals[lv] = (lpr - q_hi, lpr - q_lo)
     return intervals
 
