@@ -270,9 +270,8 @@ def test_rblpr_intervals_cover_when_the_features_hold_the_truth():
 def test_basic_rblpr_interval_covers_when_the_features_hold_the_truth():
     """The basic rBLPR interval (``interval="basic"``) on the additive population of the
     test above (40 replicates, 1,280 group-replicates): 95% and 80% coverage within
-    [0.92, 0.99] and [0.75, 0.92]. Its deviations are taken from the bootstrap world's
-    truth, the lasso fit; taken from the LPR estimate, as before this test, it covered
-    0.80 and 0.61 here."""
+    [0.92, 0.99] and [0.75, 0.92]: it holds its level only if its deviations are taken
+    from the bootstrap world's truth, the lasso fit, not from the LPR estimate."""
     est = {"basic": StructuredRegression(n_resamples=200, interval="basic")}
     cov, rel, cases = _rblpr_study(0.0, est, levels=(0.95, 0.8))
     print("basic rBLPR coverage:", cov, "width relative to standard:", rel)
@@ -291,7 +290,8 @@ def test_basic_rblpr_interval_reflects_the_deviations_from_the_worlds_truth():
     rng = np.random.default_rng(4)
     world = np.array([0.2, 0.5])
     boot = world + rng.normal([0.01, -0.02], [0.03, 0.05], (999, 2))
-    for lpr in (world, world + np.array([0.04, -0.03])):
+    shift = np.array([0.04, -0.03])
+    for lpr in (world, world + shift):
         lo, hi = _rblpr_intervals(boot, lpr, world, 0.9, "basic")[0.9]
         dev = boot - world
         for g in range(2):
@@ -299,7 +299,6 @@ def test_basic_rblpr_interval_reflects_the_deviations_from_the_worlds_truth():
             assert (lo[g], hi[g]) == pytest.approx((lpr[g] - q_hi, lpr[g] - q_lo))
         pct = _rblpr_intervals(boot, lpr, world, [0.9], "percentile")[0.9]
         np.testing.assert_allclose(pct, np.quantile(boot, [0.05, 0.95], axis=0))
-    shift = np.array([0.04, -0.03])
     moved = _rblpr_intervals(boot, world + shift, world, 0.9, "basic")[0.9]
     still = _rblpr_intervals(boot, world, world, 0.9, "basic")[0.9]
     np.testing.assert_allclose(np.subtract(moved, still), [shift, shift])
