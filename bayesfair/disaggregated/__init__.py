@@ -9,6 +9,7 @@ from .estimators import (
     StructuredRegression,
     empirical_bayes_caveat,
     resolve_estimators,
+    structured_regression_caveat,
 )
 from .evaluate import DisaggregatedResult, disaggregated_evaluation
 from .groups import GroupedData, pooled_sigma2
@@ -42,4 +43,5 @@ __all__ = [
     "robust_empirical_bayes",
     "standard_intervals",
     "structured_regression",
+    "structured_regression_caveat",
 ]

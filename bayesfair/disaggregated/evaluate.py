@@ -44,6 +44,7 @@ from .estimators import (
     StructuredRegression,
     empirical_bayes_caveat,
     resolve_estimators,
+    structured_regression_caveat,
 )
 from .groups import COUNT_METRICS, GroupedData, metric_name, pooled_sigma2
 from .hierarchical import fit_hierarchical, pinned_down
@@ -101,6 +102,8 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     eb_interval : str
         Which empirical-Bayes interval the table holds ("prasad_rao", "posterior" or
         "robust", whose estimates are the robust empirical Bayes ones too).
+    structured_estimator : StructuredRegression or None
+        The options of the structured regression the table holds (None without it).
     metric_definitions : dict
         Each metric's definition by name (a count metric's name, ``"auc"`` or the user's
         function), so that :meth:`goodness_of_fit` can recompute it on part of the rows.
@@ -117,16 +120,22 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     diagnostics: dict = field(default_factory=dict)
     grouped: GroupedData | None = field(default=None, repr=False)
     eb_interval: str = "prasad_rao"
+    structured_estimator: StructuredRegression | None = None
     metric_definitions: dict = field(default_factory=dict, repr=False)
 
     @property
     def notes(self) -> list[str]:
-        """What the intervals in ``table`` do not hold: empirical Bayes' are not calibrated
-        group by group (:func:`~bayesfair.disaggregated.empirical_bayes_caveat`); empty
-        without empirical Bayes."""
-        if "empirical_bayes" not in set(self.table["estimator"]):
-            return []
-        return [empirical_bayes_caveat(self.eb_interval)]
+        """What the intervals in ``table`` do not hold: structured regression's and
+        empirical Bayes' are calibrated on average over groups, not group by group
+        (:func:`~bayesfair.disaggregated.structured_regression_caveat`,
+        :func:`~bayesfair.disaggregated.empirical_bayes_caveat`); empty without either."""
+        have = set(self.table["estimator"])
+        notes = []
+        if "structured" in have:
+            notes.append(structured_regression_caveat(self.structured_estimator))
+        if "empirical_bayes" in have:
+            notes.append(empirical_bayes_caveat(self.eb_interval))
+        return notes
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-group, per-metric, per-estimator table (``table``).
@@ -643,6 +652,7 @@ def disaggregated_evaluation(
         diagnostics=diagnostics,
         grouped=gd,
         eb_interval=eb.interval,
+        structured_estimator=sr,
         metric_definitions=dict(zip(names, metrics, strict=True)),
     )
 

@@ -110,21 +110,10 @@ def add_disaggregated_section(
 
 
 def _caveats(result: DisaggregatedResult, have: Sequence[str]) -> list[str]:
-    """What the structured and empirical-Bayes intervals do not promise, and the groups
-    without rows, for the estimators the result has."""
+    """The groups without rows, for structured regression, and what the structured and
+    empirical-Bayes intervals do not promise (the result's notes)."""
     out = []
     if "structured" in have:
-        out.append(
-            "Structured regression's intervals (residual bootstrap lasso + partial ridge) "
-            "allow for the groups' departures from the fitted surface with one variance "
-            "for all groups, estimated from the residuals, so they cover the smallest "
-            "groups less where those depart further than the rest: at 95%, on Herlihy et "
-            "al.'s own population (UCI diabetes, 20 evaluation sets of 5,000) they covered "
-            "0.93-0.96 of all groups on six metrics, but 0.89 of groups of at most 10 rows "
-            "(the hierarchical model's: 0.92); on the Adult simulation 0.93-0.98. "
-            "StructuredRegression(ridge='rows') gives conservative ones "
-            "(0.97-0.98, about as wide as the standard intervals)."
-        )
         empty = result.grouped.sizes() == 0
         if empty.any():
             names = result.grouped.group_names()

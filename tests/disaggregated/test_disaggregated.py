@@ -21,6 +21,7 @@ from bayesfair.disaggregated import (
     Standard,
     StructuredRegression,
     disaggregated_evaluation,
+    structured_regression_caveat,
 )
 from bayesfair.disaggregated.evaluate import MOVED_OPTIONS
 from bayesfair.metrics import RATE_DEFINITIONS, group_rates
@@ -530,3 +531,36 @@ def test_empirical_bayes_caveat_is_in_the_result_and_its_display():
     )
     assert "robust one" in robust.notes[0]
     assert disaggregated_evaluation(df, estimators=["standard"], **kw).notes == []
+
+
+def test_structured_regression_caveat_follows_its_options_into_the_result_and_the_report():
+    """Structured regression's intervals hold their level on average over groups, not for
+    a small group that departs from the surface: the result's notes say so in the words of
+    its options (departures, the published rBLPR, the conservative ridge), before empirical
+    Bayes' note, and the report's section carries the same words once."""
+    from bayesfair.report import Report
+    from bayesfair.report.disaggregated import add_disaggregated_section
+
+    df = _frame(n=1500)
+    kw = dict(protected=["race", "sex"], outcome="y", decision="d", metrics=["fpr"])
+    fast = dict(n_resamples=50, n_folds=3, n_lambdas=5)
+    res = disaggregated_evaluation(
+        df, estimators=["standard", StructuredRegression(**fast), "empirical_bayes"], **kw
+    )
+    sr_note, eb_note = res.notes
+    assert sr_note == structured_regression_caveat(StructuredRegression(**fast))
+    assert "departs from the surface" in sr_note and "on average over groups" in sr_note
+    assert "Prasad and Rao" in eb_note
+    assert "on average over groups" in res._repr_html_()
+    published = disaggregated_evaluation(
+        df, estimators=["standard", StructuredRegression(departures=False, **fast)], **kw
+    )
+    (note,) = published.notes
+    assert "as published" in note and "departs from the surface" not in note
+    rows = disaggregated_evaluation(
+        df, estimators=["standard", StructuredRegression(ridge="rows", **fast)], **kw
+    )
+    (note,) = rows.notes
+    assert "conservative" in note and "can miss" not in note
+    html = add_disaggregated_section(Report("t"), res).to_html()
+    assert html.count("departs from the surface") == 1
