@@ -254,7 +254,8 @@ def structured_regression_caveat(estimator: StructuredRegression | None = None) 
     >>> from bayesfair.disaggregated import StructuredRegression, structured_regression_caveat
     >>> "on average over groups" in structured_regression_caveat()
     True
-    >>> "conservative" in structured_regression_caveat(StructuredRegression(ridge="rows"))
+    >>> rows = structured_regression_caveat(StructuredRegression(ridge="rows"))
+    >>> "keeps almost all of its own deviation" in rows and "can miss" not in rows
     True
     """
     sr = StructuredRegression() if estimator is None else estimator

@@ -561,6 +561,7 @@ def test_structured_regression_caveat_follows_its_options_into_the_result_and_th
         df, estimators=["standard", StructuredRegression(ridge="rows", **fast)], **kw
     )
     (note,) = rows.notes
-    assert "conservative" in note and "can miss" not in note
+    assert "keeps almost all of its own deviation" in note and "can miss" not in note
+    assert "keeps almost all of its own deviation" not in sr_note
     html = add_disaggregated_section(Report("t"), res).to_html()
     assert html.count("departs from the surface") == 1
