@@ -91,7 +91,8 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     structured : dict
         Per metric: chosen lambda, selected features, coefficients, the features left
         out because they copy the metric (``dropped``), and the variance of the groups'
-        departures from the surface in rBLPR's bootstrap world (``departure_variance``).
+        departures from the surface in rBLPR's bootstrap world (``departure_variance``:
+        ``(tau2, phi)``, group a's is ``tau2 + phi * sigma2 / n_a``).
     idata : dict
         ArviZ InferenceData of the hierarchical model(s): "binomial", "fay_herriot".
     diagnostics : dict

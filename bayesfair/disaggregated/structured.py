@@ -20,6 +20,7 @@ from numbers import Real
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.optimize import nnls
 
 from .._validation import check_instance, check_real, check_same_index
 from .._vocabulary import LEVEL, moved_options, renamed_arguments
@@ -322,8 +323,10 @@ def structured_regression(
 
     ``departures`` (on by default) lets the bootstrap world hold the groups' departures
     from the surface: each replicate's truth is the lasso fit plus independent
-    ``N(0, tau^2)`` departures (``tau^2`` the :func:`departure_variance` of the lasso's
-    residuals), its data that truth plus resampled noise, and the interval is taken of
+    ``N(0, tau^2 + phi sigma^2 / n_a)`` departures (``tau^2`` and ``phi`` the
+    :func:`departure_variance` of the lasso's residuals, with its nonzero coefficients as
+    the fit's degrees of freedom: a part common to all groups and one that grows as a
+    group's rows fall), its data that truth plus resampled noise, and the interval is taken of
     the replicate's LPR estimate minus its departure, so that the interval of a group
     whose estimate is shrunk towards the surface allows for what the features do not
     explain. Without it the world's truth is the surface itself, and a small group's
@@ -365,7 +368,8 @@ def structured_regression(
         ``intervals`` {level: (lo, hi)}, ``lam``, ``cv_loss``, ``lambdas``,
         ``selected`` (feature names), ``coef`` (a Series on the features' scale),
         ``dropped``: features left out because they copy the metric (see
-        :func:`target_copies`; also warned), and ``departure_variance`` (0 without
+        :func:`target_copies`; also warned), and ``departure_variance``: the pair
+        ``(tau2, phi)`` of :func:`departure_variance` (``(0.0, 0.0)`` without
         ``departures``).
 
     Examples
@@ -427,7 +431,11 @@ def structured_regression(
     # centred and rescaled to unit variance: the pooled variance model fixes the noise level,
     # which a lasso fit that interpolates small groups would otherwise under-state
     se = np.sqrt(sigma2 / n[ok])
-    tau2 = departure_variance(s[ok] - est[ok], se) if est_opts.departures else 0.0
+    tau2, phi = 0.0, 0.0
+    if est_opts.departures:
+        tau2, phi = departure_variance(s[ok] - est[ok], se, df=1 + int(selected.sum()))
+    # a group without an estimate departs as much as the smallest group with one
+    dep_sd = np.sqrt(tau2 + phi * np.where(ok, sigma2 / np.maximum(n, 1), se.max() ** 2))
     resid = (s[ok] - est[ok]) / se
     resid = resid - resid.mean()
     sd = resid.std()
@@ -439,10 +447,10 @@ def structured_regression(
     boot = np.empty((n_resamples, gd.n_groups))
     theta_b = theta.copy()
     dep = np.zeros(gd.n_groups)
-    dep_rng = rng.spawn(1)[0] if tau2 > 0 else None
+    dep_rng = rng.spawn(1)[0] if dep_sd.max() > 0 else None
     for b in range(n_resamples):
         if dep_rng is not None:
-            dep = np.sqrt(tau2) * dep_rng.standard_normal(gd.n_groups)
+            dep = dep_sd * dep_rng.standard_normal(gd.n_groups)
         ystar = est[ok] + dep[ok] + rng.choice(resid, size=len(resid)) * se
         _b0b, theta_b = lasso_cd(F_ok, ystar, w, lam, theta_b)
         selb = np.abs(theta_b) > 1e-12
@@ -458,7 +466,7 @@ def structured_regression(
         "selected": list(F_df.columns[selected]),
         "coef": pd.Series(theta / _sd, index=F_df.columns),
         "dropped": dropped,
-        "departure_variance": tau2,
+        "departure_variance": (tau2, phi),
     }
 
 
@@ -483,17 +491,30 @@ def _rblpr_intervals(
     return intervals
 
 
-def departure_variance(residuals: np.ndarray, se: np.ndarray) -> float:
-    r"""The variance of the groups' departures from the regression surface, by the method
-    of moments: :math:`\hat\tau^2 = \max(0, \overline{r_a^2 - \sigma^2 / n_a})`, with
-    :math:`r_a` a group's standard estimate minus the surface's fit and
-    :math:`\sigma^2 / n_a` its sampling variance (the pooled variance model).
+def departure_variance(residuals: np.ndarray, se: np.ndarray, df: int = 0) -> tuple[float, float]:
+    r"""The variance of the groups' departures from the regression surface, as
+    :math:`\tau^2 + \phi \sigma_a^2` for group a, by the method of moments: ``(tau2,
+    phi)``.
 
-    A group's residual is its sampling error plus its departure, so the mean squared
-    residual beyond the sampling variance estimates the departures' variance (the
-    moment estimator of a random-effects meta-analysis, unweighted, so that the many
-    small groups, whose departures the intervals must allow for, count as much as the
-    large ones; DerSimonian and Laird 1986).
+    A group's residual :math:`r_a` (its standard estimate minus the surface's fit) is its
+    sampling error, of variance :math:`\sigma_a^2 = \sigma^2 / n_a` (the pooled variance
+    model), plus its departure. A fit with ``df`` parameters absorbs part of both: over
+    :math:`k` groups the squared residuals fall short by a factor of about :math:`(k -
+    \mathrm{df}) / k` (exactly so, on average, for least squares with equal weights and
+    variances), so the corrected
+    :math:`c_a = r_a^2 k / (k - \mathrm{df})` estimate the total variance, and
+    :math:`c_a - \sigma_a^2` the departure's. Non-negative least squares of these excesses
+    on :math:`(1, \sigma_a^2)`, every group counting alike, gives :math:`\tau^2`, a
+    departure common to all groups (the moment estimator of a random-effects
+    meta-analysis, DerSimonian and Laird 1986), and :math:`\phi`, one that grows with the
+    group's sampling variance, as overdispersion does (McCullagh and Nelder 1989, section
+    4.5): the departures are not exchangeable, small groups depart more (a small group's
+    true value is an average over few people, so it scatters further around any surface
+    of the features; ``scripts/structured_departures.py`` measures it on Herlihy et al.'s
+    diabetes population), and one variance for all would leave the small groups'
+    intervals short and the large groups' wide. For a lasso, ``df`` is the
+    number of its nonzero coefficients plus the intercept (Zou, Hastie and Tibshirani
+    2007).
 
     Parameters
     ----------
@@ -501,21 +522,40 @@ def departure_variance(residuals: np.ndarray, se: np.ndarray) -> float:
         Standard estimates minus the surface's fit, per group with an estimate.
     se : numpy.ndarray
         Their standard errors under the pooled variance, ``sqrt(sigma2 / n_a)``.
+    df : int, default 0
+        Degrees of freedom of the fit (at most ``k - 1`` of them are corrected for).
 
     Returns
     -------
-    float
+    tuple of float
+        ``(tau2, phi)``, both non-negative; ``(0.0, 0.0)`` where the residuals are no
+        larger than their sampling noise.
+
+    References
+    ----------
+    DerSimonian, R. and Laird, N. (1986). Meta-analysis in clinical trials. *Controlled
+    Clinical Trials* 7(3). McCullagh, P. and Nelder, J. A. (1989). *Generalized Linear
+    Models*, 2nd ed. Chapman and Hall. Zou, H., Hastie, T. and Tibshirani, R. (2007). On
+    the "degrees of freedom" of the lasso. *Annals of Statistics* 35(5).
 
     Examples
     --------
     >>> import numpy as np
     >>> from bayesfair.disaggregated.structured import departure_variance
-    >>> round(departure_variance(np.array([0.3, -0.3]), np.array([0.1, 0.1])), 6)
-    0.08
-    >>> departure_variance(np.array([0.01, -0.01]), np.array([0.1, 0.1]))  # noise alone
-    0.0
+    >>> se = np.array([0.1, 0.1, 0.05, 0.05])
+    >>> r = np.sqrt([0.05, 0.05, 0.02, 0.02]) * np.array([1, -1, 1, -1])
+    >>> tau2, phi = departure_variance(r, se)  # 0.01 for every group, 3 times its noise
+    >>> round(tau2, 6), round(phi, 6)
+    (0.01, 3.0)
+    >>> departure_variance(np.array([0.01, -0.01, 0.0, 0.0]), se)  # noise alone
+    (0.0, 0.0)
     """
-    return max(0.0, float(np.mean(residuals**2 - se**2)))
+    r2 = np.asarray(residuals, dtype=float) ** 2
+    se2 = np.asarray(se, dtype=float) ** 2
+    k = len(r2)
+    excess = r2 * k / max(k - df, 1) - se2
+    coef, _ = nnls(np.column_stack([np.ones(k), se2]), excess)
+    return float(coef[0]), float(coef[1])
 
 
 def goodness_of_fit(
