@@ -326,10 +326,10 @@ def structured_regression(
     ``N(0, tau^2 + phi sigma^2 / n_a)`` departures (``tau^2`` and ``phi`` the
     :func:`departure_variance` of the lasso's residuals, with its nonzero coefficients as
     the fit's degrees of freedom: a part common to all groups and one that grows as a
-    group's rows fall), its data that truth plus resampled noise, and the interval is taken of
-    the replicate's LPR estimate minus its departure, so that the interval of a group
-    whose estimate is shrunk towards the surface allows for what the features do not
-    explain. Without it the world's truth is the surface itself, and a small group's
+    group's rows fall), its data that truth plus resampled noise, and the interval is
+    taken of the replicate's LPR estimate minus its departure, so that the interval of a
+    group whose estimate is shrunk towards the surface allows for what the features do
+    not explain. Without it the world's truth is the surface itself, and a small group's
     interval is the surface's uncertainty alone.
 
     Parameters
@@ -501,20 +501,18 @@ def departure_variance(residuals: np.ndarray, se: np.ndarray, df: int = 0) -> tu
     model), plus its departure. A fit with ``df`` parameters absorbs part of both: over
     :math:`k` groups the squared residuals fall short by a factor of about :math:`(k -
     \mathrm{df}) / k` (exactly so, on average, for least squares with equal weights and
-    variances), so the corrected
-    :math:`c_a = r_a^2 k / (k - \mathrm{df})` estimate the total variance, and
-    :math:`c_a - \sigma_a^2` the departure's. Non-negative least squares of these excesses
-    on :math:`(1, \sigma_a^2)`, every group counting alike, gives :math:`\tau^2`, a
-    departure common to all groups (the moment estimator of a random-effects
-    meta-analysis, DerSimonian and Laird 1986), and :math:`\phi`, one that grows with the
-    group's sampling variance, as overdispersion does (McCullagh and Nelder 1989, section
-    4.5): the departures are not exchangeable, small groups depart more (a small group's
-    true value is an average over few people, so it scatters further around any surface
-    of the features; ``scripts/structured_departures.py`` measures it on Herlihy et al.'s
-    diabetes population), and one variance for all would leave the small groups'
-    intervals short and the large groups' wide. For a lasso, ``df`` is the
-    number of its nonzero coefficients plus the intercept (Zou, Hastie and Tibshirani
-    2007).
+    variances), so the corrected :math:`c_a = r_a^2 k / (k - \mathrm{df})` estimate the
+    total variance, and :math:`c_a - \sigma_a^2` the departure's. Non-negative least
+    squares of these excesses on :math:`(1, \sigma_a^2)`, every group counting alike,
+    gives :math:`\tau^2`, a departure common to all groups (the moment estimator of a
+    random-effects meta-analysis, DerSimonian and Laird 1986), and :math:`\phi`, one that
+    grows with the group's sampling variance, as overdispersion does (McCullagh and Nelder
+    1989, section 4.5): the departures are not exchangeable, small groups depart more (a
+    small group's true value is an average over few people, so it scatters further around
+    any surface of the features; ``scripts/structured_departures.py`` measures it on
+    Herlihy et al.'s diabetes population), and one variance for all would leave the small
+    groups' intervals short and the large groups' wide. For a lasso, ``df`` is the number of its
+    nonzero coefficients plus the intercept (Zou, Hastie and Tibshirani 2007).
 
     Parameters
     ----------
