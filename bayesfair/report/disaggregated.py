@@ -123,7 +123,7 @@ def _caveats(result: DisaggregatedResult, have: Sequence[str]) -> list[str]:
                 f"{int(empty.sum())} group(s) have no rows ({listed}{more}): their "
                 "model-based estimates come from the other groups alone. Structured "
                 "regression's interval there is the fitted surface's, widened by the "
-                "departure variance the other groups show; the hierarchical model's "
+                "departures of the smallest group with an estimate; the hierarchical model's "
                 "interval includes the group's own effect, drawn from its learned scale."
             )
     out.extend(result.notes)
