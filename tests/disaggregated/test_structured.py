@@ -247,6 +247,41 @@ def test_departures_change_nothing_where_the_residuals_are_noise():
     assert np.mean(widths[True]) > np.mean(widths[False])
 
 
+def test_a_group_without_an_estimate_departs_as_much_as_the_smallest_group_with_one():
+    """A group with no rows has no residual to show its departure: its interval is the
+    surface's, widened by the departure variance of the smallest group with an estimate,
+    ``tau2 + phi sigma2 / n_min``, so its 90% interval is at least about 2 x 1.645 of
+    that standard deviation wide (0.9 of it, for the bootstrap's noise at 200 resamples),
+    and wider than the same group's interval without the departures."""
+    df, _ = _additive_population(3)
+    cols = ["race", "sex", "age"]
+    empty = (df.race == "d") & (df.sex == "f") & (df.age == "4")
+    df = df[~empty].astype({c: pd.CategoricalDtype(sorted(df[c].unique())) for c in cols})
+    gd = GroupedData.from_frame(df, cols, "y", "d")
+    n = gd.sizes()
+    assert (n == 0).sum() == 1
+    s = gd.estimate("selection_rate")
+    fits = {
+        dep: structured_regression(
+            gd,
+            "selection_rate",
+            s,
+            0.01,
+            level=0.9,
+            estimator=StructuredRegression(n_resamples=200, departures=dep),
+            lam=1e-3,
+            rng=np.random.default_rng(0),
+        )
+        for dep in (False, True)
+    }
+    tau2, phi = fits[True]["departure_variance"]
+    assert phi > 0
+    sd = np.sqrt(tau2 + phi * 0.01 / n[n > 0].min())
+    width = {dep: np.subtract(*f["intervals"][0.9][::-1])[n == 0][0] for dep, f in fits.items()}
+    assert width[True] >= 0.9 * 2 * 1.645 * sd, (width, sd)
+    assert width[True] > width[False]
+
+
 def test_departure_variance_is_unbiased_on_average_over_the_groups_after_a_fit():
     """Residuals of a least-squares fit with 6 parameters to 60 groups whose truths depart
     from the surface by N(0, tau2 + phi sigma_a^2) (sigma_a^2 from 0.0005 to 0.02), 400
