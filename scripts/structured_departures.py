@@ -121,6 +121,7 @@ def departures(sim: pd.DataFrame) -> pd.DataFrame:
         sigma2 = np.sum(n * s * (1 - s)) / np.sum(n)  # the pooled binomial variance
         small = n <= 25
         tau2, phi = departure_variance(s - fit, np.sqrt(sigma2 / n))
+        sampling_small = np.mean(sigma2 / n[small])
         rows.append(
             {
                 "draw": draw,
@@ -128,11 +129,11 @@ def departures(sim: pd.DataFrame) -> pd.DataFrame:
                 "ml_tau2": ml_departure_variance(s - fit, sigma2 / n),
                 "moment_tau2": tau2,
                 "moment_phi": phi,
-                "moment_var_small": tau2 + phi * np.mean(sigma2 / n[small]),
+                "moment_var_small": tau2 + phi * sampling_small,
                 "moment_var_large": tau2 + phi * np.mean(sigma2 / n[~small]),
                 "true_departure_ms_small": np.mean((truth - fit)[small] ** 2),
                 "true_departure_ms_large": np.mean((truth - fit)[~small] ** 2),
-                "sampling_var_small": np.mean(sigma2 / n[small]),
+                "sampling_var_small": sampling_small,
             }
         )
     return pd.DataFrame(rows)

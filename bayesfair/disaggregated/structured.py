@@ -435,7 +435,9 @@ def structured_regression(
     if est_opts.departures:
         tau2, phi = departure_variance(s[ok] - est[ok], se, df=1 + int(selected.sum()))
     # a group without an estimate departs as much as the smallest group with one
-    dep_sd = np.sqrt(tau2 + phi * np.where(ok, sigma2 / np.maximum(n, 1), se.max() ** 2))
+    sampling = np.full(gd.n_groups, se.max() ** 2)
+    sampling[ok] = sigma2 / n[ok]
+    dep_sd = np.sqrt(tau2 + phi * sampling)
     resid = (s[ok] - est[ok]) / se
     resid = resid - resid.mean()
     sd = resid.std()
@@ -511,8 +513,8 @@ def departure_variance(residuals: np.ndarray, se: np.ndarray, df: int = 0) -> tu
     small group's true value is an average over few people, so it scatters further around
     any surface of the features; ``scripts/structured_departures.py`` measures it on
     Herlihy et al.'s diabetes population), and one variance for all would leave the small
-    groups' intervals short and the large groups' wide. For a lasso, ``df`` is the number of its
-    nonzero coefficients plus the intercept (Zou, Hastie and Tibshirani 2007).
+    groups' intervals short and the large groups' wide. For a lasso, ``df`` is the number
+    of its nonzero coefficients plus the intercept (Zou, Hastie and Tibshirani 2007).
 
     Parameters
     ----------
