@@ -8,6 +8,7 @@ from .estimators import (
     Standard,
     StructuredRegression,
     empirical_bayes_caveat,
+    hierarchical_bayes_caveat,
     resolve_estimators,
     structured_regression_caveat,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "empirical_bayes_caveat",
     "goodness_of_fit",
     "group_features",
+    "hierarchical_bayes_caveat",
     "james_stein",
     "pooled_sigma2",
     "resolve_estimators",

@@ -43,6 +43,7 @@ from .estimators import (
     HierarchicalBayes,
     StructuredRegression,
     empirical_bayes_caveat,
+    hierarchical_bayes_caveat,
     resolve_estimators,
     structured_regression_caveat,
 )
@@ -126,16 +127,19 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
 
     @property
     def notes(self) -> list[str]:
-        """What the intervals in ``table`` do not hold: structured regression's and
-        empirical Bayes' are calibrated on average over groups, not group by group
-        (:func:`~bayesfair.disaggregated.structured_regression_caveat`,
-        :func:`~bayesfair.disaggregated.empirical_bayes_caveat`); empty without either."""
+        """What the intervals in ``table`` do not hold: structured regression's, empirical
+        Bayes' and hierarchical Bayes' are calibrated on average over groups, not group by
+        group (:func:`~bayesfair.disaggregated.structured_regression_caveat`,
+        :func:`~bayesfair.disaggregated.empirical_bayes_caveat`,
+        :func:`~bayesfair.disaggregated.hierarchical_bayes_caveat`); empty without them."""
         have = set(self.table["estimator"])
         notes = []
         if "structured" in have:
             notes.append(structured_regression_caveat(self.structured_estimator))
         if "empirical_bayes" in have:
             notes.append(empirical_bayes_caveat(self.eb_interval))
+        if "hierarchical" in have:
+            notes.append(hierarchical_bayes_caveat())
         return notes
 
     def to_frame(self) -> pd.DataFrame:

@@ -110,8 +110,8 @@ def add_disaggregated_section(
 
 
 def _caveats(result: DisaggregatedResult, have: Sequence[str]) -> list[str]:
-    """The groups without rows, for structured regression, and what the structured and
-    empirical-Bayes intervals do not promise (the result's notes)."""
+    """The groups without rows, for structured regression, and what the structured,
+    empirical-Bayes and hierarchical intervals do not promise (the result's notes)."""
     out = []
     if "structured" in have:
         empty = result.grouped.sizes() == 0

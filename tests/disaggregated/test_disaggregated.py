@@ -15,12 +15,15 @@ from disaggregated_helpers import (
 
 from bayesfair import AuditData, SamplerWarning
 from bayesfair.disaggregated import (
+    DisaggregatedResult,
     EmpiricalBayes,
     GroupedData,
     HierarchicalBayes,
     Standard,
     StructuredRegression,
     disaggregated_evaluation,
+    empirical_bayes_caveat,
+    hierarchical_bayes_caveat,
     structured_regression_caveat,
 )
 from bayesfair.disaggregated.evaluate import MOVED_OPTIONS
@@ -531,6 +534,28 @@ def test_empirical_bayes_caveat_is_in_the_result_and_its_display():
     )
     assert "robust one" in robust.notes[0]
     assert disaggregated_evaluation(df, estimators=["standard"], **kw).notes == []
+
+
+def test_hierarchical_bayes_caveat_is_in_the_notes_of_a_result_with_its_intervals():
+    """Hierarchical Bayes' intervals are calibrated on average over groups, not for a small
+    group that departs further than the others: a result with its rows says so (after the
+    other estimators' notes, in the words the report gives); one without it does not."""
+    table = pd.DataFrame(
+        {
+            "metric": ["fpr"] * 3,
+            "group": ["a"] * 3,
+            "estimator": ["standard", "empirical_bayes", "hierarchical"],
+        }
+    )
+    res = DisaggregatedResult(table=table, intervals=pd.DataFrame(), sigma2={}, level=0.9)
+    eb_note, hb_note = res.notes
+    assert eb_note == empirical_bayes_caveat("prasad_rao")
+    assert hb_note == hierarchical_bayes_caveat()
+    assert "on average over groups" in hb_note and "can miss" in hb_note
+    without = DisaggregatedResult(
+        table=table.iloc[:2], intervals=pd.DataFrame(), sigma2={}, level=0.9
+    )
+    assert without.notes == [eb_note]
 
 
 def test_structured_regression_caveat_follows_its_options_into_the_result_and_the_report():
