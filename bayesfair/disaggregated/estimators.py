@@ -231,6 +231,12 @@ class StructuredRegression:
             )
 
 
+#: the closing words of structured regression's and hierarchical Bayes' caveats
+_ON_AVERAGE = (
+    "They hold their level on average over groups: do not read a small group's interval alone."
+)
+
+
 def structured_regression_caveat(estimator: StructuredRegression | None = None) -> str:
     """What structured regression's intervals (``StructuredRegression``, default options
     when ``None``) hold and do not: the words the result's notes and the report give
@@ -299,9 +305,8 @@ def structured_regression_caveat(estimator: StructuredRegression | None = None) 
             "that depart from it; at 95% they covered 0.89-0.92 on three of six metrics of "
             "the diabetes population (notebook 07)."
         )
-    return text + (
-        " They hold their level on average over groups: do not read a small group's "
-        "interval alone. The hierarchical model's intervals learn the groups' spread with "
+    return f"{text} {_ON_AVERAGE} " + (
+        "The hierarchical model's intervals learn the groups' spread with "
         "its uncertainty; StructuredRegression(ridge='rows') gives conservative ones, as "
         "wide as the standard intervals or wider."
     )
@@ -337,8 +342,7 @@ def hierarchical_bayes_caveat() -> str:
         "population, with evaluation sets of 5,000 rows they covered 0.948-0.962 of all "
         "groups by metric and 0.921 of groups of at most 10 rows; with sets of 10,000 "
         "rows, 0.912-0.945 of all groups but 0.684-0.950 of groups of at most 10 rows "
-        "(notebook 07, sections 3 and 4). They hold their level on average over groups: "
-        "do not read a small group's interval alone."
+        f"(notebook 07, sections 3 and 4). {_ON_AVERAGE}"
     )
 
 
