@@ -242,10 +242,12 @@ def mg_expand(x, buf, out) -> None:
 
 
 # ---------------------------------------------------------------- hierarchical model of metrics
-# buffer: header (M, G, blocks, Fay-Herriot, tau, -, -, kind), centres (M), prior scales (M),
-# centring weights w (blocks x M: 0 non-centred, 1 centred, between partially), levels (blocks),
-# unconstrained sizes (blocks), identity (blocks: 1 where the basis is the identity, which is
-# then not stored), index (blocks x G), bases, d1, d2, mask (M x G)
+# buffer: header (M, G, blocks, Fay-Herriot, tau, size term, psi's prior scale, kind), centres
+# (M), prior scales (M), centring weights w (blocks x M: 0 non-centred, 1 centred, between
+# partially), levels (blocks), unconstrained sizes (blocks), identity (blocks: 1 where the basis
+# is the identity, which is then not stored), index (blocks x G), bases, d1, d2, mask (M x G),
+# and with the size term the groups' sampling variances v (M x G): the group effect's variance
+# is then sigma_group^2 + psi^2 v_a, with log psi the last M unconstrained values
 
 
 @numba.njit(cache=True, nogil=True)
@@ -278,6 +280,27 @@ def _hb_unpack(buf):
     d2 = buf[o + m * g : o + 2 * m * g].reshape((m, g))
     mask = buf[o + 2 * m * g : o + 3 * m * g].reshape((m, g))
     return m, g, nb, center, scale, levels, width, index, qstart, d1, d2, mask, weight, identity
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_size_term(buf):
+    """Whether the group effect has the size term, and the groups' sampling variances v
+    (M x G; the buffer's last values)."""
+    m, g, _ = _hb_sizes(buf)
+    size = buf[5] > 0
+    n_v = m * g if size else 0
+    return size, buf[len(buf) - n_v :].reshape((m, g) if size else (0, g))
+
+
+@numba.njit(cache=True, nogil=True)
+def _hb_group_multiplier(x, mu, a, sd, size, v) -> float:
+    """What the count model's group effect z_a is multiplied by:
+    sqrt(sigma_group^2 + psi^2 v_a) with the size term, sigma_group (``sd``) without."""
+    if not size:
+        return sd
+    m = v.shape[0]
+    psi = np.exp(x[len(x) - m + mu])
+    return np.sqrt(sd * sd + psi * psi * v[mu, a])
 
 
 @numba.njit(cache=True, nogil=True)
@@ -327,14 +350,20 @@ def _hb_multiplier(x, xo, mu, scale, weight, b) -> float:
 def _hb_eta(x, buf, mu, eff, eta) -> None:
     """The linear predictor of measure ``mu`` at ``x``, into ``eta`` (effects into ``eff``)."""
     m, g, nb, _, scale, levels, width, index, _, _, _, _, weight, _ = _hb_unpack(buf)
+    size, v = _hb_size_term(buf)
+    group_size = size and buf[3] == 0  # the count model's group block (the last) has the term
     _hb_effects(x, buf, mu, eff)
     eta[:] = x[mu]
     xo = m
     eo = 0
     for b in range(nb):
         sd = _hb_multiplier(x, xo, mu, scale, weight, b)
-        for a in range(g):
-            eta[a] += sd * eff[eo + int(index[b, a])]
+        if group_size and b == nb - 1:
+            for a in range(g):
+                eta[a] += _hb_group_multiplier(x, mu, a, sd, True, v) * eff[eo + int(index[b, a])]
+        else:
+            for a in range(g):
+                eta[a] += sd * eff[eo + int(index[b, a])]
         xo += m + m * int(width[b])
         eo += int(levels[b])
 
@@ -353,6 +382,8 @@ def hb_logp_and_grad(x, buf, grad) -> float:
     )
     fay_herriot = buf[3] > 0
     tau = buf[4]
+    size, v = _hb_size_term(buf)
+    ps2 = buf[6] * buf[6]
     grad[:] = 0.0
     lp = 0.0
     eta = np.empty(g)
@@ -360,26 +391,39 @@ def hb_logp_and_grad(x, buf, grad) -> float:
     eff = np.empty(int(levels.sum()))
     per_level = np.empty(int(levels.max()) if nb else 0)
     n_x = len(x)
+    i_sg = n_x - m - (m if size else 0)  # Fay-Herriot's log sigma_group (log psi last)
     for mu in range(m):
         _hb_eta(x, buf, mu, eff, eta)
         sc2 = scale[mu] * scale[mu]
+        psi2 = np.exp(2.0 * x[n_x - m + mu]) if size else 0.0
+        if size:  # HalfNormal on psi, with the log-Jacobian
+            lp += -0.5 * psi2 / ps2 + x[n_x - m + mu]
+            grad[n_x - m + mu] = 1.0 - psi2 / ps2
         # likelihood and r = its derivative in eta
         if fay_herriot:
-            sg = np.exp(x[n_x - m + mu])
+            sg = np.exp(x[i_sg + mu])
             sg2 = sg * sg
             d_tot = 0.0
+            d_psi = 0.0
             for a in range(g):
                 if mask[mu, a] > 0:
                     tot = d2[mu, a] * d2[mu, a] + sg2
+                    if size:
+                        tot += psi2 * v[mu, a]
                     e = d1[mu, a] - eta[a]
                     lp += -0.5 * e * e / tot - 0.5 * np.log(tot)
                     r[a] = e / tot
-                    d_tot += 0.5 * e * e / (tot * tot) - 0.5 / tot
+                    d_a = 0.5 * e * e / (tot * tot) - 0.5 / tot
+                    d_tot += d_a
+                    if size:
+                        d_psi += d_a * v[mu, a]
                 else:
                     r[a] = 0.0
             # HalfNormal(scale) on sigma_group, with the log-Jacobian
-            lp += -0.5 * sg2 / sc2 + x[n_x - m + mu]
-            grad[n_x - m + mu] = 2.0 * sg2 * d_tot - sg2 / sc2 + 1.0
+            lp += -0.5 * sg2 / sc2 + x[i_sg + mu]
+            grad[i_sg + mu] = 2.0 * sg2 * d_tot - sg2 / sc2 + 1.0
+            if size:
+                grad[n_x - m + mu] += 2.0 * psi2 * d_psi
         else:
             for a in range(g):
                 k = d1[mu, a]
@@ -427,6 +471,24 @@ def hb_logp_and_grad(x, buf, grad) -> float:
                 grad[xo + mu] = (
                     w * ss / rho2w - nk * w + (1.0 - w) * mult * acc - sd * sd / sc2 + 1.0
                 )
+            if size and not fay_herriot and b == nb - 1:
+                # the group block with the size term: z_a times sqrt(sigma^2 + psi^2 v_a)
+                sd2 = sd * sd
+                d_sd = 0.0
+                d_psi = 0.0
+                for a in range(g):
+                    lv = int(index[b, a])
+                    mult_a = np.sqrt(sd2 + psi2 * v[mu, a])
+                    rz = r[a] * x[vo + lv]
+                    d_sd += rz * sd2 / mult_a
+                    d_psi += rz * psi2 * v[mu, a] / mult_a
+                    grad[vo + lv] = -x[vo + lv] + mult_a * r[a]
+                grad[xo + mu] = d_sd - sd2 / sc2 + 1.0
+                grad[n_x - m + mu] += d_psi
+                qo += _hb_basis_size(levels, width, identity, b)
+                xo += m + m * nk
+                eo += nl
+                continue
             for j in range(nk):
                 gj = -x[vo + j] / rho2w
                 if identity[b] > 0:
@@ -469,10 +531,15 @@ def hb_expand(x, buf, out) -> None:
         o += m + m * nl
         xo += m + m * int(width[b])
         eo += nl
+    size = buf[5] > 0
+    n_psi = m if size else 0
     if fay_herriot:
         for mu in range(m):
-            out[o + mu] = np.exp(x[n_x - m + mu])
+            out[o + mu] = np.exp(x[n_x - m - n_psi + mu])
         o += m
+    for mu in range(n_psi):
+        out[o + mu] = np.exp(x[n_x - m + mu])
+    o += n_psi
     for mu in range(m):
         for a in range(g):
             out[o + mu * g + a] = eta[mu, a] if fay_herriot else _sigmoid(eta[mu, a])

@@ -13,14 +13,16 @@ groups), with ``alpha ~ Normal(center, tau scale)``, ``sigma_b ~ HalfNormal(scal
 zero-sum transform for the attribute and pair blocks, the identity for the groups;
 ``w_b`` the block's centring weight: 0 non-centred, ``z_b = Q_b v_b``; 1 centred;
 between, partially non-centred), and a binomial likelihood on counts or the
-Fay-Herriot marginal ``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``.  The C callbacks of
+Fay-Herriot marginal ``s_a ~ Normal(eta_a, se_a^2 + sigma_group^2)``; with the size term
+the group effect's variance is ``sigma_group^2 + psi^2 v_a`` (see ``HBLayout``).  The C callbacks of
 :mod:`bayesfair._nutpie` read every size and value from a flat buffer, so they
 compile once per machine (numba's on-disk cache) whatever the groups and metrics,
 where ``nutpie.compile_pymc_model`` compiles each model structure in every process.
 The unconstrained vector is in the PyMC model's order (``alpha``; per block
-``log sigma_b`` then ``v_b``, measures first; ``log sigma_group`` last for
-Fay-Herriot); ``tests/disaggregated/test_hierarchical_bayes.py`` checks density and gradient
-against PyMC's.
+``log sigma_b`` then ``v_b``, measures first; ``log sigma_group`` for
+Fay-Herriot; ``log psi`` last with the size term);
+``tests/disaggregated/test_hierarchical_bayes.py`` checks density and gradient against
+PyMC's.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ class HBLayout:
     centring : array (blocks, M), optional
         Each block's centring weight ``w`` in [0, 1] per measure (see above): the same
         model in other coordinates; 0 (default) non-centred.
+    v : array (M, G), optional
+        The groups' sampling variances: given, the count model's group effect (the last
+        block) is ``sqrt(sigma_group^2 + psi^2 v_a) z_a``, and the Fay-Herriot marginal
+        variance ``se_a^2 + sigma_group^2 + psi^2 v_a``, with ``psi ~ HalfNormal`` (sampled
+        as ``log psi``, the last M unconstrained values); see ``HierarchicalBayes``'s
+        ``group_variance``.
     store_identity : bool
         Store an identity basis as a matrix and multiply by it, as before it was
         special-cased (the same density; ``make bench`` measures the difference).
@@ -67,13 +75,17 @@ class HBLayout:
         d2: np.ndarray,
         mask: np.ndarray | None = None,
         centring: np.ndarray | None = None,
+        v: np.ndarray | None = None,
         store_identity: bool = False,
     ) -> None:
+        from .hierarchical import PSI_SCALE
+
         m, g = len(metric_names), n_groups
         self.metric_names, self.blocks, self.fay_herriot = metric_names, blocks, fay_herriot
-        self.n_groups = g
+        self.n_groups, self.size_term = g, v is not None
         mask = np.ones((m, g)) if mask is None else np.asarray(mask, dtype=float)
-        header = [m, g, len(blocks), float(fay_herriot), tau, 0, 0, HIERARCHICAL]
+        size = [float(self.size_term), PSI_SCALE]
+        header = [m, g, len(blocks), float(fay_herriot), tau, *size, HIERARCHICAL]
         bases = [np.asarray(q, dtype=float) for _, _, _, q in blocks]
         # an identity basis (the group block) is flagged, not stored: stored, it made each
         # evaluation O(G^2) (store_identity=True keeps that for the benchmark's baseline)
@@ -102,10 +114,12 @@ class HBLayout:
                     np.asarray(d1, dtype=float).ravel(),
                     np.asarray(d2, dtype=float).ravel(),
                     mask.ravel(),
+                    np.asarray([] if v is None else v, dtype=float).ravel(),
                 ]
             )
         )
-        self.ndim = m + sum(m + m * q.shape[1] for q in bases) + (m if fay_herriot else 0)
+        n_psi = m if self.size_term else 0
+        self.ndim = m + sum(m + m * q.shape[1] for q in bases) + (m if fay_herriot else 0) + n_psi
         self.start = np.zeros(self.ndim)
         # alpha at its centre, each sigma at its prior scale, every z at 0
         self.start[:m] = center
@@ -116,6 +130,8 @@ class HBLayout:
             o += m + m * q.shape[1]
         if fay_herriot:
             self.start[o : o + m] = sc
+        if self.size_term:  # log psi at log of its prior scale
+            self.start[self.ndim - m :] = np.log(PSI_SCALE)
 
     def logp(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         grad = np.empty(self.ndim)
@@ -133,6 +149,10 @@ class HBLayout:
             names.append("sigma_group")
             shapes.append((m,))
             dims["sigma_group"] = ("measure",)
+        if self.size_term:
+            names.append("psi_group")
+            shapes.append((m,))
+            dims["psi_group"] = ("measure",)
         last = "eta" if self.fay_herriot else "theta"
         names.append(last)
         shapes.append((m, self.n_groups))

@@ -106,6 +106,8 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         "robust", whose estimates are the robust empirical Bayes ones too).
     structured_estimator : StructuredRegression or None
         The options of the structured regression the table holds (None without it).
+    hierarchical_estimator : HierarchicalBayes or None
+        The options of the hierarchical model the table holds (None without it).
     metric_definitions : dict
         Each metric's definition by name (a count metric's name, ``"auc"`` or the user's
         function), so that :meth:`goodness_of_fit` can recompute it on part of the rows.
@@ -123,6 +125,7 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
     grouped: GroupedData | None = field(default=None, repr=False)
     eb_interval: str = "prasad_rao"
     structured_estimator: StructuredRegression | None = None
+    hierarchical_estimator: HierarchicalBayes | None = None
     metric_definitions: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -139,7 +142,8 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         if "empirical_bayes" in have:
             notes.append(empirical_bayes_caveat(self.eb_interval))
         if "hierarchical" in have:
-            notes.append(hierarchical_bayes_caveat())
+            hb = self.hierarchical_estimator
+            notes.append(hierarchical_bayes_caveat("size" if hb is None else hb.group_variance))
         return notes
 
     def to_frame(self) -> pd.DataFrame:
@@ -658,6 +662,7 @@ def disaggregated_evaluation(
         grouped=gd,
         eb_interval=eb.interval,
         structured_estimator=sr,
+        hierarchical_estimator=ests.get("hierarchical"),
         metric_definitions=dict(zip(names, metrics, strict=True)),
     )
 

@@ -21,6 +21,11 @@ with the pooled standard errors (a Fay-Herriot model; its group effect is
 integrated out in the sampler and drawn from its conditional Normal afterwards),
 with every scale ~ HalfNormal(s) and the intercept ~ Normal(mean, s), s the
 spread of the standard estimates.
+With ``group_variance="size"`` (``HierarchicalBayes``' default) the group effect
+delta_a has the variance sigma_group^2 + psi^2 v_a, v_a the group's sampling variance
+(``_sampling_variance``: 1 / (m_a p (1 - p)) on the log-odds scale, se_a^2 for
+Fay-Herriot, whose marginal variance becomes se_a^2 + sigma_group^2 + psi^2 v_a), psi ~
+HalfNormal(PSI_SCALE): a group's departure may grow as its rows fall.
 Several metrics are fitted in one model along a ``measure`` dimension.
 An attribute value without data (an unused category) is left out of the fit and
 its groups are drawn afterwards as new levels (see ``_fit_with_unseen_levels``):
@@ -43,6 +48,12 @@ from .._vocabulary import moved_options, renamed_arguments
 from .estimators import HierarchicalBayes
 
 __all__ = ["fit_hierarchical"]
+
+# prior scale of psi (HalfNormal): psi^2 is the group effect's size term in units of the
+# group's sampling variance, a ratio, so one scale serves every measure.  Where the term is a
+# finite population's own noise, the ratio is the sampling fraction n / N, below 1 and in an
+# audit usually far below; HalfNormal(0.5) keeps 95% of its mass below a ratio of 1
+PSI_SCALE = 0.5
 
 
 def _design(labels: pd.DataFrame):
@@ -83,6 +94,7 @@ class _Problem:
         interactions,
         main_effects="non-centred",
         sizes=None,
+        group_variance="exchangeable",
     ) -> None:
         self.binomial = k is not None
         self.labels, self.metric_names, self.interactions = labels, list(metric_names), interactions
@@ -103,6 +115,12 @@ class _Problem:
                 "mask": mask.astype(float),
             }
         self.data["center"] = np.asarray(center, float)
+        # group_variance="size": the group effect's variance is sigma_group^2 + psi^2 v_a,
+        # v_a the group's sampling variance (see HierarchicalBayes); a count model with
+        # one attribute has no group effect to give it
+        self.size_variance = group_variance == "size" and (self.group_effect or not self.binomial)
+        if self.size_variance:
+            self.data["v_obs"] = _sampling_variance(self.data, self.binomial)
         self.tau = 2.5 if self.binomial else 1.0
         # prior scale of the spreads: 1 on the log-odds scale; for Fay-Herriot the spread
         # of the standard estimates (as rstanarm's autoscaling), since a metric such as an
@@ -150,7 +168,11 @@ class _Problem:
                 if self.group_effect:
                     sd_g = pm.HalfNormal("sigma_group", sc, dims="measure")
                     z_g = pm.Normal("z_group", 0.0, 1.0, dims=("measure", "group"))
-                    eta = eta + sd_g[:, None] * z_g
+                    var_g = sd_g[:, None] ** 2
+                    if self.size_variance:
+                        psi = pm.HalfNormal("psi_group", PSI_SCALE, dims="measure")
+                        var_g = var_g + psi[:, None] ** 2 * d["v_obs"]
+                    eta = eta + pm.math.sqrt(var_g) * z_g
                 pm.Deterministic("theta", pm.math.invlogit(eta), dims=("measure", "group"))
                 # binomial log-likelihood of the counts (binomial coefficients dropped: constant)
                 pm.Potential(
@@ -167,6 +189,9 @@ class _Problem:
                 # scale when large groups' standard errors are small; theta is drawn afterwards
                 pm.Deterministic("eta", eta, dims=("measure", "group"))
                 tot = d["se_obs"] ** 2 + sd_g[:, None] ** 2
+                if self.size_variance:
+                    psi = pm.HalfNormal("psi_group", PSI_SCALE, dims="measure")
+                    tot = tot + psi[:, None] ** 2 * d["v_obs"]
                 z = (d["s_obs"] - eta) ** 2 / tot
                 pm.Potential("s", pm.math.sum(d["mask"] * (-0.5 * z - 0.5 * pm.math.log(tot))))
         return model
@@ -210,7 +235,32 @@ class _Problem:
             d2=d2,
             mask=mask,
             centring=centring,
+            v=self.data.get("v_obs"),
         )
+
+
+def _sampling_variance(data: dict, binomial: bool) -> np.ndarray:
+    """Each group's sampling variance v_a per measure, the unit of the group effect's
+    size term psi^2 v_a: for counts the variance of a log-odds estimate from m_a trials at
+    the measure's pooled rate p, 1 / (m_a p (1 - p)); for Fay-Herriot the standard
+    error's square.  A group without data for a measure gets the largest v of the
+    measure's groups with data (the smallest group's), or 1 trial's."""
+    if binomial:
+        p = 1.0 / (1.0 + np.exp(-data["center"]))[:, None]
+        m = data["m_obs"]
+        return 1.0 / (np.maximum(m, 1.0) * p * (1.0 - p))
+    v = np.where(data["mask"] > 0, data["se_obs"] ** 2, np.nan)
+    largest = np.array([np.nanmax(r) if np.isfinite(r).any() else 1.0 for r in v])
+    return np.where(np.isfinite(v), v, largest[:, None])
+
+
+def _variance_without_data(data: dict, binomial: bool) -> np.ndarray:
+    """The sampling variance v per measure of a group without data (see
+    ``_sampling_variance``): no trials for counts, the largest standard error's square for
+    Fay-Herriot."""
+    if binomial:
+        return _sampling_variance(data | {"m_obs": np.zeros((len(data["center"]), 1))}, True)[:, 0]
+    return _sampling_variance(data, False).max(axis=1)
 
 
 def _partial_centring(prob: _Problem, k, m, s, se, sizes, level: float = 0.05) -> dict:
@@ -405,9 +455,12 @@ def fit_hierarchical(
             interactions=interactions,
             main_effects=main_effects,
             sizes=sizes,
+            group_variance=model.group_variance,
             **nuts,
         )
-    prob = _Problem(labels, metric_names, k, m, s, se, interactions, main_effects, sizes)
+    prob = _Problem(
+        labels, metric_names, k, m, s, se, interactions, main_effects, sizes, model.group_variance
+    )
     return _sample(prob, **nuts)
 
 
@@ -416,7 +469,7 @@ def _sample(prob: _Problem, *, draws, tune, chains, target_accept, random_seed):
     from .._sampling import sample_nuts
     from ._hb_logp import hierarchical_nutpie_model
 
-    binomial, M, data_vals = prob.binomial, prob.M, prob.data
+    binomial, data_vals = prob.binomial, prob.data
     idata = sample_nuts(
         prob.pymc_model,
         lambda: hierarchical_nutpie_model(prob.layout()),
@@ -436,7 +489,7 @@ def _sample(prob: _Problem, *, draws, tune, chains, target_accept, random_seed):
     # Fay-Herriot: theta_a | eta_a, sigma_group, s_a is Normal (conjugate)
     eta = idata.posterior["eta"].to_numpy()
     eta = eta.reshape(-1, *eta.shape[2:])
-    sg2 = idata.posterior["sigma_group"].to_numpy().reshape(-1, M)[:, :, None] ** 2
+    sg2 = _group_variance(idata.posterior, prob)
     se2 = data_vals["se_obs"][None] ** 2
     obs = data_vals["mask"][None] > 0
     prec = np.where(obs, 1.0 / se2, 0.0) + 1.0 / np.maximum(sg2, 1e-300)
@@ -446,6 +499,17 @@ def _sample(prob: _Problem, *, draws, tune, chains, target_accept, random_seed):
     rng = np.random.default_rng(random_seed)
     theta = mean + rng.standard_normal(mean.shape) / np.sqrt(prec)
     return idata, theta
+
+
+def _group_variance(post, prob: _Problem) -> np.ndarray:
+    """Draws of the group effect's variance, (samples, measures, groups):
+    sigma_group^2, plus psi^2 v_a with ``group_variance="size"``."""
+    m = prob.M
+    var = post["sigma_group"].to_numpy().reshape(-1, m)[:, :, None] ** 2
+    if prob.size_variance:
+        psi2 = post["psi_group"].to_numpy().reshape(-1, m)[:, :, None] ** 2
+        var = var + psi2 * prob.data["v_obs"][None]
+    return var
 
 
 def _groups_with_data(k, m, s, se) -> np.ndarray:
@@ -466,7 +530,19 @@ def _groups_with_seen_levels(labels: pd.DataFrame, k, m, s, se) -> np.ndarray:
 
 
 def _fit_with_unseen_levels(
-    labels, metric_names, seen, *, k, m, s, se, interactions, main_effects, sizes, **kw
+    labels,
+    metric_names,
+    seen,
+    *,
+    k,
+    m,
+    s,
+    se,
+    interactions,
+    main_effects,
+    sizes,
+    group_variance,
+    **kw,
 ):
     """Fit on the groups whose attribute values all occur in the data, and draw the others
     as groups with new levels.
@@ -480,9 +556,11 @@ def _fit_with_unseen_levels(
     from every posterior draw, a new value's effect is Normal(0, sigma_b^2 (1 + 1/L_b))
     for a block with L_b observed values (an effect relative to the mean of the L_b
     observed ones), an interaction cell with one or two new values likewise, and the
-    group effect Normal(0, sigma_group^2).  For a main effect this is the model that
-    keeps the value, integrated over the ridge (``tests/disaggregated/test_hierarchical_bayes.py -k
-    new_level`` compares the two by brute force); for an interaction cell the factor
+    group effect Normal(0, sigma_group^2), plus psi^2 v with ``group_variance="size"``
+    and v the sampling variance of a group without data (``_sampling_variance``).  For
+    a main effect this is the model that keeps the value, integrated over the ridge
+    (``tests/disaggregated/test_hierarchical_bayes.py -k new_level`` compares the two by
+    brute force); for an interaction cell the factor
     (1 + 1/L) bounds the variance from above, so those draws err on the wide side.
     Where an attribute has a single observed value, nothing in the data informs its
     spread, and its scale is drawn from the prior.  The posterior's ``group``
@@ -504,6 +582,7 @@ def _fit_with_unseen_levels(
         interactions,
         main_effects,
         None if sizes is None else np.asarray(sizes)[idx],
+        group_variance,
     )
     idata, th_fit = _sample(fitted, **kw)
     _arviz.assign_coords(idata, "posterior", group=idx)
@@ -517,12 +596,15 @@ def _fit_with_unseen_levels(
         x = post[name].to_numpy()
         return x.reshape(x.shape[0] * x.shape[1], x.shape[2], -1)  # (samples, measures, ...)
 
-    def scale_of(name: str) -> np.ndarray:
-        """Draws of a block's scale: its posterior, or its HalfNormal prior where the fit
-        has no such block (an attribute with one observed value: nothing informs it)."""
-        if f"sigma_{name}" in post:
-            return flat(f"sigma_{name}")[:, :, 0]
-        return np.abs(rng.standard_normal((samples, n_measures))) * fitted.scale[None, :]
+    def scale_of(name: str, prior_scale=None) -> np.ndarray:
+        """Draws of a block's scale (``sigma_<name>``; for ``"psi"``, the group effect's
+        size term ``psi_group``): its posterior, or its HalfNormal prior where the fit has
+        no such block (an attribute with one observed value: nothing informs it)."""
+        var = "psi_group" if name == "psi" else f"sigma_{name}"
+        if var in post:
+            return flat(var)[:, :, 0]
+        sc = fitted.scale[None, :] if prior_scale is None else prior_scale
+        return np.abs(rng.standard_normal((samples, n_measures))) * sc
 
     levels = fitted.levels
     pos = {c: {v: i for i, v in enumerate(lv)} for c, lv in levels.items()}
@@ -555,7 +637,11 @@ def _fit_with_unseen_levels(
                 var.append((inflate[c1] if i1 < 0 else 1.0) * (inflate[c2] if i2 < 0 else 1.0))
             add_block(f"{c1}_{c2}", ix, var)
     if not binomial or len(varying) > 1:  # the full model's group effect
-        eta += scale_of("group")[:, :, None] * rng.standard_normal(eta.shape)
+        var = scale_of("group")[:, :, None] ** 2
+        if group_variance == "size":
+            v = _variance_without_data(fitted.data, binomial)[None, :, None]
+            var = var + scale_of("psi", PSI_SCALE)[:, :, None] ** 2 * v
+        eta += np.sqrt(var) * rng.standard_normal(eta.shape)
     theta = np.empty((samples, n_measures, len(labels)))
     theta[:, :, idx] = th_fit
     theta[:, :, new] = 1.0 / (1.0 + np.exp(-eta)) if binomial else eta

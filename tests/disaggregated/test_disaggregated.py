@@ -3,6 +3,7 @@ estimators given by name or as objects."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import warnings
 
@@ -537,9 +538,9 @@ def test_empirical_bayes_caveat_is_in_the_result_and_its_display():
 
 
 def test_hierarchical_bayes_caveat_is_in_the_notes_of_a_result_with_its_intervals():
-    """Hierarchical Bayes' intervals are calibrated on average over groups, not for a small
-    group that departs further than the others: a result with its rows says so (after the
-    other estimators' notes, in the words the report gives); one without it does not."""
+    """Hierarchical Bayes' intervals are calibrated on average over groups, not group by
+    group: a result with its rows says so (after the other estimators' notes, in the words
+    the report gives), for the group effects it was fitted with; one without it does not."""
     table = pd.DataFrame(
         {
             "metric": ["fpr"] * 3,
@@ -550,8 +551,17 @@ def test_hierarchical_bayes_caveat_is_in_the_notes_of_a_result_with_its_interval
     res = DisaggregatedResult(table=table, intervals=pd.DataFrame(), sigma2={}, level=0.9)
     eb_note, hb_note = res.notes
     assert eb_note == empirical_bayes_caveat("prasad_rao")
-    assert hb_note == hierarchical_bayes_caveat()
+    assert hb_note == hierarchical_bayes_caveat() == hierarchical_bayes_caveat("size")
+    assert "on average over groups" in hb_note and "grow as its rows fall" in hb_note
+    exchangeable = HierarchicalBayes(group_variance="exchangeable")
+    res = dataclasses.replace(res, hierarchical_estimator=exchangeable)
+    hb_note = res.notes[1]
+    assert hb_note == hierarchical_bayes_caveat("exchangeable")
     assert "on average over groups" in hb_note and "can miss" in hb_note
+    with pytest.raises(ValueError, match="group_variance"):
+        hierarchical_bayes_caveat("pooled")
+    with pytest.raises(ValueError, match="group_variance"):
+        HierarchicalBayes(group_variance="pooled")
     without = DisaggregatedResult(
         table=table.iloc[:2], intervals=pd.DataFrame(), sigma2={}, level=0.9
     )
