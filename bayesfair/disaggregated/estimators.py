@@ -416,8 +416,14 @@ class HierarchicalBayes:
         evaluation set, the worse their intervals cover (measured in notebook 07).
         With one attribute a count model has no group effect (the main effect is one),
         and the option does nothing there.
+
+    Examples
+    --------
+    >>> from bayesfair.disaggregated import HierarchicalBayes
     >>> HierarchicalBayes(draws=500, chains=2).chains
     2
+    >>> HierarchicalBayes().group_variance
+    'size'
     """
 
     draws: int = 1000
