@@ -293,14 +293,10 @@ def _hb_size_term(buf):
 
 
 @numba.njit(cache=True, nogil=True)
-def _hb_group_multiplier(x, mu, a, sd, size, v) -> float:
-    """What the count model's group effect z_a is multiplied by:
-    sqrt(sigma_group^2 + psi^2 v_a) with the size term, sigma_group (``sd``) without."""
-    if not size:
-        return sd
-    m = v.shape[0]
-    psi = np.exp(x[len(x) - m + mu])
-    return np.sqrt(sd * sd + psi * psi * v[mu, a])
+def _hb_psi2(x, m, mu, size) -> float:
+    """psi^2 of measure ``mu`` (``log psi`` is among the last ``m`` values of ``x``); 0
+    without the size term."""
+    return np.exp(2.0 * x[len(x) - m + mu]) if size else 0.0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -352,15 +348,16 @@ def _hb_eta(x, buf, mu, eff, eta) -> None:
     m, g, nb, _, scale, levels, width, index, _, _, _, _, weight, _ = _hb_unpack(buf)
     size, v = _hb_size_term(buf)
     group_size = size and buf[3] == 0  # the count model's group block (the last) has the term
+    psi2 = _hb_psi2(x, m, mu, size)
     _hb_effects(x, buf, mu, eff)
     eta[:] = x[mu]
     xo = m
     eo = 0
     for b in range(nb):
         sd = _hb_multiplier(x, xo, mu, scale, weight, b)
-        if group_size and b == nb - 1:
+        if group_size and b == nb - 1:  # z_a times sqrt(sigma_group^2 + psi^2 v_a)
             for a in range(g):
-                eta[a] += _hb_group_multiplier(x, mu, a, sd, True, v) * eff[eo + int(index[b, a])]
+                eta[a] += np.sqrt(sd * sd + psi2 * v[mu, a]) * eff[eo + int(index[b, a])]
         else:
             for a in range(g):
                 eta[a] += sd * eff[eo + int(index[b, a])]
@@ -395,7 +392,7 @@ def hb_logp_and_grad(x, buf, grad) -> float:
     for mu in range(m):
         _hb_eta(x, buf, mu, eff, eta)
         sc2 = scale[mu] * scale[mu]
-        psi2 = np.exp(2.0 * x[n_x - m + mu]) if size else 0.0
+        psi2 = _hb_psi2(x, m, mu, size)
         if size:  # HalfNormal on psi, with the log-Jacobian
             lp += -0.5 * psi2 / ps2 + x[n_x - m + mu]
             grad[n_x - m + mu] = 1.0 - psi2 / ps2
@@ -485,18 +482,15 @@ def hb_logp_and_grad(x, buf, grad) -> float:
                     grad[vo + lv] = -x[vo + lv] + mult_a * r[a]
                 grad[xo + mu] = d_sd - sd2 / sc2 + 1.0
                 grad[n_x - m + mu] += d_psi
-                qo += _hb_basis_size(levels, width, identity, b)
-                xo += m + m * nk
-                eo += nl
-                continue
-            for j in range(nk):
-                gj = -x[vo + j] / rho2w
-                if identity[b] > 0:
-                    gj += mult * per_level[j]
-                else:
-                    for lv in range(nl):
-                        gj += mult * buf[qo + lv * nk + j] * per_level[lv]
-                grad[vo + j] = gj
+            else:
+                for j in range(nk):
+                    gj = -x[vo + j] / rho2w
+                    if identity[b] > 0:
+                        gj += mult * per_level[j]
+                    else:
+                        for lv in range(nl):
+                            gj += mult * buf[qo + lv * nk + j] * per_level[lv]
+                    grad[vo + j] = gj
             qo += _hb_basis_size(levels, width, identity, b)
             xo += m + m * nk
             eo += nl
@@ -506,7 +500,8 @@ def hb_logp_and_grad(x, buf, grad) -> float:
 @numba.njit(cache=True, nogil=True)
 def hb_expand(x, buf, out) -> None:
     """``alpha``; per block ``sigma_b`` and the standardized effects ``z_b``; ``sigma_group``
-    (Fay-Herriot); then ``theta`` (counts: the rates) or ``eta`` (Fay-Herriot)."""
+    (Fay-Herriot); ``psi_group`` (with the size term); then ``theta`` (counts: the rates) or
+    ``eta`` (Fay-Herriot)."""
     m, g, nb, _, scale, levels, width, _, _, _, _, _, weight, _ = _hb_unpack(buf)
     fay_herriot = buf[3] > 0
     n_x = len(x)
@@ -531,8 +526,7 @@ def hb_expand(x, buf, out) -> None:
         o += m + m * nl
         xo += m + m * int(width[b])
         eo += nl
-    size = buf[5] > 0
-    n_psi = m if size else 0
+    n_psi = m if _hb_size_term(buf)[0] else 0
     if fay_herriot:
         for mu in range(m):
             out[o + mu] = np.exp(x[n_x - m - n_psi + mu])
