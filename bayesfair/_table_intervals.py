@@ -31,6 +31,9 @@ CALIBRATION_SCENARIOS = ("posterior", "observed")
 ALL_METHODS = ("calibrated", *METHODS)
 #: credible masses above the level among which the calibrated interval's is chosen
 MASSES = np.array([0.925, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 0.999])
+#: the hierarchical posterior's interval outside which a table's smoothed rates are ruled
+#: out as a truth (:meth:`RateIntervals.rules_out_observed`): the largest of :data:`MASSES`
+PLAUSIBLE_MASS = float(MASSES[-1])
 
 
 def credible_masses(level: float) -> np.ndarray:
@@ -331,6 +334,65 @@ def shrunk_rates(n: np.ndarray, k: np.ndarray, pseudo_count: float = PSEUDO_COUN
     return 1 / (1 + np.exp(-(c + dev * tau2 / (tau2 + var))))
 
 
+def constrained_bayes_rates(post: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    r"""Rates as rough as the posterior says the truth is: the posterior mean log-odds,
+    their spread over the intersections with rows widened to the posterior expected
+    spread (constrained Bayes, Louis 1984; Ghosh 1992).
+
+    With :math:`\hat\eta_s` and :math:`v_s` the posterior mean and variance of
+    intersection :math:`s`'s log-odds, :math:`\bar\eta` and :math:`S^2` the mean and
+    variance of the :math:`\hat\eta_s` over the intersections with rows,
+
+    .. math:: \tilde\eta_s = \bar\eta + (\hat\eta_s - \bar\eta)
+       \sqrt{1 + \bar v / S^2},
+
+    so that the :math:`\tilde\eta_s` spread as much as the posterior expects the true
+    log-odds to (:math:`S^2 + \bar v`), in the order of their posterior means. The
+    posterior means alone are smoother than the truth (each shrunk by its noise) and the
+    smoothed table rougher (each carries it); a maximum of log-ratios, epsilon-DF, is
+    below the truth's on the first and above it on the second. Intersections without
+    rows keep their posterior mean.
+
+    Parameters
+    ----------
+    post : numpy.ndarray
+        Posterior draws of the rates (draws, groups).
+    seen : numpy.ndarray
+        Boolean, the intersections with rows.
+
+    Returns
+    -------
+    numpy.ndarray
+        Rates (groups,).
+
+    References
+    ----------
+    Louis, T. A. (1984). Estimating a population of parameter values using Bayes and
+    empirical Bayes methods. *JASA* 79(386).
+    Ghosh, M. (1992). Constrained Bayes estimation with applications. *JASA* 87(418).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair.calibration import constrained_bayes_rates
+    >>> rng = np.random.default_rng(0)
+    >>> post = 1 / (1 + np.exp(-rng.normal([-1.0, 0.0, 1.0], 0.5, size=(4000, 3))))
+    >>> p = constrained_bayes_rates(post, np.ones(3, bool))
+    >>> draws = np.log(post / (1 - post))
+    >>> spread = draws.mean(axis=0).var() + draws.var(axis=0).mean()  # about 2/3 + 1/4
+    >>> bool(np.isclose(np.log(p / (1 - p)).var(), spread))
+    True
+    """
+    post = np.clip(post, 1e-12, 1.0 - 1e-12)  # a Beta draw of an unchecked intersection
+    eta = np.log(post) - np.log1p(-post)
+    mean, var = eta.mean(axis=0), eta.var(axis=0)
+    center, spread = mean[seen].mean(), mean[seen].var()
+    out = mean.copy()
+    if spread > 0:
+        out[seen] = center + (mean[seen] - center) * np.sqrt(1.0 + var[seen].mean() / spread)
+    return 1.0 / (1.0 + np.exp(-out))
+
+
 def unchecked(n: np.ndarray, k: np.ndarray, level: float) -> np.ndarray:
     r"""The intersections with rows too few for any count of them to contradict the table's
     pooled rate at ``level``.
@@ -464,6 +526,12 @@ class _TableIntervals:
         share = rng.dirichlet(self.n[self.seen] + self.a, size=len(post))
         return self._metrics(post, share), share
 
+    def rules_out_observed(self, t, post) -> dict | None:
+        """Whether the posterior rules out the smoothed table as a truth
+        (:meth:`RateIntervals.rules_out_observed`); None here: the amplification's observed
+        scenario is always its smoothed table."""
+        return None
+
     def unpooled_bounds(self, t, post, pvalue: float, rng) -> dict | None:
         """A sensitivity check of intersections too small to check the hierarchy
         (:meth:`RateIntervals.unpooled_bounds`); None here: the amplification's factors
@@ -507,14 +575,43 @@ class RateIntervals(_TableIntervals):
         return table_metrics(k[s] / self.n[s], self.n[s])
 
     def truths(self, k: np.ndarray, post: np.ndarray) -> dict:
-        """The replicate scenarios' truths (see :func:`~bayesfair.interval_calibration`)."""
+        """The replicate scenarios' truths (see :func:`~bayesfair.interval_calibration`);
+        the ``observed`` one is the smoothed table, or its :func:`constrained_bayes_rates`
+        where the posterior rules the smoothed table out (:meth:`rules_out_observed`)."""
         n, s, a = self.n, self.seen, self.a
+        observed = (k + a) / (n + 2 * a)
+        if self.rules_out_observed(k, post) is not None:
+            observed = constrained_bayes_rates(post, s)
         return {
             "posterior": post,
-            "observed": (k + a) / (n + 2 * a),
+            "observed": observed,
             "shrunk": np.where(s, shrunk_rates(np.maximum(n, 1), k, a), 0.5),
             "fair": np.full(len(n), k[s].sum() / n[s].sum()),
         }
+
+    def rules_out_observed(self, k: np.ndarray, post: np.ndarray) -> dict | None:
+        """Where the smoothed table's epsilon-DF or gamma-SF lies outside the hierarchical
+        posterior's equal-tailed interval at :data:`PLAUSIBLE_MASS` (``post``: draws of the
+        rates), the first such metric, its value and that interval; else None.
+
+        Every smoothed rate carries its sampling noise, so the smoothed table is rougher
+        than the population; with many intersections of moderate size its maximum log-ratio
+        is far above any the posterior allows, and replicates of it would judge intervals
+        against a truth the data rule out."""
+        a = self.a
+        value = self.truth((k + a) / (self.n + 2 * a))
+        lo, hi = np.quantile(
+            self.truth(post), [(1 - PLAUSIBLE_MASS) / 2, (1 + PLAUSIBLE_MASS) / 2], axis=0
+        )
+        for j, metric in enumerate(METRICS):
+            if value[j] < lo[j] or value[j] > hi[j]:
+                return {
+                    "metric": metric,
+                    "value": float(value[j]),
+                    "lower": float(lo[j]),
+                    "upper": float(hi[j]),
+                }
+        return None
 
     def hierarchical_draws(self, k, draws, rng) -> np.ndarray:
         """Draws of the rates (draws, groups) from the hierarchical posterior, with the

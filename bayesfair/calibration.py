@@ -39,11 +39,13 @@ from ._table_intervals import (
     MASSES,
     METHODS,
     METRICS,
+    PLAUSIBLE_MASS,
     AmplificationIntervals,
     RateIntervals,
     at_mass,
     calibrate,
     calibrated_bounds,
+    constrained_bayes_rates,
     equal_rates_pvalue,
     held,
     off_hierarchy,
@@ -58,6 +60,7 @@ from .data import AuditData, as_audit_data
 
 __all__ = [
     "IntervalCalibration",
+    "constrained_bayes_rates",
     "equal_rates_pvalue",
     "interval_calibration",
     "off_hierarchy",
@@ -250,7 +253,11 @@ def interval_calibration(
     ``k_s ~ Binomial(n_s, p_s)`` in four scenarios: ``posterior`` (every replicate's rates
     a draw of the hierarchical posterior: replications like the data, as the model sees
     them), ``observed`` (the table's rates smoothed by ``pseudo_count``: a rough truth,
-    each small group as extreme as it looked), ``shrunk`` (:func:`shrunk_rates`: a smooth
+    each small group as extreme as it looked; where the hierarchical posterior rules that
+    truth out, its epsilon-DF or gamma-SF outside the posterior's 99.9% interval, as with
+    many intersections of moderate size whose noise alone sets the smoothed maximum, the
+    :func:`constrained_bayes_rates` instead, and a note says so), ``shrunk``
+    (:func:`shrunk_rates`: a smooth
     truth) and ``fair`` (every rate the pooled rate: epsilon = gamma = 0). Every method is
     recomputed on every replicate (the hierarchical model refitted) and checked against the
     replicate's truth: the calibrated interval (at the mass chosen on the audited table),
@@ -348,6 +355,9 @@ def interval_calibration(
     post = box.hierarchical_draws(table, 10 * draws, rng)
     bounds, pvalue, hier, dm = box.bounds(table, 10 * draws, rng, post=post)
     truths = box.truths(table, post)
+    ruled_out = box.rules_out_observed(table, post)
+    if ruled_out is not None:
+        notes.append(_ruled_out_note(ruled_out))
     seeds = replicates.spawn(len(truths))
     results = {}
     name = table_name(role, given_outcome)
@@ -393,6 +403,18 @@ def interval_calibration(
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
         unpooled=unpooled,
         notes=notes,
+    )
+
+
+def _ruled_out_note(ruled_out: dict) -> str:
+    """The note saying that the observed scenario draws from constrained-Bayes rates."""
+    return (
+        f"the 'observed' scenario: the smoothed table's {ruled_out['metric']} "
+        f"{ruled_out['value']:.3g} is outside the hierarchical posterior's "
+        f"{PLAUSIBLE_MASS:.1%} interval [{ruled_out['lower']:.3g}, {ruled_out['upper']:.3g}] "
+        "(every smoothed rate carries its sampling noise), so its replicates draw from the "
+        "constrained-Bayes rates instead: the posterior means, spread as much as the "
+        "posterior expects the truth to be (constrained_bayes_rates)"
     )
 
 
