@@ -579,7 +579,7 @@ class RateIntervals(_TableIntervals):
         the ``observed`` one is the smoothed table, or its :func:`constrained_bayes_rates`
         where the posterior rules the smoothed table out (:meth:`rules_out_observed`)."""
         n, s, a = self.n, self.seen, self.a
-        observed = (k + a) / (n + 2 * a)
+        observed = self.smoothed(k)
         if self.rules_out_observed(k, post) is not None:
             observed = constrained_bayes_rates(post, s)
         return {
@@ -588,6 +588,10 @@ class RateIntervals(_TableIntervals):
             "shrunk": np.where(s, shrunk_rates(np.maximum(n, 1), k, a), 0.5),
             "fair": np.full(len(n), k[s].sum() / n[s].sum()),
         }
+
+    def smoothed(self, k: np.ndarray) -> np.ndarray:
+        """The table's rates smoothed by the pseudo-count: ``(k + a) / (n + 2a)``."""
+        return (k + self.a) / (self.n + 2 * self.a)
 
     def rules_out_observed(self, k: np.ndarray, post: np.ndarray) -> dict | None:
         """Where the smoothed table's epsilon-DF or gamma-SF lies outside the hierarchical
@@ -598,8 +602,7 @@ class RateIntervals(_TableIntervals):
         than the population; with many intersections of moderate size its maximum log-ratio
         is far above any the posterior allows, and replicates of it would judge intervals
         against a truth the data rule out."""
-        a = self.a
-        value = self.truth((k + a) / (self.n + 2 * a))
+        value = self.truth(self.smoothed(k))
         lo, hi = np.quantile(
             self.truth(post), [(1 - PLAUSIBLE_MASS) / 2, (1 + PLAUSIBLE_MASS) / 2], axis=0
         )

@@ -72,6 +72,9 @@ __all__ = [
 #: replicate worlds: truths drawn from the hierarchical posterior (a new one per replicate),
 #: the observed (smoothed) rates, the rates with their noise shrunk away, equal rates
 SCENARIOS = ("posterior", "observed", "shrunk", "fair")
+#: the fifth world, where the hierarchical posterior rules the smoothed table out as the
+#: 'observed' scenario's truth: the smoothed table itself, checked out of sample
+SMOOTHED = "smoothed"
 #: the role of the amplification's table: decisions' metrics minus the labels'
 AMPLIFICATION = "amplification"
 
@@ -112,6 +115,15 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         <bayesfair._table_intervals.RateIntervals.unpooled_bounds>`), and how many there
         are and their largest size (``intersections``, ``max_rows``). A sensitivity
         check, not calibrated on replicates. None otherwise, and for the amplification.
+    uneven : dict or None
+        Where the hierarchical posterior rules out the smoothed table as the ``observed``
+        scenario's truth (its replicates then draw from :func:`constrained_bayes_rates`),
+        the check of the table's own unevenness: ``plausibility``, the share of tables
+        drawn from the smoothed rates whose smoothed metric (the one ruled out) is at or
+        below this table's (near 0: the data rule those rates out too), and ``short``, per
+        metric whose calibrated interval held the smoothed rates' value in fewer than
+        ``level`` minus two standard errors of the ``smoothed`` scenario's replicates (and
+        only while the data do not rule them out), that coverage. None otherwise.
     notes : list of str
     """
 
@@ -126,6 +138,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     credible_mass: dict[str, float] = field(default_factory=dict)
     bias_correction: dict[str, float] = field(default_factory=dict)
     unpooled: dict[str, float] | None = None
+    uneven: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pd.DataFrame:
@@ -258,7 +271,13 @@ def interval_calibration(
     many intersections of moderate size whose noise alone sets the smoothed maximum, the
     :func:`constrained_bayes_rates` instead, and a note says so), ``shrunk``
     (:func:`shrunk_rates`: a smooth
-    truth) and ``fair`` (every rate the pooled rate: epsilon = gamma = 0). Every method is
+    truth) and ``fair`` (every rate the pooled rate: epsilon = gamma = 0). Where the
+    posterior rules the smoothed table out, a fifth scenario, ``smoothed``, keeps it as a
+    truth checked out of sample: the posterior's verdict is the hierarchy's, which lets every
+    intersection depart from its attribute values alike and so shrinks small intersections
+    that depart more (as a finite population's do) too far. ``uneven`` says whether the data
+    rule that truth out too (a parametric bootstrap without the model) and, where they do
+    not, what the default would cover there when it falls short. Every method is
     recomputed on every replicate (the hierarchical model refitted) and checked against the
     replicate's truth: the calibrated interval (at the mass chosen on the audited table),
     the hierarchical interval, the equal-tailed Dirichlet-multinomial
@@ -358,6 +377,7 @@ def interval_calibration(
     ruled_out = box.rules_out_observed(table, post)
     if ruled_out is not None:
         notes.append(_ruled_out_note(ruled_out))
+        truths[SMOOTHED] = box.smoothed(table)  # last: the other scenarios' seeds stay
     seeds = replicates.spawn(len(truths))
     results = {}
     name = table_name(role, given_outcome)
@@ -384,6 +404,11 @@ def interval_calibration(
     unpooled = box.unpooled_bounds(table, post, pvalue, rng)  # drawn last: the rest is the same
     if unpooled:
         notes.append(_unpooled_note(unpooled, level))
+    uneven = None
+    if ruled_out is not None:
+        uneven = _uneven_check(box, table, ruled_out, coverage, level, rng)
+        if uneven["short"]:
+            notes.append(_uneven_note(uneven, ruled_out["metric"], level))
     return IntervalCalibration(
         intervals=pd.DataFrame(
             {
@@ -402,6 +427,7 @@ def interval_calibration(
         credible_mass=dict(zip(METRICS, mass.tolist(), strict=True)),
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
         unpooled=unpooled,
+        uneven=uneven,
         notes=notes,
     )
 
@@ -415,6 +441,58 @@ def _ruled_out_note(ruled_out: dict) -> str:
         "(every smoothed rate carries its sampling noise), so its replicates draw from the "
         "constrained-Bayes rates instead: the posterior means, spread as much as the "
         "posterior expects the truth to be (constrained_bayes_rates)"
+    )
+
+
+#: tables drawn from the smoothed rates by :func:`_uneven_check`'s bootstrap
+N_UNEVEN_TABLES = 2000
+
+
+def _uneven_check(
+    box: RateIntervals,
+    k: np.ndarray,
+    ruled_out: dict,
+    coverage: pd.DataFrame,
+    level: float,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    """:attr:`IntervalCalibration.uneven` of table ``k``, whose smoothed rates the
+    hierarchical posterior ruled out (``ruled_out``, :meth:`RateIntervals.rules_out_observed`).
+
+    The posterior's verdict assumes the hierarchy, which lets every intersection depart
+    from its attribute values alike; where small intersections depart more, it shrinks
+    them too far, and the smoothed rates are a truth only the model rules out. The check
+    without the model is a parametric bootstrap of the metric ruled out: the share of
+    tables drawn from the smoothed rates whose smoothed metric is at or below this table's
+    (a truth as uneven as the smoothed table gives tables at least as uneven, but the
+    maximum of many noisy log-ratios spreads widely). Below ``1 - PLAUSIBLE_MASS`` the data
+    rule those rates out too; otherwise the calibrated interval's coverage in the
+    ``smoothed`` scenario is what it would hold were the population as uneven as the table,
+    and a coverage below ``level`` by more than two standard errors is reported."""
+    j = METRICS.index(ruled_out["metric"])
+    tables = rng.binomial(box.n, box.smoothed(k), size=(N_UNEVEN_TABLES, len(box.n)))
+    drawn = box.truth(box.smoothed(tables))[:, j]
+    plausibility = float(np.mean(drawn <= ruled_out["value"] + 1e-12))
+    c = coverage[(coverage["scenario"] == SMOOTHED) & (coverage["method"] == "calibrated")]
+    margin = 2 * np.sqrt(level * (1 - level) / c["n_replicates"].to_numpy())
+    low = c["coverage"].to_numpy() < level - margin
+    short = {}
+    if plausibility >= 1 - PLAUSIBLE_MASS:
+        short = {m: float(v) for m, v in zip(c["metric"][low], c["coverage"][low], strict=True)}
+    return {"plausibility": plausibility, "short": short}
+
+
+def _uneven_note(uneven: dict, metric: str, level: float) -> str:
+    """The note of :attr:`IntervalCalibration.uneven` where the default falls short."""
+    covered = ", ".join(f"{c:.2f} ({m})" for m, c in uneven["short"].items())
+    return (
+        "the 'smoothed' scenario (the smoothed table itself, which the hierarchy rules out "
+        f"but the data do not: tables drawn from its rates show a {metric} at or below this "
+        f"table's in {uneven['plausibility']:.0%} of draws): the calibrated interval held its "
+        f"truth in only {covered} of the replicates, short of {level:g}. Were the population's "
+        "rates as uneven as the table's (small intersections departing from their attribute "
+        "values more than the hierarchy lets them), the default would be too short; the "
+        "Clopper-Pearson interval holds either way"
     )
 
 

@@ -190,7 +190,11 @@ class FullAuditResult(ResultMixin):  # numpydoc ignore=PR01
                 parts.append(f"{r.role}: epsilon-DF {r.value:.3g} (EDF)")
                 continue
             c = cal.intervals.set_index(["metric", "method"]).loc[("epsilon-DF", "calibrated")]
-            short = "; short of its level, see the answers" if "epsilon-DF" in cal.shortfall else ""
+            short = ""
+            if "epsilon-DF" in cal.shortfall:
+                short = "; short of its level, see the answers"
+            elif "epsilon-DF" in (cal.uneven or {}).get("short", {}):
+                short = "; short were the rates as uneven as the table's, see the answers"
             parts.append(
                 f"{r.role}: epsilon-DF {c['estimate']:.3g} [{c['lower']:.3g}, {c['upper']:.3g}] "
                 f"(default {cal.level:.0%} interval{short})"

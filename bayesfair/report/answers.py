@@ -155,6 +155,13 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
             f"; short of its level on this table's replicates even at that mass, covered "
             f"{covered}: read the Clopper-Pearson interval"
         )
+    uneven = (cal.uneven or {}).get("short", {}).get(metric)
+    if uneven is not None:
+        kind += (
+            f"; were the rates as uneven as the table's (which the hierarchy rules out, the "
+            f"data do not), it would cover only {uneven:.2f}: the Clopper-Pearson interval "
+            "holds either way"
+        )
     median = "bias-corrected posterior median" if corrected else "posterior median"
     return {
         "question": question,

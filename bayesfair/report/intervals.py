@@ -10,7 +10,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from .._table_intervals import CALIBRATION_SCENARIOS
-from ..calibration import AMPLIFICATION
+from ..calibration import AMPLIFICATION, SMOOTHED
 from .html import Figure, Report, Table, Text
 
 __all__ = ["add_interval_section", "interval_check_words"]
@@ -21,6 +21,7 @@ _SCENARIO_WORDS = {
     "shrunk": "the rates with their noise shrunk away",
     "fair": "equal rates",
 }
+_SMOOTHED_WORDS = "the smoothed rates themselves, as uneven as the table"
 
 
 def interval_check_words(cal: Any, metric: str) -> str:
@@ -102,7 +103,10 @@ def add_interval_section(
             "with this table's intersection sizes and checked against the replicate's truth, "
             "in four scenarios: "
             + "; ".join(f"{k}: {v}" for k, v in _SCENARIO_WORDS.items())
-            + ". The calibrated interval's coverage in the posterior and observed scenarios "
+            + ". Where the hierarchical posterior rules the smoothed rates out as a truth, "
+            "the observed scenario draws from constrained-Bayes rates instead, and a fifth, "
+            f"{SMOOTHED}: {_SMOOTHED_WORDS}, checks the interval against them out of sample. "
+            "The calibrated interval's coverage in the posterior and observed scenarios "
             "is in-sample. "
             "A coverage far from the level says the interval cannot be read at face value "
             "if the population looks like that scenario. The amplification's table (decisions "

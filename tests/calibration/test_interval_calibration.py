@@ -11,6 +11,7 @@ import bayesfair as bf
 from bayesfair import AuditData, interval_calibration
 from bayesfair._table_intervals import (
     METHODS,
+    METRICS,
     RateIntervals,
     calibrate,
     calibrated_mass,
@@ -825,3 +826,130 @@ def test_unpooled_interval_covers_compas_like_populations(data_home):
                 truth = _epsilon(p[n > 0])
                 held.append(bounds["lower"] <= truth + 1e-12 and truth <= bounds["upper"] + 1e-12)
         assert np.mean(held) >= 0.848, np.mean(held)
+
+
+def _uneven_frame(seed: int = 0) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """A finite population of 60,000 rows: 4 x 4 x 2 intersections, additive log-odds
+    without interactions, Dirichlet(0.5) shares, the rates those of its own rows (a small
+    intersection's carries its own noise); its rows, sizes and positives."""
+    rng = np.random.default_rng(seed)
+    p, share = additive_population(rng, (4, 4, 2), concentration=0.5, interaction=0.0)
+    n = rng.multinomial(60_000, share)
+    k = rng.binomial(n, p)
+    codes = np.indices((4, 4, 2)).reshape(3, -1)
+    frame = pd.DataFrame({f"a{d}": np.repeat(codes[d], n) for d in range(3)})
+    frame["y"] = np.concatenate(
+        [np.r_[np.ones(kk), np.zeros(nn - kk)] for nn, kk in zip(n, k, strict=True)]
+    )
+    return frame.astype(int), n, k
+
+
+def test_a_table_the_posterior_rules_out_is_checked_as_a_fifth_scenario():
+    """Where the hierarchical posterior rules the smoothed table out, the calibration keeps
+    it as the ``smoothed`` scenario, its truth the smoothed rates' metrics, and says in
+    ``uneven`` whether the data rule it out too; the four other scenarios are those of a
+    calibration without it (their seeds do not move). A table the posterior allows has four
+    scenarios and no ``uneven``."""
+    frame, n, k = _uneven_frame()
+    protected = ["a0", "a1", "a2"]
+    cal = interval_calibration(
+        frame, protected=protected, outcome="y", n_replicates=10, random_state=0
+    )
+    c = cal.coverage.set_index(["scenario", "metric", "method"])
+    assert list(cal.coverage["scenario"].unique()) == [
+        "posterior",
+        "observed",
+        "shrunk",
+        "fair",
+        "smoothed",
+    ]
+    box = RateIntervals(n, np.indices((4, 4, 2)).reshape(3, -1), n > 0, 0.9, 0.5)
+    truth = box.truth((k + 0.5) / (n + 1.0))
+    np.testing.assert_allclose(c.xs(("smoothed", "calibrated"), level=(0, 2))["truth"], truth)
+    assert 0.001 <= cal.uneven["plausibility"] <= 1
+    # the default misses the smoothed rates' epsilon-DF here, and says so
+    assert cal.uneven["short"]["epsilon-DF"] < 0.5
+    assert any(x.startswith("the 'smoothed' scenario") for x in cal.notes), cal.notes
+    rng = np.random.default_rng(1)
+    n8 = np.full(8, 2000)
+    small = _table(n8, rng.binomial(n8, additive_population(rng, (8,))[0]))
+    plain = interval_calibration(small, n_replicates=10, random_state=0)
+    assert set(plain.coverage["scenario"]) == {"posterior", "observed", "shrunk", "fair"}
+    assert plain.uneven is None
+
+
+def test_the_uneven_check_stays_silent_where_the_data_rule_the_smoothed_table_out():
+    """The parametric bootstrap of the metric ruled out: a value below every table drawn
+    from the smoothed rates gives a plausibility of 0, and no shortfall is reported however
+    short the default fell; a value above them all gives 1, and a coverage below the level
+    by more than two standard errors is reported, one within them is not."""
+    from bayesfair.calibration import _uneven_check
+
+    n = np.array([50, 60, 70, 80])
+    k = np.array([10, 20, 30, 40])
+    box = RateIntervals(n, np.indices((4,)).reshape(1, -1), n > 0, 0.9, 0.5)
+    coverage = pd.DataFrame(
+        {
+            "scenario": "smoothed",
+            "method": "calibrated",
+            "metric": list(METRICS),
+            "coverage": [0.1, 0.86],
+            "n_replicates": 200,
+        }
+    )
+    rng = np.random.default_rng(0)
+    low = _uneven_check(box, k, {"metric": "epsilon-DF", "value": 0.0}, coverage, 0.9, rng)
+    assert low == {"plausibility": 0.0, "short": {}}
+    high = _uneven_check(box, k, {"metric": "epsilon-DF", "value": 50.0}, coverage, 0.9, rng)
+    assert high == {"plausibility": 1.0, "short": {"epsilon-DF": 0.1}}
+
+
+def test_the_answers_carry_the_uneven_check():
+    """The default's answer says what the default would cover were the rates as uneven as
+    the table's, and that the Clopper-Pearson interval holds either way; the audit's
+    summary points to it."""
+    from bayesfair.report.answers import _default_row
+
+    frame, _, _ = _uneven_frame()
+    cal = interval_calibration(
+        frame, protected=["a0", "a1", "a2"], outcome="y", n_replicates=10, random_state=0
+    )
+    row = _default_row(cal, "epsilon-DF", "q", "epsilon-DF of outcome", 0.9)
+    covered = cal.uneven["short"]["epsilon-DF"]
+    assert f"would cover only {covered:.2f}" in row["interval"]
+    assert "Clopper-Pearson interval holds either way" in row["interval"]
+    assert "(smoothed)" in row["method"]
+    from types import SimpleNamespace
+
+    from bayesfair.full_audit import FullAuditResult
+
+    edf = pd.DataFrame({"method": ["EDF"], "metric": ["epsilon-DF"], "role": ["outcome"]})
+    edf["value"] = 1.0
+    result = SimpleNamespace(fairness_table=lambda: edf, intervals={"outcome": cal})
+    headline = FullAuditResult._fairness_headline(result)
+    assert "short were the rates as uneven as the table's, see the answers" in headline
+
+
+@pytest.mark.slow
+def test_the_check_of_an_uneven_table_says_what_the_default_would_cover():
+    """A finite population of additive log-odds (:func:`_uneven_frame`), audited at its own
+    size: the hierarchy rules its smoothed table out, the data do not, and the default
+    covers the population's epsilon-DF in under half of 100 replicates (each recalibrated on
+    20 of its own, as the study does), far below its level; the audited table's check says
+    so, with a coverage under half as well."""
+    frame, n, k = _uneven_frame()
+    cal = interval_calibration(
+        frame, protected=["a0", "a1", "a2"], outcome="y", n_replicates=100, random_state=0
+    )
+    assert cal.uneven is not None and cal.uneven["plausibility"] >= 0.001
+    assert cal.uneven["short"]["epsilon-DF"] < 0.5
+    t = interval_coverage(
+        table_population(n, k),
+        (4, 4, 2),
+        int(n.sum()),
+        n_replicates=100,
+        n_calibration=20,
+        random_state=1,
+    )
+    cov = t.set_index(["method", "metric"])["coverage"]
+    assert cov[("calibrated", "epsilon-DF")] < 0.5, cov.to_dict()
