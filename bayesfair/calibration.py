@@ -531,7 +531,8 @@ def _calibration_note(
     first, second = CALIBRATION_SCENARIOS
     masses = " and ".join(f"{m:g} ({metric})" for m, metric in zip(mass, METRICS, strict=True))
     biases = [
-        f"{metric}'s moved down by its median's bias in the '{first}' scenario ({b:+.3g})"
+        f"{metric}'s moved by {-b:+.3g}, removing its median's bias in the '{first}' "
+        f"scenario ({b:+.3g})"
         for b, metric, m in zip(shift, METRICS, moved, strict=True)
         if m
     ]
