@@ -9,9 +9,10 @@ every replicate table, each on a grid of 81 points whose systems are ``r x r`` w
 regressions, on a few dozen merged rows, for every permuted data set.
 
 The nested-Laplace maths is that of ``_LowRankPrior`` (see its docstring): with ``lam =
-1 + tau^2 w`` and the effects' precision ``M = D^{-1} + Z' diag(w / lam) Z``, a Newton
-step solves ``M beta = Z' (b / lam)`` and sets ``u = tau^2 (b - W Z beta) / lam``, ``f = Z
-beta + u``, ``a = u / tau^2``. Every compiled function lives in this one file: numba
+1 + t w`` (``t``: every intersection's deviation variance, ``tau^2``, plus ``psi^2 v`` with
+a size term) and the effects' precision ``M = D^{-1} + Z' diag(w / lam) Z``, a Newton step
+solves ``M beta = Z' (b / lam)`` and sets ``u = t (b - W Z beta) / lam``, ``f = Z beta +
+u``, ``a = u / t``. Every compiled function lives in this one file: numba
 invalidates a cached function when its own file changes, not when a function it calls in
 another file does.
 """
@@ -21,7 +22,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["covariances", "half_logdets", "modes", "newton_point", "weighted_logit"]
+__all__ = [
+    "covariances",
+    "effect_factors",
+    "half_logdets",
+    "modes",
+    "newton_point",
+    "weighted_logit",
+]
 
 
 @numba.njit(cache=True)
@@ -79,7 +87,8 @@ def _backward(low, y):
 
 @numba.njit(cache=True)
 def _effects_precision(z, d, tau2, w):
-    """``lam`` (G,) and the Cholesky factor of ``M`` (r, r) at one grid point."""
+    """``lam`` (G,) and the Cholesky factor of ``M`` (r, r) at one grid point (``tau2``
+    (G,): the deviations' variances)."""
     g_count, r = z.shape
     lam = 1.0 + tau2 * w
     m = np.zeros((r, r))
@@ -98,7 +107,7 @@ def _effects_precision(z, d, tau2, w):
 @numba.njit(cache=True)
 def newton_point(z, d, tau2, w, b):
     """The Newton target ``f = (C^{-1} + W)^{-1} b`` and ``a = C^{-1} f`` at one grid
-    point (``d``: the effects' variances, ``tau2``: the deviations')."""
+    point (``d`` (r,): the effects' variances, ``tau2`` (G,): the deviations')."""
     g_count, r = z.shape
     lam, low = _effects_precision(z, d, tau2, w)
     rhs = np.zeros(r)
@@ -113,9 +122,9 @@ def newton_point(z, d, tau2, w, b):
         zb = 0.0
         for i in range(r):
             zb += z[g, i] * beta[i]
-        u = tau2 * (b[g] - w[g] * zb) / lam[g]
+        u = tau2[g] * (b[g] - w[g] * zb) / lam[g]
         f[g] = zb + u
-        a[g] = u / tau2
+        a[g] = u / tau2[g]
     return f, a
 
 
@@ -132,31 +141,30 @@ def _objective(n, k, m, f, a):
 @numba.njit(cache=True)
 def modes(n, k, m, z, d, tau2, max_iter, tol):
     """The posterior mode of ``f = eta - m`` of every table ``k`` (T, G) at every grid
-    point (``d`` (S, r), ``tau2`` (S,)): ``f`` and ``a`` (T, S, G) and the objective
+    point (``d`` (S, r), ``tau2`` (T, S, G)): ``f`` and ``a`` (T, S, G) and the objective
     (T, S). A full Newton step is halved (up to 30 times) where it would lower the
-    objective; every point takes a step until the largest move of any is below ``tol``."""
+    objective; every table's every point takes steps until its own largest move is below
+    ``tol`` (at most ``max_iter``), so a point that converges fast does not wait for the
+    slowest of the batch."""
     t_count, g_count = k.shape
-    s_count = len(tau2)
+    s_count = d.shape[0]
     f = np.zeros((t_count, s_count, g_count))
     a = np.zeros((t_count, s_count, g_count))
     psi = np.empty((t_count, s_count))
-    for t in range(t_count):
-        for s in range(s_count):
-            psi[t, s] = _objective(n, k[t], m[t], f[t, s], a[t, s])
     w = np.empty(g_count)
     b = np.empty(g_count)
     f_try = np.empty(g_count)
     a_try = np.empty(g_count)
-    for _ in range(max_iter):
-        moved = 0.0
-        for t in range(t_count):
-            for s in range(s_count):
-                ft, at = f[t, s], a[t, s]
+    for t in range(t_count):
+        for s in range(s_count):
+            ft, at = f[t, s], a[t, s]
+            psi[t, s] = _objective(n, k[t], m[t], ft, at)
+            for _ in range(max_iter):
                 for g in range(g_count):
                     p = _expit(m[t] + ft[g])
                     w[g] = n[g] * p * (1 - p)
                     b[g] = w[g] * ft[g] + (k[t, g] - n[g] * p)
-                f_new, a_new = newton_point(z, d[s], tau2[s], w, b)
+                f_new, a_new = newton_point(z, d[s], tau2[t, s], w, b)
                 step = 1.0
                 for _ in range(30):
                     for g in range(g_count):
@@ -166,12 +174,13 @@ def modes(n, k, m, z, d, tau2, max_iter, tol):
                     if not psi_try < psi[t, s] - 1e-10:
                         break
                     step /= 2
+                moved = 0.0
                 for g in range(g_count):
                     moved = max(moved, abs(f_try[g] - ft[g]))
                     ft[g], at[g] = f_try[g], a_try[g]
                 psi[t, s] = psi_try
-        if moved < tol:
-            break
+                if moved < tol:
+                    break
     return f, a, psi
 
 
@@ -188,12 +197,13 @@ def _weights(n, eta_offset, f):
 @numba.njit(cache=True)
 def half_logdets(n, m, f, z, d, tau2):
     """Half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` at every table's and
-    grid point's mode ``f`` (T, S, G): (T, S), the Laplace estimate's normalisation."""
+    grid point's mode ``f`` (T, S, G), with the deviations' variances ``tau2`` (T, S, G):
+    (T, S), the Laplace estimate's normalisation."""
     t_count, s_count, g_count = f.shape
     out = np.empty((t_count, s_count))
     for t in range(t_count):
         for s in range(s_count):
-            lam, low = _effects_precision(z, d[s], tau2[s], _weights(n, m[t], f[t, s]))
+            lam, low = _effects_precision(z, d[s], tau2[t, s], _weights(n, m[t], f[t, s]))
             h = 0.0
             for g in range(g_count):
                 h += np.log(lam[g])
@@ -204,12 +214,42 @@ def half_logdets(n, m, f, z, d, tau2):
 
 
 @numba.njit(cache=True)
+def effect_factors(n, m, f, z, d, tau2, points):
+    """What a draw of ``eta`` needs at each of the grid ``points`` (U,) of every table, at
+    its mode ``f`` (T, S, G): ``lam`` (T, U, G) and ``L_M^{-T}`` (T, U, r, r), the
+    transposed inverse of ``M``'s Cholesky factor. The posterior of the effects and
+    deviations is Gaussian with ``beta ~ N(0, M^{-1})`` and, given ``beta``, ``u = -(t w /
+    lam) Z beta + N(0, t / lam)`` independently, so ``eta - mode = diag(1 / lam) Z beta +
+    sqrt(t / lam) e``: a draw costs ``r^2 + G r`` rather than the ``G^2`` of a factor of
+    the ``G x G`` covariance (:func:`covariances`, which the two terms' covariances sum
+    to)."""
+    t_count = f.shape[0]
+    r = z.shape[1]
+    lam_out = np.empty((t_count, len(points), f.shape[2]))
+    inv_t = np.zeros((t_count, len(points), r, r))
+    unit = np.zeros(r)
+    col = np.empty(r)
+    for t in range(t_count):
+        for u in range(len(points)):
+            s = points[u]
+            lam, low = _effects_precision(z, d[s], tau2[t, s], _weights(n, m[t], f[t, s]))
+            lam_out[t, u] = lam
+            for j in range(r):  # column j of low^{-1}: row j of low^{-T}
+                unit[:] = 0.0
+                unit[j] = 1.0
+                _forward(low, unit, col)
+                for i in range(r):
+                    inv_t[t, u, j, i] = col[i]
+    return lam_out, inv_t
+
+
+@numba.njit(cache=True)
 def covariances(n, m, f, z, d, tau2, points):
     """The posterior covariance of ``eta`` of every table at each of the grid ``points``
-    (U,) only, at its mode ``f`` (T, S, G): (T, U, G, G), ``diag(tau^2 / lam) + A M^{-1}
-    A'`` with ``A = diag(1 / lam) Z``. A draw needs it only at the grid points it uses, and
-    on many intersections forming it (and its Cholesky factor) at all of them would be most of a
-    fit's time."""
+    (U,) only, at its mode ``f`` (T, S, G): (T, U, G, G), ``diag(t / lam) + A M^{-1} A'``
+    with ``A = diag(1 / lam) Z`` and ``t`` the deviations' variances ``tau2`` (T, S, G). A
+    draw needs it only at the grid points it uses, and on many intersections forming it (and
+    its Cholesky factor) at all of them would be most of a fit's time."""
     t_count, g_count = f.shape[0], f.shape[2]
     r = z.shape[1]
     cov = np.empty((t_count, len(points), g_count, g_count))
@@ -218,7 +258,7 @@ def covariances(n, m, f, z, d, tau2, points):
     for t in range(t_count):
         for u in range(len(points)):
             s = points[u]
-            lam, low = _effects_precision(z, d[s], tau2[s], _weights(n, m[t], f[t, s]))
+            lam, low = _effects_precision(z, d[s], tau2[t, s], _weights(n, m[t], f[t, s]))
             for g in range(g_count):  # row g of v: low^{-1} z[g] / lam[g]
                 for i in range(r):
                     zl[i] = z[g, i] / lam[g]
@@ -231,7 +271,7 @@ def covariances(n, m, f, z, d, tau2, points):
                         acc += v[g, i] * v[h2, i]
                     c[g, h2] = acc
                     c[h2, g] = acc
-                c[g, g] += tau2[s] / lam[g]
+                c[g, g] += tau2[t, s, g] / lam[g]
     return cov
 
 

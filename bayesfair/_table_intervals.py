@@ -34,6 +34,10 @@ MASSES = np.array([0.925, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 0.999])
 #: the hierarchical posterior's interval outside which a table's smoothed rates are ruled
 #: out as a truth (:meth:`RateIntervals.rules_out_observed`): the largest of :data:`MASSES`
 PLAUSIBLE_MASS = float(MASSES[-1])
+#: the hierarchical posterior's deviations (:func:`~bayesfair.models._nested_laplace.
+#: grid_posterior`): a small intersection may depart further than a large one, as a finite
+#: population's small groups do (its own rows' noise)
+GROUP_VARIANCE = "size"
 
 
 def credible_masses(level: float) -> np.ndarray:
@@ -620,7 +624,8 @@ class RateIntervals(_TableIntervals):
         """Draws of the rates (draws, groups) from the hierarchical posterior, with the
         :func:`unchecked` intersections' off the hierarchy now and then
         (:func:`off_hierarchy`)."""
-        post = grid_posterior(self.n, k, self.codes).draw(draws, rng)
+        post = grid_posterior(self.n, k, self.codes, group_variance=GROUP_VARIANCE)
+        post = post.draw(draws, rng)
         return off_hierarchy(post, self.n, k, unchecked(self.n, k, self.level), self.a, rng)
 
     def zero_lower(self, pvalue: float) -> bool:
@@ -744,7 +749,12 @@ class AmplificationIntervals(_TableIntervals):
     def hierarchical_draws(self, t, draws, rng) -> np.ndarray:
         sizes = self._sizes(t)
         return np.stack(
-            [grid_posterior(sizes[:, j], t[:, j], self.codes).draw(draws, rng) for j in range(3)],
+            [
+                grid_posterior(
+                    sizes[:, j], t[:, j], self.codes, group_variance=GROUP_VARIANCE
+                ).draw(draws, rng)
+                for j in range(3)
+            ],
             -1,
         )
 

@@ -221,8 +221,11 @@ def interval_calibration(
     audited one.
 
     **The hierarchical interval** is the equal-tailed posterior interval of
-    :class:`~bayesfair.models.HierarchicalCounts` (attribute effects and intersection
-    deviations with learned scales, shares ``Dirichlet(n + pseudo_count)``; an
+    :class:`~bayesfair.models.HierarchicalCounts` with ``group_variance="size"`` (attribute
+    effects and intersection deviations with learned scales, a deviation's variance
+    ``tau^2 + psi^2 v_s`` growing as the intersection's sampling variance ``v_s`` does, so
+    that a small intersection may depart as far as its own rows' noise, as a finite
+    population's small groups do; shares ``Dirichlet(n + pseudo_count)``; an
     intersection too small for any count of it to contradict the pooled rate,
     :func:`unchecked`, lies off the hierarchy, with its own posterior rate, in a share
     ``1 / (m + 2)`` of the draws, ``m`` the intersections that can: a contamination prior,
@@ -273,11 +276,10 @@ def interval_calibration(
     (:func:`shrunk_rates`: a smooth
     truth) and ``fair`` (every rate the pooled rate: epsilon = gamma = 0). Where the
     posterior rules the smoothed table out, a fifth scenario, ``smoothed``, keeps it as a
-    truth checked out of sample: the posterior's verdict is the hierarchy's, which lets every
-    intersection depart from its attribute values alike and so shrinks small intersections
-    that depart more (as a finite population's do) too far. ``uneven`` says whether the data
-    rule that truth out too (a parametric bootstrap without the model) and, where they do
-    not, what the default would cover there when it falls short. Every method is
+    truth checked out of sample: the posterior's verdict is the model's, and a table may be
+    more uneven than the hierarchy, even with its size term, expects. ``uneven`` says
+    whether the data rule that truth out too (a parametric bootstrap without the model)
+    and, where they do not, what the default would cover there when it falls short. Every method is
     recomputed on every replicate (the hierarchical model refitted) and checked against the
     replicate's truth: the calibrated interval (at the mass chosen on the audited table),
     the hierarchical interval, the equal-tailed Dirichlet-multinomial
@@ -459,9 +461,10 @@ def _uneven_check(
     """:attr:`IntervalCalibration.uneven` of table ``k``, whose smoothed rates the
     hierarchical posterior ruled out (``ruled_out``, :meth:`RateIntervals.rules_out_observed`).
 
-    The posterior's verdict assumes the hierarchy, which lets every intersection depart
-    from its attribute values alike; where small intersections depart more, it shrinks
-    them too far, and the smoothed rates are a truth only the model rules out. The check
+    The posterior's verdict assumes the hierarchy, which lets an intersection depart from
+    its attribute values by a common spread plus a multiple of its sampling noise; where
+    intersections depart more, it shrinks them too far, and the smoothed rates are a truth
+    only the model rules out. The check
     without the model is a parametric bootstrap of the metric ruled out: the share of
     tables drawn from the smoothed rates whose smoothed metric is at or below this table's
     (a truth as uneven as the smoothed table gives tables at least as uneven, but the

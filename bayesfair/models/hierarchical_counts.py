@@ -31,13 +31,25 @@ class HierarchicalCounts(_Conjugate):
     fit takes milliseconds on a few dozen intersections: the interval calibration of
     :func:`~bayesfair.interval_calibration` refits it on hundreds of replicate tables.
     A fit solves ``r x r`` systems at each of the 81 points of a 9 x 9 grid (``r = 1 +
-    sum(levels)``, however many intersections ``G`` there are); drawing forms a ``G x G``
-    covariance and its Cholesky factor only at the grid points the draws pick.
+    sum(levels)``, however many intersections ``G`` there are; 486 with a size term); a
+    draw picks a grid point, then the effects from their ``r``-dimensional Gaussian and
+    the deviations given them, so it never factorises a ``G x G`` covariance.
+
+    With ``group_variance="size"`` the deviations' variance is ``tau^2 + psi^2 v_s``,
+    ``v_s = 1 / (n_s p (1 - p))`` the sampling variance of the intersection's log-odds at
+    the pooled rate ``p``, ``psi ~ HalfNormal(0.5)``: a small intersection may depart from
+    its attribute values further than a large one, as a finite population's small groups do
+    (their rates are those of their few rows). It is what the audit's default intervals use,
+    whose truth is the audited population's own rates; the exchangeable default models
+    P(y|s) of the process behind the data, as :class:`HierarchicalLogisticRegression` does.
+    ``HierarchicalBayes`` of the per-group estimates has the same option.
 
     Parameters
     ----------
     prior_scale : float, default 1.0
         Scale of the half-normal priors of ``sigma_a`` and ``tau`` (log-odds).
+    group_variance : {"exchangeable", "size"}, default "exchangeable"
+        Whether the intersections' deviations share one variance or add a size term.
     draws, chains : int
         Posterior draws, arranged as ``chains`` x ``draws``.
     random_state : None, int, or numpy SeedSequence, Generator or RandomState, optional
@@ -45,7 +57,8 @@ class HierarchicalCounts(_Conjugate):
     Attributes
     ----------
     grid_ : GridPosterior
-        Modes, Cholesky factors and posterior weights of the grid of ``(sigma_a, tau)``.
+        Modes and posterior weights of the grid of ``(sigma_a, tau)`` (and ``psi``, with a
+        size term).
 
     References
     ----------
@@ -68,6 +81,7 @@ class HierarchicalCounts(_Conjugate):
         self,
         prior_scale: float = 1.0,
         *,
+        group_variance: str = "exchangeable",
         draws: int = 1000,
         chains: int = 4,
         random_state: SeedLike = None,
@@ -75,11 +89,18 @@ class HierarchicalCounts(_Conjugate):
         super().__init__(draws=draws, chains=chains, random_state=random_state)
         self.method = "laplace"
         self.prior_scale = prior_scale
+        self.group_variance = group_variance
 
     def _fit_exact(self, design: Design) -> None:
         check_real(self.prior_scale, "prior_scale", sign="positive")
         rng = np.random.default_rng(self._seed_source())
-        self.grid_ = grid_posterior(design.n, design.k, design.codes, prior_scale=self.prior_scale)
+        self.grid_ = grid_posterior(
+            design.n,
+            design.k,
+            design.codes,
+            prior_scale=self.prior_scale,
+            group_variance=self.group_variance,
+        )
         p = self.grid_.draw(self.chains * self.draws, rng)
         p = p.reshape(self.chains, self.draws, design.n_groups)
         self.p_point_ = p.mean(axis=(0, 1))

@@ -91,7 +91,8 @@ def add_interval_section(
         Text(
             f"The default {first.level:.0%} interval (calibrated) is a posterior interval "
             "of a hierarchical model of the counts (bayesfair.HierarchicalCounts: attribute "
-            "effects and intersection deviations, nested Laplace), with its lower end at 0 "
+            "effects and intersection deviations, a small intersection's allowed to depart "
+            "as far as its own rows' noise, nested Laplace), with its lower end at 0 "
             "where a test of equal rates does not reject at the "
             f"{1 - first.level:.0%} level, epsilon-DF's moved down by the bias its median "
             "showed on replicate tables drawn from the posterior (not the amplification's), "
