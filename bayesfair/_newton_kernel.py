@@ -23,7 +23,6 @@ import numba
 import numpy as np
 
 __all__ = [
-    "covariances",
     "effect_factors",
     "half_logdets",
     "modes",
@@ -220,9 +219,9 @@ def effect_factors(n, m, f, z, d, tau2, points):
     transposed inverse of ``M``'s Cholesky factor. The posterior of the effects and
     deviations is Gaussian with ``beta ~ N(0, M^{-1})`` and, given ``beta``, ``u = -(t w /
     lam) Z beta + N(0, t / lam)`` independently, so ``eta - mode = diag(1 / lam) Z beta +
-    sqrt(t / lam) e``: a draw costs ``r^2 + G r`` rather than the ``G^2`` of a factor of
-    the ``G x G`` covariance (:func:`covariances`, which the two terms' covariances sum
-    to)."""
+    sqrt(t / lam) e``, whose covariance is the posterior's, ``diag(t / lam) + A M^{-1} A'``
+    with ``A = diag(1 / lam) Z``: a draw costs ``r^2 + G r`` rather than the ``G^2`` of a
+    factor of the ``G x G`` covariance, which is never formed."""
     t_count = f.shape[0]
     r = z.shape[1]
     lam_out = np.empty((t_count, len(points), f.shape[2]))
@@ -241,38 +240,6 @@ def effect_factors(n, m, f, z, d, tau2, points):
                 for i in range(r):
                     inv_t[t, u, j, i] = col[i]
     return lam_out, inv_t
-
-
-@numba.njit(cache=True)
-def covariances(n, m, f, z, d, tau2, points):
-    """The posterior covariance of ``eta`` of every table at each of the grid ``points``
-    (U,) only, at its mode ``f`` (T, S, G): (T, U, G, G), ``diag(t / lam) + A M^{-1} A'``
-    with ``A = diag(1 / lam) Z`` and ``t`` the deviations' variances ``tau2`` (T, S, G). A
-    draw needs it only at the grid points it uses, and on many intersections forming it (and
-    its Cholesky factor) at all of them would be most of a fit's time."""
-    t_count, g_count = f.shape[0], f.shape[2]
-    r = z.shape[1]
-    cov = np.empty((t_count, len(points), g_count, g_count))
-    v = np.empty((g_count, r))
-    zl = np.empty(r)
-    for t in range(t_count):
-        for u in range(len(points)):
-            s = points[u]
-            lam, low = _effects_precision(z, d[s], tau2[t, s], _weights(n, m[t], f[t, s]))
-            for g in range(g_count):  # row g of v: low^{-1} z[g] / lam[g]
-                for i in range(r):
-                    zl[i] = z[g, i] / lam[g]
-                _forward(low, zl, v[g])
-            c = cov[t, u]
-            for g in range(g_count):
-                for h2 in range(g, g_count):
-                    acc = 0.0
-                    for i in range(r):
-                        acc += v[g, i] * v[h2, i]
-                    c[g, h2] = acc
-                    c[h2, g] = acc
-                c[g, g] += tau2[t, s, g] / lam[g]
-    return cov
 
 
 # ---------------------------------------------------- I-hat's weighted logistic regression

@@ -81,12 +81,6 @@ class GridPosterior:  # numpydoc ignore=PR01
     psi: np.ndarray  # (grid,) the size term's scale (0 without one)
     laplace: tuple = field(repr=False)  # (n, m, f, z, d, tau2) of the kernel, tables flat
 
-    def covariance(self, points: np.ndarray) -> np.ndarray:
-        """The posterior covariances of ``eta`` at the grid ``points`` (U,): (..., U, G, G)
-        (the draws never form them; the checks compare against them)."""
-        cov = kernel.covariances(*self.laplace, np.asarray(points, dtype=np.int64))
-        return cov.reshape(*self.weight.shape[:-1], *cov.shape[1:])
-
     def draw(self, size: int, rng: np.random.Generator) -> np.ndarray:
         """Draws of P(y=1|s) from the mixture: shape (..., size, G), one set of draws per
         table of the leading dimensions.
