@@ -23,6 +23,27 @@ from bayesfair.models._nested_laplace import (
 pytestmark = pytest.mark.bayesian  # make test-next runs these on PyMC 6 / ArviZ 1 too
 
 
+def test_a_points_mode_does_not_depend_on_the_point_before_it():
+    """Every grid point after the first starts Newton's method from the previous point's
+    mode: the modes, objectives and Laplace weights are those of each point fitted alone
+    from 0, on a grid ordered so that neighbours differ by the largest jumps (a
+    coarse grid of very different scales, shuffled)."""
+    rng = np.random.default_rng(11)
+    codes = np.indices((4, 2, 3)).reshape(3, -1)
+    n = rng.integers(0, 120, 24).astype(float)
+    k = rng.binomial(n.astype(int), rng.uniform(0.05, 0.6, (3, 24))).astype(float)
+    scales = rng.permutation(np.geomspace(0.02, 4.0, 8))
+    prior = _LowRankPrior(codes, scales, scales[::-1], rng.uniform(0.05, 2, 8))
+    m = np.log((k.sum(1) + 0.5) / (n.sum() - k.sum(1) + 0.5))
+    t = prior.variances(n, m)
+    f, a, obj = kernel.modes(n, k, m, prior.z, prior.d, t, 100, 1e-10)
+    for s in range(len(scales)):
+        alone = kernel.modes(n, k, m, prior.z, prior.d[s : s + 1], t[:, s : s + 1], 100, 1e-10)
+        np.testing.assert_allclose(f[:, s], alone[0][:, 0], atol=1e-9)
+        np.testing.assert_allclose(a[:, s], alone[1][:, 0], atol=1e-9)
+        np.testing.assert_allclose(obj[:, s], alone[2][:, 0], rtol=1e-12)
+
+
 @pytest.mark.parametrize("group_variance", ["exchangeable", "size"])
 def test_nested_laplace_matches_importance_sampling_on_small_counts(group_variance):
     """Four intersections of 5-30 rows (where a Laplace approximation is least accurate):
