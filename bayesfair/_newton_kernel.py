@@ -16,7 +16,8 @@ solves ``M beta = Z' (b / lam)`` and sets ``u = t (b - W Z beta) / lam``, ``f = 
 u``, ``a = u / t``. ``Z`` is the intercept's column and every attribute's one-hot columns,
 so each of its rows has ``1 + attributes`` ones among its ``r`` entries; the sums over
 ``Z`` run over those (:func:`_ones_of`), and a step writes into arrays allocated once per
-call (:func:`_workspace`). Every compiled function lives in this one file: numba
+call (:func:`_workspace`); :func:`grid_laplace` fits only the grid points that carry
+weight. Every compiled function lives in this one file: numba
 invalidates a cached function when its own file changes, not when a function it calls in
 another file does.
 """
@@ -28,6 +29,7 @@ import numpy as np
 
 __all__ = [
     "effect_factors",
+    "grid_laplace",
     "half_logdets",
     "modes",
     "newton_point",
@@ -187,6 +189,12 @@ def newton_point(z, d, tau2, w, b):
 
 
 @numba.njit(cache=True)
+def _rate(eta: float, e: float) -> float:
+    """``expit(eta)`` from ``e = exp(-|eta|)``."""
+    return 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
+
+
+@numba.njit(cache=True)
 def _objective(n, k, m, f, a, p):
     """``log p(k | m + f) - f' a / 2``, the function Newton's method climbs, as ``sum_g
     k_g eta_g - n_g log(1 + exp(eta_g)) - f_g a_g / 2``; writes ``expit(eta)`` into ``p``
@@ -196,60 +204,105 @@ def _objective(n, k, m, f, a, p):
         eta = m + f[g]
         e = np.exp(-abs(eta))
         s += k[g] * eta - n[g] * (max(eta, 0.0) + np.log1p(e)) - 0.5 * a[g] * f[g]
-        p[g] = 1.0 / (1.0 + e) if eta >= 0 else e / (1.0 + e)
+        p[g] = _rate(eta, e)
     return s
+
+
+@numba.njit(cache=True)
+def _buffers(g_count):
+    """The (G,) arrays a climb writes into: ``w``, ``b``, ``p``, ``p_try``, ``f_new``,
+    ``a_new``, ``f_try``, ``a_try``."""
+    return (
+        np.empty(g_count),
+        np.empty(g_count),
+        np.empty(g_count),
+        np.empty(g_count),
+        np.empty(g_count),
+        np.empty(g_count),
+        np.empty(g_count),
+        np.empty(g_count),
+    )
+
+
+@numba.njit(cache=True)
+def _climb(n, k, m, cols, vals, d, tau2, f, a, warm, max_iter, tol, bufs, work):
+    """Newton's method at one grid point (``d`` (r,), ``tau2`` (G,)) of one table (``k``
+    (G,), pooled log-odds ``m``) from ``f``, updating ``f`` and ``a`` to the mode in
+    place; returns the objective there. A full step is halved (up to 30 times) where it
+    would lower the objective, until the largest move is below ``tol`` (at most
+    ``max_iter`` steps). ``warm``: ``f`` is another point's mode, whose ``a`` is not this
+    point's, so the first step is taken whole."""
+    w, b, p, p_try, f_new, a_new, f_try, a_try = bufs
+    g_count = len(n)
+    if warm:
+        value = -np.inf
+        for g in range(g_count):
+            eta = m + f[g]
+            p[g] = _rate(eta, np.exp(-abs(eta)))
+    else:
+        value = _objective(n, k, m, f, a, p)
+    for _ in range(max_iter):
+        for g in range(g_count):
+            w[g] = n[g] * p[g] * (1 - p[g])
+            b[g] = w[g] * f[g] + (k[g] - n[g] * p[g])
+        _newton_step(cols, vals, d, tau2, w, b, work, f_new, a_new)
+        step = 1.0
+        for _ in range(30):
+            for g in range(g_count):
+                f_try[g] = f[g] + step * (f_new[g] - f[g])
+                a_try[g] = a[g] + step * (a_new[g] - a[g])
+            value_try = _objective(n, k, m, f_try, a_try, p_try)
+            if not value_try < value - 1e-10:
+                break
+            step /= 2
+        moved = 0.0
+        for g in range(g_count):
+            moved = max(moved, abs(f_try[g] - f[g]))
+            f[g], a[g], p[g] = f_try[g], a_try[g], p_try[g]
+        value = value_try
+        if moved < tol:
+            break
+    return value
+
+
+@numba.njit(cache=True)
+def _half_logdet(n, m, f, cols, vals, d, tau2, work):
+    """Half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` at one grid point's mode
+    ``f`` (G,): ``(sum log lam + sum log D + log|M|) / 2``."""
+    lam, mat, low, _, _ = work
+    _effects_precision(cols, vals, d, tau2, _weights(n, m, f), lam, mat)
+    _cholesky_into(mat, low)
+    h = 0.0
+    for g in range(len(n)):
+        h += np.log(lam[g])
+    for i in range(len(d)):
+        h += np.log(d[i]) + 2.0 * np.log(low[i, i])
+    return 0.5 * h
 
 
 @numba.njit(cache=True)
 def modes(n, k, m, z, d, tau2, max_iter, tol):
     """The posterior mode of ``f = eta - m`` of every table ``k`` (T, G) at every grid
     point (``d`` (S, r), ``tau2`` (T, S, G)): ``f`` and ``a`` (T, S, G) and the objective
-    (T, S). A full Newton step is halved (up to 30 times) where it would lower the
-    objective; every table's every point takes steps until its own largest move is below
-    ``tol`` (at most ``max_iter``), so a point that converges fast does not wait for the
-    slowest of the batch. Every point after the first starts from the previous point's
-    mode, near its own on a grid of scales (about three steps instead of five from 0);
-    its first step, from a mode that is not its own, is taken whole."""
+    (T, S), each point by :func:`_climb`, every point after the first from the previous
+    point's mode (about three steps instead of five from 0). Every point, where
+    :func:`grid_laplace` evaluates those that carry weight: the checks compare the two."""
     t_count, g_count = k.shape
     s_count = d.shape[0]
     cols, vals = _ones_of(z)
-    work = _workspace(g_count, z.shape[1])
+    work, bufs = _workspace(g_count, z.shape[1]), _buffers(g_count)
     f = np.zeros((t_count, s_count, g_count))
     a = np.zeros((t_count, s_count, g_count))
-    psi = np.empty((t_count, s_count))
-    w, b, p, p_try = np.empty(g_count), np.empty(g_count), np.empty(g_count), np.empty(g_count)
-    f_new, a_new = np.empty(g_count), np.empty(g_count)
-    f_try, a_try = np.empty(g_count), np.empty(g_count)
+    value = np.empty((t_count, s_count))
     for t in range(t_count):
         for s in range(s_count):
-            ft, at = f[t, s], a[t, s]
-            if s == 0:
-                psi[t, s] = _objective(n, k[t], m[t], ft, at, p)
-            else:  # the previous point's mode, whose expit p holds; its first step taken whole
-                ft[:] = f[t, s - 1]
-                psi[t, s] = -np.inf
-            for _ in range(max_iter):
-                for g in range(g_count):
-                    w[g] = n[g] * p[g] * (1 - p[g])
-                    b[g] = w[g] * ft[g] + (k[t, g] - n[g] * p[g])
-                _newton_step(cols, vals, d[s], tau2[t, s], w, b, work, f_new, a_new)
-                step = 1.0
-                for _ in range(30):
-                    for g in range(g_count):
-                        f_try[g] = ft[g] + step * (f_new[g] - ft[g])
-                        a_try[g] = at[g] + step * (a_new[g] - at[g])
-                    psi_try = _objective(n, k[t], m[t], f_try, a_try, p_try)
-                    if not psi_try < psi[t, s] - 1e-10:
-                        break
-                    step /= 2
-                moved = 0.0
-                for g in range(g_count):
-                    moved = max(moved, abs(f_try[g] - ft[g]))
-                    ft[g], at[g], p[g] = f_try[g], a_try[g], p_try[g]
-                psi[t, s] = psi_try
-                if moved < tol:
-                    break
-    return f, a, psi
+            if s > 0:
+                f[t, s] = f[t, s - 1]
+            value[t, s] = _climb(
+                n, k[t], m[t], cols, vals, d[s], tau2[t, s], f[t, s], a[t, s], s > 0,
+                max_iter, tol, bufs, work,
+            )  # fmt: skip
+    return f, a, value
 
 
 @numba.njit(cache=True)
@@ -267,21 +320,113 @@ def half_logdets(n, m, f, z, d, tau2):
     """Half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` at every table's and
     grid point's mode ``f`` (T, S, G), with the deviations' variances ``tau2`` (T, S, G):
     (T, S), the Laplace estimate's normalisation."""
-    t_count, s_count, g_count = f.shape
+    t_count, s_count, _ = f.shape
     cols, vals = _ones_of(z)
-    lam, mat, low, _, _ = _workspace(g_count, z.shape[1])
+    work = _workspace(f.shape[2], z.shape[1])
     out = np.empty((t_count, s_count))
     for t in range(t_count):
         for s in range(s_count):
-            _effects_precision(cols, vals, d[s], tau2[t, s], _weights(n, m[t], f[t, s]), lam, mat)
-            _cholesky_into(mat, low)
-            h = 0.0
-            for g in range(g_count):
-                h += np.log(lam[g])
-            for i in range(z.shape[1]):
-                h += np.log(d[s, i]) + 2.0 * np.log(low[i, i])
-            out[t, s] = 0.5 * h
+            out[t, s] = _half_logdet(n, m[t], f[t, s], cols, vals, d[s], tau2[t, s], work)
     return out
+
+
+@numba.njit(cache=True)
+def _log_weight(n, k, m, cols, vals, d, tau2, f, a, warm, max_iter, tol, bufs, work, prior):
+    """One grid point's mode (:func:`_climb`, into ``f`` and ``a``) and log weight: the
+    Laplace estimate of the log marginal likelihood plus the point's log ``prior``."""
+    value = _climb(n, k, m, cols, vals, d, tau2, f, a, warm, max_iter, tol, bufs, work)
+    return value - _half_logdet(n, m, f, cols, vals, d, tau2, work) + prior
+
+
+@numba.njit(cache=True)
+def _coarse(size):
+    """The first, middle and last of ``size`` indices (fewer where they coincide)."""
+    out = np.empty(3, dtype=np.int64)
+    c = 0
+    for i in (0, (size - 1) // 2, size - 1):
+        if c == 0 or out[c - 1] != i:
+            out[c] = i
+            c += 1
+    return out[:c]
+
+
+@numba.njit(cache=True)
+def grid_laplace(n, k, m, z, d, tau2, log_prior, shape, drop, max_iter, tol):
+    """The nested-Laplace log weights of every table ``k`` (T, G) on a grid of ``shape``
+    (its points in C order, ``S = prod(shape)``), evaluated where they matter: ``f``, ``a``
+    (T, S, G) at the modes, and the log weights ``objective - half_logdet + log_prior``
+    (T, S), ``-inf`` at the points left out.
+
+    Per table, a coarse grid (the first, middle and last index of every axis) is fitted,
+    then every point whose log weight is above the largest so far minus ``drop`` fits its
+    neighbours on the grid (one index apart on one axis), each from that point's mode,
+    until no new point is within ``drop``: a flood fill of the region of the weights'
+    superlevel set that the coarse points reach. With ``drop = 40``, a point left out has
+    a weight below ``e^-40 = 4e-18`` of the largest, below a float64 sum's resolution;
+    ``drop = inf`` fits every point. The Laplace weights are smooth and unimodal in the
+    log scales on these grids; the coarse start reaches a second region of weight
+    wherever it holds one of its 27 points. With many intersections the scales are
+    pinned down and the region is a fraction of the grid."""
+    t_count, g_count = k.shape
+    s_count = d.shape[0]
+    cols, vals = _ones_of(z)
+    work, bufs = _workspace(g_count, z.shape[1]), _buffers(g_count)
+    f = np.zeros((t_count, s_count, g_count))
+    a = np.zeros((t_count, s_count, g_count))
+    lw = np.full((t_count, s_count), -np.inf)
+    seeds = []
+    for i in _coarse(shape[0]):
+        for j in _coarse(shape[1]):
+            for q in _coarse(shape[2]):
+                seeds.append((i * shape[1] + j) * shape[2] + q)
+    visited = np.zeros(s_count, dtype=np.bool_)
+    queue = np.empty(s_count, dtype=np.int64)
+    for t in range(t_count):
+        visited[:] = False
+        best = -np.inf
+        for i, s in enumerate(seeds):
+            if i > 0:
+                f[t, s] = f[t, seeds[i - 1]]
+            lw[t, s] = _log_weight(
+                n, k[t], m[t], cols, vals, d[s], tau2[t, s], f[t, s], a[t, s], i > 0,
+                max_iter, tol, bufs, work, log_prior[s],
+            )  # fmt: skip
+            visited[s] = True
+            best = max(best, lw[t, s])
+        head, tail = 0, 0
+        for s in seeds:
+            if lw[t, s] > best - drop:
+                queue[tail] = s
+                tail += 1
+        while head < tail:
+            s = queue[head]
+            head += 1
+            if not lw[t, s] > best - drop:  # the largest rose since it was queued
+                continue
+            i0 = s // (shape[1] * shape[2])
+            i1 = (s // shape[2]) % shape[1]
+            i2 = s % shape[2]
+            for axis in range(3):
+                for step in (-1, 1):
+                    j0 = i0 + step * (axis == 0)
+                    j1 = i1 + step * (axis == 1)
+                    j2 = i2 + step * (axis == 2)
+                    if not (0 <= j0 < shape[0] and 0 <= j1 < shape[1] and 0 <= j2 < shape[2]):
+                        continue
+                    q = (j0 * shape[1] + j1) * shape[2] + j2
+                    if visited[q]:
+                        continue
+                    visited[q] = True
+                    f[t, q] = f[t, s]
+                    lw[t, q] = _log_weight(
+                        n, k[t], m[t], cols, vals, d[q], tau2[t, q], f[t, q], a[t, q], True,
+                        max_iter, tol, bufs, work, log_prior[q],
+                    )  # fmt: skip
+                    best = max(best, lw[t, q])
+                    if lw[t, q] > best - drop:
+                        queue[tail] = q
+                        tail += 1
+    return f, a, lw
 
 
 @numba.njit(cache=True)

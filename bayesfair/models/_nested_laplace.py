@@ -22,7 +22,9 @@ deviations have a diagonal precision and can be eliminated, so each solves a sys
 ``1 + sum(levels)`` intercept and attribute effects rather than of the ``G``
 intersections, compiled (:mod:`bayesfair._newton_kernel`), so a table of a few dozen
 intersections takes milliseconds, which is what lets interval calibration refit it on
-hundreds of replicate tables.
+hundreds of replicate tables. The grid points whose weight is below ``e^-40`` of the
+largest are not fitted (a flood fill from a coarse grid, :data:`DROP`): with many
+intersections the data pin the scales down and most of the grid carries no weight.
 
 The attribute effects let an intersection borrow strength from every intersection that
 shares one of its values; the deviations keep interactions; the scales are learned with
@@ -67,6 +69,10 @@ SIZE_PRIOR_SCALE = 0.5
 GROUP_VARIANCES = ("exchangeable", "size")
 #: Prior standard deviation of the intercept around the overall log-odds.
 INTERCEPT_SD = 2.0
+#: How far below the largest a grid point's log weight may be for its neighbours to be
+#: fitted (:func:`~bayesfair._newton_kernel.grid_laplace`): ``e^-40 = 4e-18``, below what
+#: a float64 sum of weights holds, so the points left out change no weight that is kept.
+DROP = 40.0
 
 
 @dataclass(frozen=True)
@@ -225,12 +231,13 @@ def grid_posterior(
         group_variance == "size",
     )
     tau2 = prior.variances(n, m)
-    f, _, objective = kernel.modes(n, tables, m, prior.z, prior.d, tau2, 100, 1e-8)
-    half_logdet = kernel.half_logdets(n, m, f, prior.z, prior.d, tau2)
+    shape = (len(scales), len(scales), len(SIZE_SCALES) if group_variance == "size" else 1)
+    f, _, lw = kernel.grid_laplace(
+        n, tables, m, prior.z, prior.d, tau2, log_prior, shape, DROP, 100, 1e-8
+    )
     laplace = (n, m, f, prior.z, prior.d, tau2)
-    log_marginal = (objective - half_logdet).reshape(*lead, -1)
-    lw = log_marginal + log_prior
-    weight = np.exp(lw - lw.max(axis=-1, keepdims=True))
+    lw = lw.reshape(*lead, -1)
+    weight = np.exp(lw - lw.max(axis=-1, keepdims=True))  # 0 where not evaluated
     return GridPosterior(
         mode=m.reshape(*lead, 1, 1) + f.reshape(*lead, *f.shape[1:]),
         weight=weight / weight.sum(axis=-1, keepdims=True),
