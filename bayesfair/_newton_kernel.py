@@ -268,12 +268,19 @@ def _climb(n, k, m, cols, vals, d, tau2, f, a, warm, max_iter, tol, bufs, work):
 @numba.njit(cache=True)
 def _half_logdet(n, m, f, cols, vals, d, tau2, work):
     """Half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` at one grid point's mode
-    ``f`` (G,): ``(sum log lam + sum log D + log|M|) / 2``."""
+    ``f`` (G,)."""
+    return _half_logdet_of(_weights(n, m, f), cols, vals, d, tau2, work)
+
+
+@numba.njit(cache=True)
+def _half_logdet_of(w, cols, vals, d, tau2, work):
+    """Half the log-determinant of ``B`` with the binomial information ``w`` (G,): ``(sum
+    log lam + sum log D + log|M|) / 2``."""
     lam, mat, low, _, _ = work
-    _effects_precision(cols, vals, d, tau2, _weights(n, m, f), lam, mat)
+    _effects_precision(cols, vals, d, tau2, w, lam, mat)
     _cholesky_into(mat, low)
     h = 0.0
-    for g in range(len(n)):
+    for g in range(len(w)):
         h += np.log(lam[g])
     for i in range(len(d)):
         h += np.log(d[i]) + 2.0 * np.log(low[i, i])
@@ -335,7 +342,10 @@ def _log_weight(n, k, m, cols, vals, d, tau2, f, a, warm, max_iter, tol, bufs, w
     """One grid point's mode (:func:`_climb`, into ``f`` and ``a``) and log weight: the
     Laplace estimate of the log marginal likelihood plus the point's log ``prior``."""
     value = _climb(n, k, m, cols, vals, d, tau2, f, a, warm, max_iter, tol, bufs, work)
-    return value - _half_logdet(n, m, f, cols, vals, d, tau2, work) + prior
+    w, p = bufs[0], bufs[2]  # p: expit at the mode, from the climb's last objective
+    for g in range(len(n)):
+        w[g] = n[g] * p[g] * (1 - p[g])
+    return value - _half_logdet_of(w, cols, vals, d, tau2, work) + prior
 
 
 @numba.njit(cache=True)
@@ -359,14 +369,15 @@ def grid_laplace(n, k, m, z, d, tau2, log_prior, shape, drop, max_iter, tol):
 
     Per table, a coarse grid (the first, middle and last index of every axis) is fitted,
     then every point whose log weight is above the largest so far minus ``drop`` fits its
-    neighbours on the grid (one index apart on one axis), each from that point's mode,
-    until no new point is within ``drop``: a flood fill of the region of the weights'
-    superlevel set that the coarse points reach. With ``drop = 40``, a point left out has
-    a weight below ``e^-40 = 4e-18`` of the largest, below a float64 sum's resolution;
-    ``drop = inf`` fits every point. The Laplace weights are smooth and unimodal in the
-    log scales on these grids; the coarse start reaches a second region of weight
-    wherever it holds one of its 27 points. With many intersections the scales are
-    pinned down and the region is a fraction of the grid."""
+    neighbours on the grid (one index apart on one axis), each from that point's mode (or
+    a fitted neighbour's on the last axis, the size term's scale, which moves the mode
+    least), until no new point is within ``drop``: a flood fill of the region of the
+    weights' superlevel set that the coarse points reach. With ``drop = 40``, a point left
+    out has a weight below ``e^-40 = 4e-18`` of the largest, below a float64 sum's
+    resolution; ``drop = inf`` fits every point. The Laplace weights are smooth in the log
+    scales; a second region of weight is reached wherever it holds a coarse point. With
+    many intersections the scales are pinned down and the region is a fraction of the
+    grid."""
     t_count, g_count = k.shape
     s_count = d.shape[0]
     cols, vals = _ones_of(z)
@@ -417,7 +428,12 @@ def grid_laplace(n, k, m, z, d, tau2, log_prior, shape, drop, max_iter, tol):
                     if visited[q]:
                         continue
                     visited[q] = True
-                    f[t, q] = f[t, s]
+                    src = s  # from a fitted neighbour on the size scale where there is one
+                    if j2 > 0 and np.isfinite(lw[t, q - 1]):
+                        src = q - 1
+                    elif j2 < shape[2] - 1 and np.isfinite(lw[t, q + 1]):
+                        src = q + 1
+                    f[t, q] = f[t, src]
                     lw[t, q] = _log_weight(
                         n, k[t], m[t], cols, vals, d[q], tau2[t, q], f[t, q], a[t, q], True,
                         max_iter, tol, bufs, work, log_prior[q],
