@@ -10,8 +10,9 @@ with its Clopper-Pearson intervals), in the same process.
 The refit every replicate table needs is the nested-Laplace posterior of the counts (with
 the size term, as the audit fits it); its Newton steps and Laplace normalisation work in the
 intercept and attribute effects (an ``r x r`` system per grid point, ``r = 1 +
-sum(levels)``), compiled, and its draws are made in the effects, then the deviations given
-them, with no ``G x G`` factor. The last rows time a fit and 400 draws against the same in
+sum(levels)``), compiled, at the grid points that carry weight (a flood fill from a coarse
+grid), and its draws are made in the effects, then the deviations given them, with no ``G x
+G`` factor. The last rows time a fit and 400 draws against the same in
 batched NumPy on the ``G`` intersections (Rasmussen & Williams' Algorithm 3.1 and ``G x G``
 factorisations at every grid point), on generated tables of 24, 60 and 240 intersections.
 """
