@@ -288,18 +288,25 @@ def _half_logdet_of(w, cols, vals, d, tau2, work):
 
 
 @numba.njit(cache=True)
+def _start(k, z, s_count):
+    """What fitting tables ``k`` (T, G) on ``s_count`` grid points needs: ``Z``'s ones
+    (:func:`_ones_of`), the step's and the climb's arrays, and ``f`` and ``a`` (T, S, G)
+    at 0."""
+    t_count, g_count = k.shape
+    cols, vals = _ones_of(z)
+    f = np.zeros((t_count, s_count, g_count))
+    return cols, vals, _workspace(g_count, z.shape[1]), _buffers(g_count), f, np.zeros_like(f)
+
+
+@numba.njit(cache=True)
 def modes(n, k, m, z, d, tau2, max_iter, tol):
     """The posterior mode of ``f = eta - m`` of every table ``k`` (T, G) at every grid
     point (``d`` (S, r), ``tau2`` (T, S, G)): ``f`` and ``a`` (T, S, G) and the objective
     (T, S), each point by :func:`_climb`, every point after the first from the previous
     point's mode (about three steps instead of five from 0). Every point, where
     :func:`grid_laplace` evaluates those that carry weight: the checks compare the two."""
-    t_count, g_count = k.shape
-    s_count = d.shape[0]
-    cols, vals = _ones_of(z)
-    work, bufs = _workspace(g_count, z.shape[1]), _buffers(g_count)
-    f = np.zeros((t_count, s_count, g_count))
-    a = np.zeros((t_count, s_count, g_count))
+    t_count, s_count = k.shape[0], d.shape[0]
+    cols, vals, work, bufs, f, a = _start(k, z, s_count)
     value = np.empty((t_count, s_count))
     for t in range(t_count):
         for s in range(s_count):
@@ -378,12 +385,8 @@ def grid_laplace(n, k, m, z, d, tau2, log_prior, shape, drop, max_iter, tol):
     scales; a second region of weight is reached wherever it holds a coarse point. With
     many intersections the scales are pinned down and the region is a fraction of the
     grid."""
-    t_count, g_count = k.shape
-    s_count = d.shape[0]
-    cols, vals = _ones_of(z)
-    work, bufs = _workspace(g_count, z.shape[1]), _buffers(g_count)
-    f = np.zeros((t_count, s_count, g_count))
-    a = np.zeros((t_count, s_count, g_count))
+    t_count, s_count = k.shape[0], d.shape[0]
+    cols, vals, work, bufs, f, a = _start(k, z, s_count)
     lw = np.full((t_count, s_count), -np.inf)
     seeds = []
     for i in _coarse(shape[0]):
