@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 from pathlib import Path
 
@@ -107,3 +108,22 @@ def test_the_check_sees_a_splatted_dict(tmp_path):
     ((callee, _, name, keywords),) = _calls(bench)
     assert name == "conditional_bias_scan"
     assert _accepts(callee, keywords) == {"penalty"}
+
+
+@pytest.mark.slow  # the dense baseline on 240 intersections: about ten seconds
+def test_the_calibration_benchmarks_own_check_holds():
+    """The refit benchmark first checks that the compiled fit (which fits only the grid
+    points that carry weight) has the dense NumPy fit's modes at those points, on 24, 60
+    and 240 intersections; a change that broke that check would otherwise surface only in
+    ``make bench``, which ``make test`` does not run. Its timings are not asserted."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_calibration", REPO / "benchmarks" / "bench_calibration.py"
+    )
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench._laplace_fits(quick=True)
+    assert [r["benchmark"].split(", ")[1] for r in rows] == [
+        "24 groups (x20)",
+        "60 groups (x20)",
+        "240 groups (x2)",
+    ]
