@@ -181,7 +181,8 @@ def _workspace(g_count, r):
 @numba.njit(cache=True)
 def newton_point(z, d, tau2, w, b):
     """The Newton target ``f = (C^{-1} + W)^{-1} b`` and ``a = C^{-1} f`` at one grid
-    point (``d`` (r,): the effects' variances, ``tau2`` (G,): the deviations')."""
+    point (``d`` (r,): the effects' variances, ``tau2`` (G,): the deviations'): one step of
+    :func:`_climb` on its own, which the checks compare against the dense formula."""
     cols, vals = _ones_of(z)
     f, a = np.empty(len(b)), np.empty(len(b))
     _newton_step(cols, vals, d, tau2, w, b, _workspace(z.shape[0], z.shape[1]), f, a)
@@ -333,7 +334,8 @@ def _weights(n, eta_offset, f):
 def half_logdets(n, m, f, z, d, tau2):
     """Half the log-determinant of ``B = I + W^(1/2) C W^(1/2)`` at every table's and
     grid point's mode ``f`` (T, S, G), with the deviations' variances ``tau2`` (T, S, G):
-    (T, S), the Laplace estimate's normalisation."""
+    (T, S), the Laplace estimate's normalisation, at every point (as :func:`modes`; the fit
+    goes through :func:`grid_laplace`)."""
     t_count, s_count, _ = f.shape
     cols, vals = _ones_of(z)
     work = _workspace(f.shape[2], z.shape[1])

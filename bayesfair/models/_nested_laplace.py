@@ -77,8 +77,10 @@ DROP = 40.0
 
 @dataclass(frozen=True)
 class GridPosterior:  # numpydoc ignore=PR01
-    """Gaussian approximations of ``eta`` at every grid point and their weights; what a
-    draw needs of a grid point's Gaussian is formed only at the points a draw uses."""
+    """Gaussian approximations of ``eta`` at the grid points that carry weight, and every
+    point's weight (0 at the points not fitted, whose mode is the pooled log-odds, a
+    placeholder no draw uses); what a draw needs of a grid point's Gaussian is formed only
+    at the points a draw uses."""
 
     mode: np.ndarray  # (..., grid, G)
     weight: np.ndarray  # (..., grid) posterior probabilities of the grid points
@@ -222,16 +224,17 @@ def grid_posterior(
     pos = tables.sum(axis=-1)
     m = np.log((pos + 0.5) / (n.sum() - pos + 0.5))
     codes, scales = np.asarray(codes), np.asarray(scales, dtype=float)
+    size_term = group_variance == "size"
     prior, log_prior = _grid_prior(
         codes.dtype.str,
         codes.shape,
         codes.tobytes(),
         scales.tobytes(),
         float(prior_scale),
-        group_variance == "size",
+        size_term,
     )
     tau2 = prior.variances(n, m)
-    shape = (len(scales), len(scales), len(SIZE_SCALES) if group_variance == "size" else 1)
+    shape = (len(scales), len(scales), len(SIZE_SCALES) if size_term else 1)
     f, _, lw = kernel.grid_laplace(
         n, tables, m, prior.z, prior.d, tau2, log_prior, shape, DROP, 100, 1e-8
     )
