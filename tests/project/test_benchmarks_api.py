@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import inspect
 from pathlib import Path
 
 import pytest
+from project_helpers import load_file
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = sorted((REPO / "benchmarks").glob("bench_*.py"))
@@ -116,11 +116,7 @@ def test_the_calibration_benchmarks_own_check_holds():
     points that carry weight) has the dense NumPy fit's modes at those points, on 24, 60
     and 240 intersections; a change that broke that check would otherwise surface only in
     ``make bench``, which ``make test`` does not run. Its timings are not asserted."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_calibration", REPO / "benchmarks" / "bench_calibration.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_file(REPO / "benchmarks" / "bench_calibration.py")
     rows = bench._laplace_fits(quick=True)
     assert [r["benchmark"].split(", ")[1] for r in rows] == [
         "24 groups (x20)",

@@ -3,19 +3,15 @@ function over 10 parameters unless its docstring says why (scripts/function_size
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from project_helpers import load_file
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "function_sizes", REPO / "scripts" / "function_sizes.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(REPO / "scripts" / "function_sizes.py")
 
 
 def test_long_functions_and_long_signatures_say_why():
