@@ -12,6 +12,8 @@ serves both.
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit
 
 from ._validation import check_open_probability
 from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
@@ -40,6 +42,11 @@ PLAUSIBLE_MASS = float(MASSES[-1])
 GROUP_VARIANCE = "size"
 
 
+#: rows of :func:`replicate_bounds`' output after the methods' and the masses': the
+#: hierarchical posterior's median, then the lower ends of :func:`path_lower_bounds`
+TAIL_ROWS = 2
+
+
 def credible_masses(level: float) -> np.ndarray:
     """The calibrated interval's candidate masses: ``level``, then :data:`MASSES` above it
     (the calibration only widens the nominal interval)."""
@@ -56,29 +63,36 @@ def mass_bounds(draws: np.ndarray, zero_lower: bool, masses: np.ndarray) -> np.n
 
 
 def replicate_bounds(
-    box, truth: np.ndarray, size: int, draws: int, rng, methods: bool = True
+    box, truth: np.ndarray, size: int, draws: int, rng, methods: bool = True, path: bool = True
 ) -> np.ndarray:
     """``size`` replicate tables of ``truth`` (rates, or posterior draws of them, one drawn
     per replicate), each with every method's and every mass's interval and the truth:
-    (size, methods + masses + 1, metrics, 3) of (lower, upper, truth); the masses' rows are
-    the hierarchical posterior's intervals at ``credible_masses(box.level)``, the last row
-    its median (as both ends). ``methods=False`` computes the hierarchical posterior only
-    (the methods' rows are NaN), as a calibration needs."""
+    (size, methods + masses + 2, metrics, 3) of (lower, upper, truth); the masses' rows are
+    the hierarchical posterior's intervals at ``credible_masses(box.level)``, then come its
+    median (as both ends) and the lower ends of :func:`path_lower_bounds` (as both ends; NaN
+    where the posterior's lower end is already 0, and with ``path=False``), which the
+    calibrated interval's lower end never exceeds. ``methods=False`` computes the
+    hierarchical posterior only (the methods' rows are NaN), as a calibration needs; the
+    path's lower ends draw from a child of ``rng`` (:meth:`numpy.random.Generator.spawn`
+    advances no state), so that every other row is the same with or without them."""
     if truth.ndim > box.truth_ndim:
         p = truth[rng.integers(len(truth), size=size)]
     else:
         p = np.broadcast_to(truth, (size, *truth.shape))
     masses = credible_masses(box.level)
-    out = np.full((size, len(METHODS) + len(masses) + 1, len(METRICS), 3), np.nan)
+    out = np.full((size, len(METHODS) + len(masses) + TAIL_ROWS, len(METRICS), 3), np.nan)
     for r in range(size):
         table = box.simulate(p[r], rng)
+        post = box.hierarchical_draws(table, draws, rng)
         if methods:
-            bounds, pvalue, hier, _ = box.bounds(table, draws, rng, decide=True)
+            bounds, pvalue, hier, _ = box.bounds(table, draws, rng, post=post, decide=True)
             out[r, : len(METHODS), :, :2] = bounds
         else:
-            hier, pvalue = box.hierarchical(table, draws, rng)
-        out[r, len(METHODS) : -1, :, :2] = mass_bounds(hier, box.zero_lower(pvalue), masses)
-        out[r, -1, :, :2] = np.median(hier, axis=0)[:, None]
+            hier, pvalue = box.hierarchical(table, draws, rng, post=post)
+        out[r, len(METHODS) : -TAIL_ROWS, :, :2] = mass_bounds(hier, box.zero_lower(pvalue), masses)
+        out[r, -2, :, :2] = np.median(hier, axis=0)[:, None]
+        if path:
+            out[r, -1, :, :2] = box.path_lower(table, post, pvalue, rng.spawn(1)[0])[:, None]
         out[r, :, :, 2] = box.truth(p[r])
     return out
 
@@ -94,7 +108,7 @@ def median_bias(res: np.ndarray) -> np.ndarray:
     hierarchical posterior median minus the replicate's truth: how far the posterior of a
     largest log-ratio sits above (or below) the truth on tables like the audited one. For a
     table of rates both are finite (posterior rates lie strictly inside (0, 1))."""
-    med = res[:, -1]
+    med = res[:, -2]
     return np.median(med[..., 0] - med[..., 2], axis=0)
 
 
@@ -116,9 +130,9 @@ def calibrated_mass(results: list[np.ndarray], level: float, box, shift: np.ndar
     >>> masses = credible_masses(0.9)
     >>> n = np.array([10, 10])
     >>> box = RateIntervals(n, np.array([[0, 1]]), n > 0, 0.9, 0.5)
-    >>> res = np.zeros((10, len(METHODS) + len(masses) + 1, 2, 3))
+    >>> res = np.zeros((10, len(METHODS) + len(masses) + 2, 2, 3))
     >>> res[..., 1] = 1.0  # every interval [0, 1] ...
-    >>> res[:, len(METHODS):-1, :, 2] = np.where(masses < 0.97, 2.0, 0.5)[None, :, None]
+    >>> res[:, len(METHODS):-2, :, 2] = np.where(masses < 0.97, 2.0, 0.5)[None, :, None]
     >>> calibrated_mass([res], 0.9, box, np.zeros(2)).tolist()  # ... holds 0.5 from 0.97 on
     [0.97, 0.97]
     """
@@ -134,7 +148,7 @@ def calibrated_mass(results: list[np.ndarray], level: float, box, shift: np.ndar
 def shifted_mass_rows(res: np.ndarray, box, shift: np.ndarray) -> np.ndarray:
     """The masses' rows of :func:`replicate_bounds`' output ``res``, their intervals moved
     by ``shift`` (:meth:`RateIntervals.shifted`): (replicates, masses, metrics, 3)."""
-    rows = res[:, len(METHODS) : -1]
+    rows = res[:, len(METHODS) : -TAIL_ROWS]
     return np.concatenate([box.shifted(rows[..., :2], shift), rows[..., 2:]], axis=-1)
 
 
@@ -156,14 +170,31 @@ def calibrate(box, results: dict, level: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def calibrated_bounds(
-    box, hier: np.ndarray, pvalue: float, mass: np.ndarray, shift: np.ndarray
+    box,
+    hier: np.ndarray,
+    pvalue: float,
+    mass: np.ndarray,
+    shift: np.ndarray,
+    path_lower: np.ndarray | None = None,
 ) -> np.ndarray:
     """The calibrated interval of one table: its hierarchical posterior draws ``hier``
     (draws, metrics) at each metric's credible ``mass``, lower ends 0 where ``box``
-    sets them so at ``pvalue``, moved by ``shift``: (metrics, 2)."""
+    sets them so at ``pvalue``, moved by ``shift``, each lower end at most the table's
+    ``path_lower`` (:meth:`RateIntervals.path_lower`; NaN or None: no such bound):
+    (metrics, 2)."""
     masses = credible_masses(box.level)
     rows = mass_bounds(hier, box.zero_lower(pvalue), masses)
-    return at_mass(box.shifted(rows, shift), mass, box.level)
+    return with_path_lower(at_mass(box.shifted(rows, shift), mass, box.level), path_lower)
+
+
+def with_path_lower(bounds: np.ndarray, path_lower: np.ndarray | None) -> np.ndarray:
+    """Bounds (..., metrics, 2) whose lower ends are at most ``path_lower`` (..., metrics),
+    where it is not NaN."""
+    if path_lower is None:
+        return bounds
+    out = bounds.copy()
+    out[..., 0] = np.fmin(bounds[..., 0], path_lower)
+    return out
 
 
 def at_mass(mass_res: np.ndarray, mass: np.ndarray, level: float) -> np.ndarray:
@@ -275,20 +306,136 @@ def equal_rates_pvalue(
     >>> equal_rates_pvalue(np.array([100, 100]), np.array([20, 60]), rng, decide_at=0.1)
     0.01
     """
+    pbar = k.sum() / n.sum()
+    return _pearson_pvalue(n, k, np.full(len(n), pbar), rng, n_resamples, decide_at)
+
+
+def _pearson_pvalue(
+    n: np.ndarray,
+    k: np.ndarray,
+    rates: np.ndarray,
+    rng: np.random.Generator,
+    n_resamples: int = N_RESAMPLES,
+    decide_at: float | None = None,
+) -> float:
+    """Monte Carlo p-value of Pearson's X^2 of equal rates of table ``k``, referred to its
+    distribution on tables ``Binomial(n, rates)``; ``decide_at`` as in
+    :func:`equal_rates_pvalue` (which is this at the pooled rate)."""
     looks = []
     if decide_at is not None:
         decide_at = check_open_probability(decide_at, "decide_at")
         looks = [m for m in DECISION_LOOKS if m < n_resamples]
-    pbar = k.sum() / n.sum()
     observed = _pearson(n, k)
     null, drawn = [], 0
     for m in [*looks, n_resamples]:
-        null.append(_pearson(n, rng.binomial(n, pbar, size=(m - drawn, len(n)))))
+        null.append(_pearson(n, rng.binomial(n, rates, size=(m - drawn, len(n)))))
         drawn = m
         pvalue, hits = monte_carlo_pvalue(np.concatenate(null), observed, "greater")
         if m < n_resamples and _decided(hits, m, pvalue, decide_at, len(looks)):
             break
     return pvalue
+
+
+#: halvings of the bracket of :func:`path_lower_bounds`' search (the lower ends are those
+#: of a world within 1/64 of the bracket's width of the smallest the test keeps), its
+#: largest step beyond the pattern (``lambda`` up to ``2 ** PATH_DOUBLINGS``), and the
+#: resamples of each of its tests (sequential, as a replicate table's test of equal rates)
+PATH_HALVINGS = 6
+PATH_DOUBLINGS = 6
+PATH_RESAMPLES = 499
+
+
+def path_world(n: np.ndarray, pbar: float, deviation: np.ndarray, lam: float) -> np.ndarray:
+    r"""The rates :math:`\mathrm{expit}(c + \lambda d_s)` of the path from equal rates
+    (``lam`` 0) through the pattern ``deviation`` (``lam`` 1), with :math:`c` such that
+    the rows ``n`` expect the pooled rate ``pbar`` (0 < pbar < 1): the root of an
+    increasing function of :math:`c`, bracketed by the :math:`c` that puts every rate at
+    or below ``pbar`` and the one that puts every rate at or above it (Brent's method)."""
+    d = lam * deviation
+    center = np.log(pbar / (1 - pbar))
+
+    def excess(c: float) -> float:
+        return float(n @ expit(c + d)) - pbar * float(n.sum())
+
+    lo, hi = center - d.max(), center - d.min()
+    c = lo if lo == hi else brentq(excess, lo, hi, xtol=1e-12)
+    return expit(c + d)
+
+
+def path_lower_bounds(
+    n: np.ndarray,
+    k: np.ndarray,
+    pattern: np.ndarray,
+    level: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    r"""Lower ends of epsilon-DF and gamma-SF by inverting the test of equal rates along a
+    path of worlds from equal rates to a pattern: (metrics,), NaN where no world on the
+    path up to ``2 ** PATH_DOUBLINGS`` times the pattern is left unrejected.
+
+    The worlds are :func:`path_world`: log-odds ``c + lambda d_s``, ``d`` the ``pattern``
+    (log-odds per intersection) centred, ``c`` keeping the pooled rate. Each is tested as
+    the table's truth by Pearson's X^2 of equal rates referred to its tables
+    (:func:`_pearson_pvalue`, sequential at ``1 - level``); at ``lambda = 0`` that is
+    :func:`equal_rates_pvalue`'s test. The worlds the test rejects are those whose
+    tables are rarely as uneven as this one, and the smallest ``lambda`` it does not
+    reject (found by doubling, then :data:`PATH_HALVINGS` halvings of the bracket) gives
+    the lower ends: that world's epsilon-DF and gamma-SF (shares ``n``). This is a Neyman
+    construction within the path (Casella & Berger 2002, section 9.2.1): where the truth
+    lies on it, the lower end exceeds the truth's with probability at most ``1 - level``;
+    as ``lambda`` shrinks to 0 it meets the rule that puts the lower end at 0 where equal
+    rates are not rejected, so that the bound rises from 0 with the evidence instead of
+    jumping to a posterior quantile. The table's posterior-mean log-odds are the pattern
+    (:meth:`RateIntervals.path_lower`): smoother than the truth, which is what a table of
+    nearly equal rates needs (its posterior of a maximum sits above a small truth).
+
+    Parameters
+    ----------
+    n, k : numpy.ndarray
+        Rows and positives per intersection (every ``n > 0``).
+    pattern : numpy.ndarray
+        Log-odds per intersection (only their deviations from their mean count).
+    level : float
+        The test's level is ``1 - level``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray
+        (epsilon-DF, gamma-SF) lower ends.
+
+    References
+    ----------
+    Casella, G. & Berger, R. L. (2002). *Statistical Inference*, 2nd ed., section 9.2.1
+    (inverting a test statistic). Duxbury.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesfair._table_intervals import path_lower_bounds, table_metrics
+    >>> n, p = np.full(6, 400), np.array([0.25, 0.28, 0.3, 0.3, 0.32, 0.35])
+    >>> k = np.round(n * p).astype(int)
+    >>> low = path_lower_bounds(n, k, np.log(p / (1 - p)), 0.9, np.random.default_rng(0))
+    >>> bool(0 < low[0] < table_metrics(p, n)[0])  # above 0, below the observed 0.34
+    True
+    """
+    alpha = 1.0 - level
+    pbar = k.sum() / n.sum()
+    deviation = pattern - np.average(pattern, weights=n)
+
+    def kept(lam: float) -> bool:
+        world = path_world(n, pbar, deviation, lam)
+        return _pearson_pvalue(n, k, world, rng, PATH_RESAMPLES, decide_at=alpha) >= alpha
+
+    lo, hi = 0.0, 1.0
+    while not kept(hi):
+        lo, hi = hi, 2 * hi
+        if hi > 2**PATH_DOUBLINGS:
+            return np.full(len(METRICS), np.nan)
+    for _ in range(PATH_HALVINGS):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if kept(mid) else (mid, hi)
+    return table_metrics(path_world(n, pbar, deviation, hi), n)
 
 
 def _decided(hits: int, m: int, pvalue: float, alpha: float, looks: int) -> bool:
@@ -542,11 +689,18 @@ class _TableIntervals:
         stay pooled."""
         return None
 
-    def hierarchical(self, t, draws, rng) -> tuple[np.ndarray, float]:
-        """The hierarchical posterior's draws of (epsilon, gamma) and the equal-rates
-        p-value: what a calibration needs of a replicate table."""
-        hier, _ = self._posterior(t, draws, rng)
+    def hierarchical(self, t, draws, rng, post=None) -> tuple[np.ndarray, float]:
+        """The hierarchical posterior's draws of (epsilon, gamma) (of its draws of the rates
+        ``post``, when given) and the equal-rates p-value: what a calibration needs of a
+        replicate table."""
+        hier, _ = self._posterior(t, draws, rng, post)
         return hier, self.pvalue(t, rng, decide=True)
+
+    def path_lower(self, t, post, pvalue: float, rng) -> np.ndarray:
+        """Lower ends (metrics,) that the calibrated interval's never exceed
+        (:meth:`RateIntervals.path_lower`); NaN here: the amplification's are not
+        bounded so."""
+        return np.full(len(METRICS), np.nan)
 
 
 class RateIntervals(_TableIntervals):
@@ -631,6 +785,17 @@ class RateIntervals(_TableIntervals):
     def zero_lower(self, pvalue: float) -> bool:
         """Whether the hierarchical interval's lower end is 0: equal rates not rejected."""
         return pvalue >= 1 - self.level
+
+    def path_lower(self, k, post, pvalue: float, rng) -> np.ndarray:
+        """Lower ends (metrics,) of :func:`path_lower_bounds` along the path from equal rates
+        to the hierarchical posterior's mean log-odds (of its draws of the rates ``post``)
+        over the intersections with rows; NaN where equal rates are not rejected
+        (:meth:`zero_lower`: the lower ends are 0 already)."""
+        if self.zero_lower(pvalue):
+            return np.full(len(METRICS), np.nan)
+        s = self.seen
+        mean = np.clip(post[:, s].mean(axis=0), 1e-12, 1 - 1e-12)
+        return path_lower_bounds(self.n[s], k[s], np.log(mean / (1 - mean)), self.level, rng)
 
     def pvalue(self, k, rng, decide: bool = False) -> float:
         """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows;

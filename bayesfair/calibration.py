@@ -16,7 +16,9 @@ al. 2018), and gives as the audit's default that posterior's interval corrected 
 bias its median shows on replications from the posterior (a parametric bootstrap's bias
 correction, Efron & Tibshirani 1993), at the credible mass whose simulated coverage
 reaches the level (Loh 1987's calibration of the nominal level): where one small
-intersection may set the maximum, the mass grows until the interval allows for it.
+intersection may set the maximum, the mass grows until the interval allows for it. Where
+equal rates are rejected, its lower end is at most the inversion of that test along the path
+from equal rates to the posterior mean (Casella & Berger 2002, section 9.2.1).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from ._table_intervals import (
     shifted_mass_rows,
     shrunk_rates,
     unchecked,
+    with_path_lower,
 )
 from ._validation import check_count, check_open_probability, check_seed
 from ._vocabulary import LEVEL, N_REPLICATES, PSEUDO_COUNT, interval_columns
@@ -115,6 +118,12 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         <bayesfair._table_intervals.RateIntervals.unpooled_bounds>`), and how many there
         are and their largest size (``intersections``, ``max_rows``). A sensitivity
         check, not calibrated on replicates. None otherwise, and for the amplification.
+    path_lower : dict or None
+        Per metric, the lower end of the inversion of the test of equal rates along the path
+        from equal rates to the posterior-mean log-odds
+        (:func:`~bayesfair._table_intervals.path_lower_bounds`), which the calibrated
+        interval's lower end never exceeds (a note says where it set it). None where equal
+        rates are not rejected (the lower ends are 0), and for the amplification.
     uneven : dict or None
         Where the hierarchical posterior rules out the smoothed table as the ``observed``
         scenario's truth (its replicates then draw from :func:`constrained_bayes_rates`),
@@ -138,6 +147,7 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
     credible_mass: dict[str, float] = field(default_factory=dict)
     bias_correction: dict[str, float] = field(default_factory=dict)
     unpooled: dict[str, float] | None = None
+    path_lower: dict[str, float] | None = None
     uneven: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -264,6 +274,13 @@ def interval_calibration(
     over-cover on the population. Its coverage in these two scenarios is in-sample (at
     least ``level`` by construction, unless even 0.999 falls short); the other scenarios
     measure it out of sample. ``bias_correction`` and ``credible_mass`` give both choices.
+    Where equal rates are rejected, each lower end is then at most the inversion of the same
+    test along the path of worlds from equal rates to the posterior-mean log-odds
+    (:func:`~bayesfair._table_intervals.path_lower_bounds`: the epsilon-DF and gamma-SF of the
+    least uneven world on the path the test keeps at ``1 - level``; a Neyman construction
+    within the path, Casella & Berger 2002), so that on rates that differ only a little the
+    lower end rises from 0 with the evidence instead of jumping to the posterior's, above the
+    small truth; every replicate table computes it too, and the coverage is of that interval.
 
     **The check.** Replicate tables keep every intersection's size ``n_s`` and draw
     ``k_s ~ Binomial(n_s, p_s)`` in four scenarios: ``posterior`` (every replicate's rates
@@ -348,6 +365,8 @@ def interval_calibration(
     section 4.7 (epsilon-contamination priors). Springer.
     Efron, B. & Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*, ch. 10
     (estimates of bias). Chapman & Hall.
+    Casella, G. & Berger, R. L. (2002). *Statistical Inference*, 2nd ed., section 9.2.1.
+    Duxbury.
 
     Examples
     --------
@@ -393,7 +412,10 @@ def interval_calibration(
                 on_chunk=bar,
             )
     mass, shift = calibrate(box, results, level)
-    bounds = np.concatenate([calibrated_bounds(box, hier, pvalue, mass, shift)[None], bounds])
+    moved = calibrated_bounds(box, hier, pvalue, mass, shift)
+    path_lower = box.path_lower(table, post, pvalue, rng.spawn(1)[0])
+    calibrated = with_path_lower(moved, path_lower)
+    bounds = np.concatenate([calibrated[None], bounds])
     median = np.median(hier, axis=0)
     corrected = box.shifted(np.stack([median, median], axis=-1), shift)[:, 0]
     estimates = np.array([corrected, median, np.median(dm, axis=0), box.estimate(table)])
@@ -403,6 +425,10 @@ def interval_calibration(
     coverage = pd.DataFrame(rows)
     short = _shortfall(coverage, level)
     notes.append(_calibration_note(mass, shift, level, box.bias_corrected, short))
+    lowered = {m: (calibrated[j, 0], moved[j, 0]) for j, m in enumerate(METRICS)}
+    lowered = {m: v for m, v in lowered.items() if v[0] < v[1]}
+    if lowered:
+        notes.append(_path_note(lowered, level))
     unpooled = box.unpooled_bounds(table, post, pvalue, rng)  # drawn last: the rest is the same
     if unpooled:
         notes.append(_unpooled_note(unpooled, level))
@@ -430,6 +456,7 @@ def interval_calibration(
         bias_correction=dict(zip(METRICS, shift.tolist(), strict=True)),
         unpooled=unpooled,
         uneven=uneven,
+        path_lower=_path_lower_dict(path_lower),
         notes=notes,
     )
 
@@ -496,6 +523,25 @@ def _uneven_note(uneven: dict, metric: str, level: float) -> str:
         "rates as uneven as the table's (small intersections departing from their attribute "
         "values more than the hierarchy lets them), the default would be too short; the "
         "Clopper-Pearson interval holds either way"
+    )
+
+
+def _path_lower_dict(path_lower: np.ndarray) -> dict[str, float] | None:
+    """:attr:`IntervalCalibration.path_lower` of the path's lower ends (NaN: none)."""
+    if np.isnan(path_lower).all():
+        return None
+    return dict(zip(METRICS, path_lower.tolist(), strict=True))
+
+
+def _path_note(lowered: dict, level: float) -> str:
+    """The note saying which calibrated lower ends the path's inversion set."""
+    ends = "; ".join(
+        f"{m} {new:.3g} (the posterior's {old:.3g})" for m, (new, old) in lowered.items()
+    )
+    return (
+        f"the calibrated lower end of {ends} is the inversion of the test of equal rates along "
+        "the path from equal rates to the posterior mean: the least uneven world on it that the "
+        f"test keeps at {1 - level:.2g} (path_lower_bounds)"
     )
 
 
@@ -658,6 +704,9 @@ def _with_calibrated(res: np.ndarray, box, mass: np.ndarray, shift: np.ndarray) 
     calibrated interval (the hierarchical one at ``mass``, moved by ``shift``) first, then
     the methods'."""
     calibrated = at_mass(shifted_mass_rows(res, box, shift), mass, box.level)
+    calibrated = np.concatenate(
+        [with_path_lower(calibrated[..., :2], res[:, -1, :, 0]), calibrated[..., 2:]], axis=-1
+    )
     return np.concatenate([calibrated[:, None], res[:, : len(METHODS)]], axis=1)
 
 

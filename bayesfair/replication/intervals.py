@@ -199,11 +199,13 @@ def interval_coverage(
         bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post, decide=True)
         truths = box.truths(k, post)
         inner = {
-            s: replicate_bounds(box, truths[s], n_calibration, 400, rng, methods=False)
+            s: replicate_bounds(box, truths[s], n_calibration, 400, rng, methods=False, path=False)
             for s in CALIBRATION_SCENARIOS
         }
         mass, shift = calibrate(box, inner, level)
-        bounds = np.concatenate([calibrated_bounds(box, hier, pvalue, mass, shift)[None], bounds])
+        path_lower = box.path_lower(k, post, pvalue, rng.spawn(1)[0])
+        calibrated = calibrated_bounds(box, hier, pvalue, mass, shift, path_lower)
+        bounds = np.concatenate([calibrated[None], bounds])
         truth = table_metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])

@@ -141,6 +141,12 @@ def _default_row(cal: Any, metric: str, question: str, subject: str, level: floa
                 f"; lower end 0 after the bias correction (equal rates rejected, "
                 f"p = {cal.equal_rates_pvalue:.2g})"
             )
+    path = (cal.path_lower or {}).get(metric)
+    if path is not None and r["lower"] > 0 and np.isclose(r["lower"], path, rtol=0, atol=1e-12):
+        kind += (
+            "; lower end from the test of equal rates inverted along the path to the "
+            "posterior mean (the least uneven world on it the test keeps)"
+        )
     if metric == "epsilon-DF" and cal.unpooled:
         u = cal.unpooled
         kind += (
