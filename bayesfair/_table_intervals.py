@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import expit
+from scipy.special import expit, logit
 
 from ._validation import check_open_probability
 from ._vocabulary import N_RESAMPLES, PSEUDO_COUNT
@@ -43,8 +43,10 @@ GROUP_VARIANCE = "size"
 
 
 #: rows of :func:`replicate_bounds`' output after the methods' and the masses': the
-#: hierarchical posterior's median, then the lower ends of :func:`path_lower_bounds`
+#: hierarchical posterior's median (:data:`MEDIAN_ROW`), then the lower ends of
+#: :func:`path_lower_bounds` (:data:`PATH_ROW`)
 TAIL_ROWS = 2
+MEDIAN_ROW, PATH_ROW = -2, -1
 
 
 def credible_masses(level: float) -> np.ndarray:
@@ -73,8 +75,8 @@ def replicate_bounds(
     where the posterior's lower end is already 0, and with ``path=False``), which the
     calibrated interval's lower end never exceeds. ``methods=False`` computes the
     hierarchical posterior only (the methods' rows are NaN), as a calibration needs; the
-    path's lower ends draw from a child of ``rng`` (:meth:`numpy.random.Generator.spawn`
-    advances no state), so that every other row is the same with or without them."""
+    path's lower ends draw from a child of ``rng`` (:meth:`RateIntervals.path_lower`), so
+    that every other row is the same with or without them."""
     if truth.ndim > box.truth_ndim:
         p = truth[rng.integers(len(truth), size=size)]
     else:
@@ -90,9 +92,9 @@ def replicate_bounds(
         else:
             hier, pvalue = box.hierarchical(table, draws, rng, post=post)
         out[r, len(METHODS) : -TAIL_ROWS, :, :2] = mass_bounds(hier, box.zero_lower(pvalue), masses)
-        out[r, -2, :, :2] = np.median(hier, axis=0)[:, None]
+        out[r, MEDIAN_ROW, :, :2] = np.median(hier, axis=0)[:, None]
         if path:
-            out[r, -1, :, :2] = box.path_lower(table, post, pvalue, rng.spawn(1)[0])[:, None]
+            out[r, PATH_ROW, :, :2] = box.path_lower(table, post, pvalue, rng)[:, None]
         out[r, :, :, 2] = box.truth(p[r])
     return out
 
@@ -108,7 +110,7 @@ def median_bias(res: np.ndarray) -> np.ndarray:
     hierarchical posterior median minus the replicate's truth: how far the posterior of a
     largest log-ratio sits above (or below) the truth on tables like the audited one. For a
     table of rates both are finite (posterior rates lie strictly inside (0, 1))."""
-    med = res[:, -2]
+    med = res[:, MEDIAN_ROW]
     return np.median(med[..., 0] - med[..., 2], axis=0)
 
 
@@ -170,21 +172,16 @@ def calibrate(box, results: dict, level: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def calibrated_bounds(
-    box,
-    hier: np.ndarray,
-    pvalue: float,
-    mass: np.ndarray,
-    shift: np.ndarray,
-    path_lower: np.ndarray | None = None,
+    box, hier: np.ndarray, pvalue: float, mass: np.ndarray, shift: np.ndarray
 ) -> np.ndarray:
-    """The calibrated interval of one table: its hierarchical posterior draws ``hier``
-    (draws, metrics) at each metric's credible ``mass``, lower ends 0 where ``box``
-    sets them so at ``pvalue``, moved by ``shift``, each lower end at most the table's
-    ``path_lower`` (:meth:`RateIntervals.path_lower`; NaN or None: no such bound):
-    (metrics, 2)."""
+    """The hierarchical part of one table's calibrated interval: its hierarchical posterior
+    draws ``hier`` (draws, metrics) at each metric's credible ``mass``, lower ends 0 where
+    ``box`` sets them so at ``pvalue``, moved by ``shift``: (metrics, 2). The calibrated
+    interval is this with :func:`with_path_lower` of the table's
+    :meth:`RateIntervals.path_lower`."""
     masses = credible_masses(box.level)
     rows = mass_bounds(hier, box.zero_lower(pvalue), masses)
-    return with_path_lower(at_mass(box.shifted(rows, shift), mass, box.level), path_lower)
+    return at_mass(box.shifted(rows, shift), mass, box.level)
 
 
 def with_path_lower(bounds: np.ndarray, path_lower: np.ndarray | None) -> np.ndarray:
@@ -352,7 +349,7 @@ def path_world(n: np.ndarray, pbar: float, deviation: np.ndarray, lam: float) ->
     increasing function of :math:`c`, bracketed by the :math:`c` that puts every rate at
     or below ``pbar`` and the one that puts every rate at or above it (Brent's method)."""
     d = lam * deviation
-    center = np.log(pbar / (1 - pbar))
+    center = logit(pbar)
 
     def excess(c: float) -> float:
         return float(n @ expit(c + d)) - pbar * float(n.sum())
@@ -699,7 +696,7 @@ class _TableIntervals:
     def path_lower(self, t, post, pvalue: float, rng) -> np.ndarray:
         """Lower ends (metrics,) that the calibrated interval's never exceed
         (:meth:`RateIntervals.path_lower`); NaN here: the amplification's are not
-        bounded so."""
+        bounded so (``rng`` is not drawn from)."""
         return np.full(len(METRICS), np.nan)
 
 
@@ -790,12 +787,15 @@ class RateIntervals(_TableIntervals):
         """Lower ends (metrics,) of :func:`path_lower_bounds` along the path from equal rates
         to the hierarchical posterior's mean log-odds (of its draws of the rates ``post``)
         over the intersections with rows; NaN where equal rates are not rejected
-        (:meth:`zero_lower`: the lower ends are 0 already)."""
+        (:meth:`zero_lower`: the lower ends are 0 already). Its tests draw from a child of
+        ``rng``, spawned on every call (:meth:`numpy.random.Generator.spawn` advances no
+        state), so that the caller's stream is the same with or without it."""
+        child = rng.spawn(1)[0]
         if self.zero_lower(pvalue):
             return np.full(len(METRICS), np.nan)
         s = self.seen
         mean = np.clip(post[:, s].mean(axis=0), 1e-12, 1 - 1e-12)
-        return path_lower_bounds(self.n[s], k[s], np.log(mean / (1 - mean)), self.level, rng)
+        return path_lower_bounds(self.n[s], k[s], logit(mean), self.level, child)
 
     def pvalue(self, k, rng, decide: bool = False) -> float:
         """Of equal rates (:func:`equal_rates_pvalue`) over the intersections with rows;

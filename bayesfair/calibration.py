@@ -41,6 +41,7 @@ from ._table_intervals import (
     MASSES,
     METHODS,
     METRICS,
+    PATH_ROW,
     PLAUSIBLE_MASS,
     AmplificationIntervals,
     RateIntervals,
@@ -413,7 +414,7 @@ def interval_calibration(
             )
     mass, shift = calibrate(box, results, level)
     moved = calibrated_bounds(box, hier, pvalue, mass, shift)
-    path_lower = box.path_lower(table, post, pvalue, rng.spawn(1)[0])
+    path_lower = box.path_lower(table, post, pvalue, rng)
     calibrated = with_path_lower(moved, path_lower)
     bounds = np.concatenate([calibrated[None], bounds])
     median = np.median(hier, axis=0)
@@ -701,11 +702,12 @@ def _check_table(n: np.ndarray, k: np.ndarray) -> None:
 
 def _with_calibrated(res: np.ndarray, box, mass: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """:func:`replicate_bounds`' output as (replicates, ALL_METHODS, metrics, 3): the
-    calibrated interval (the hierarchical one at ``mass``, moved by ``shift``) first, then
-    the methods'."""
+    calibrated interval (the hierarchical one at ``mass``, moved by ``shift``, its lower
+    end at most the replicate's path lower end) first, then the methods'."""
     calibrated = at_mass(shifted_mass_rows(res, box, shift), mass, box.level)
     calibrated = np.concatenate(
-        [with_path_lower(calibrated[..., :2], res[:, -1, :, 0]), calibrated[..., 2:]], axis=-1
+        [with_path_lower(calibrated[..., :2], res[:, PATH_ROW, :, 0]), calibrated[..., 2:]],
+        axis=-1,
     )
     return np.concatenate([calibrated[:, None], res[:, : len(METHODS)]], axis=1)
 

@@ -27,6 +27,7 @@ from .._table_intervals import (
     calibrated_bounds,
     replicate_bounds,
     table_metrics,
+    with_path_lower,
 )
 from .._validation import check_count, check_open_probability, check_seed
 from .._vocabulary import LEVEL, PSEUDO_COUNT
@@ -203,8 +204,9 @@ def interval_coverage(
             for s in CALIBRATION_SCENARIOS
         }
         mass, shift = calibrate(box, inner, level)
-        path_lower = box.path_lower(k, post, pvalue, rng.spawn(1)[0])
-        calibrated = calibrated_bounds(box, hier, pvalue, mass, shift, path_lower)
+        calibrated = with_path_lower(
+            calibrated_bounds(box, hier, pvalue, mass, shift), box.path_lower(k, post, pvalue, rng)
+        )
         bounds = np.concatenate([calibrated[None], bounds])
         truth = table_metrics(p[seen], share[seen] / share[seen].sum())
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))

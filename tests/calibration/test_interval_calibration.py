@@ -10,6 +10,7 @@ import pytest
 import bayesfair as bf
 from bayesfair import AuditData, interval_calibration
 from bayesfair._table_intervals import (
+    MEDIAN_ROW,
     METHODS,
     METRICS,
     TAIL_ROWS,
@@ -198,7 +199,7 @@ def test_bias_correction_moves_the_interval_by_the_posterior_scenarios_median_bi
     res = np.full((40, len(METHODS) + len(masses) + TAIL_ROWS, 2, 3), np.nan)
     truth = rng.uniform(0.5, 1.0, size=(40, 1, 2))
     res[..., 2] = truth
-    res[:, -2, :, :2] = (truth[:, 0] + 0.3)[..., None]  # the median; no path lower end
+    res[:, MEDIAN_ROW, :, :2] = (truth[:, 0] + 0.3)[..., None]  # no path lower end
     res[:, len(METHODS) : -TAIL_ROWS, :, 0] = truth + 0.3 - 0.1
     res[:, len(METHODS) : -TAIL_ROWS, :, 1] = truth + 0.3 + 0.1
     mass, shift = calibrate(box, {"posterior": res, "observed": res}, 0.9)
