@@ -43,6 +43,26 @@ BAYESIAN_DOCTESTS = {
 }
 
 
+def pytest_configure(config):
+    """Import ArviZ once in the main process, before pytest-xdist starts its workers.
+
+    ArviZ 0.2x writes a once-a-day stamp on import through a temporary file of a fixed
+    name (``arviz/__init__.py``, ``_warn_once_per_day``); two workers importing it at
+    once on the day's first import race on that file, and the loser's collection fails
+    with FileNotFoundError (seen on a fresh machine). With the stamp written here first,
+    the workers only read it. Its FutureWarning is the day's notice, not the suite's."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the main process has done it
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            import arviz  # noqa: F401
+        except ImportError:  # a stack without ArviZ fails in its own tests, not here
+            pass
+
+
 @pytest.hookimpl(tryfirst=True)  # the markers are in place before -m selects
 def pytest_collection_modifyitems(config, items):
     """Mark every fast test that is not marked ``bayesian`` ``pymc_free``: it runs with

@@ -124,7 +124,9 @@ class IntervalCalibration(ResultMixin):  # numpydoc ignore=PR01
         from equal rates to the posterior-mean log-odds
         (:func:`~bayesfair._table_intervals.path_lower_bounds`), which the calibrated
         interval's lower end never exceeds (a note says where it set it). None where equal
-        rates are not rejected (the lower ends are 0), and for the amplification.
+        rates are not rejected (the lower ends are 0), where the test rejects every world on
+        the path up to ``2 ** PATH_DOUBLINGS`` times the posterior mean's deviations (the
+        posterior's lower ends stand), and for the amplification.
     uneven : dict or None
         Where the hierarchical posterior rules out the smoothed table as the ``observed``
         scenario's truth (its replicates then draw from :func:`constrained_bayes_rates`),
