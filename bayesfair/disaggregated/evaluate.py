@@ -139,6 +139,10 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         notes = []
         if "structured" in have:
             notes.append(structured_regression_caveat(self.structured_estimator))
+            sr = self.structured_estimator or StructuredRegression()
+            flat = _without_departures(self.structured) if sr.departures else []
+            if flat:
+                notes.append(_no_departure_note(flat))
         if "empirical_bayes" in have:
             notes.append(empirical_bayes_caveat(self.eb_interval))
         if "hierarchical" in have:
@@ -857,6 +861,36 @@ class _StructuredRun:
         # the linear model of a rate or an AUC is projected onto [0, 1]
         ivals = {lv: _truncate_interval(iv, m) for lv, iv in res["intervals"].items()}
         out.add(name, "structured", truncate_to_range(res["estimate"], m), ivals)
+
+
+def _without_departures(structured: dict) -> list[str]:
+    """The metrics whose estimated departure variance (``structured[metric]
+    ["departure_variance"]``) is 0 in both parts."""
+    return [
+        metric
+        for metric, info in structured.items()
+        if tuple(info.get("departure_variance", (np.nan, np.nan))) == (0.0, 0.0)
+    ]
+
+
+def _no_departure_note(metrics: list[str]) -> str:
+    """The note for the metrics whose groups showed no departure from structured
+    regression's surface beyond their sampling noise.
+
+    The departure variance is a moment estimate from one evaluation set's residuals
+    (:func:`~bayesfair.disaggregated.structured.departure_variance`): with a few small
+    groups, whose residuals are mostly sampling noise, it comes out 0 in many sets of a
+    population whose small groups do depart, and those sets' intervals allow for the
+    surface's uncertainty alone, so they are where structured regression falls short."""
+    return (
+        f"Structured regression's intervals of {', '.join(metrics)}: this evaluation set's "
+        "residuals show no departure of the groups from the fitted surface beyond their "
+        "sampling noise (departure variance estimated 0, structured[metric]"
+        "['departure_variance']), so those intervals allow for the surface's uncertainty "
+        "alone. One set's small groups are too few to show a departure that is there, and "
+        "such sets are where these intervals fall short of their level; read a small "
+        "group's standard or hierarchical interval beside them."
+    )
 
 
 def _hierarchical_rows(out: _Rows, hb: HierarchicalBayes, names, metrics, rng) -> dict:

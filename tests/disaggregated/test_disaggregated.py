@@ -600,3 +600,34 @@ def test_structured_regression_caveat_follows_its_options_into_the_result_and_th
     assert "keeps almost all of its own deviation" not in sr_note
     html = add_disaggregated_section(Report("t"), res).to_html()
     assert html.count("departs from the surface") == 1
+
+
+def test_a_metric_without_estimated_departures_gets_its_own_note():
+    """Where one evaluation set's residuals show no departure of the groups from the
+    surface (departure variance 0 in both parts), structured regression's intervals of
+    that metric carry the surface's uncertainty alone: the notes name the metric, after
+    the caveat; a metric with a departure, and rBLPR as published (which has none by
+    design), get no such note."""
+    table = pd.DataFrame(
+        {"metric": ["fpr", "ppv"], "group": ["a", "a"], "estimator": ["structured"] * 2}
+    )
+    structured = {
+        "fpr": {"departure_variance": (0.0, 0.0)},
+        "ppv": {"departure_variance": (0.0, 0.4)},
+    }
+    res = DisaggregatedResult(
+        table=table, intervals=pd.DataFrame(), sigma2={}, level=0.9, structured=structured
+    )
+    caveat, flat = res.notes
+    assert caveat == structured_regression_caveat()
+    assert "intervals of fpr:" in flat and "ppv" not in flat
+    assert "surface's uncertainty alone" in flat
+    structured["ppv"]["departure_variance"] = [0.0, 0.0]  # as a saved result reads it back
+    assert "intervals of fpr, ppv:" in res.notes[1]
+    published = dataclasses.replace(
+        res, structured_estimator=StructuredRegression(departures=False)
+    )
+    assert len(published.notes) == 1
+    structured["fpr"]["departure_variance"] = (0.001, 0.0)
+    structured["ppv"]["departure_variance"] = (0.0, 0.2)
+    assert res.notes == [caveat]
