@@ -134,7 +134,9 @@ class DisaggregatedResult(ResultMixin):  # numpydoc ignore=PR01
         Bayes' and hierarchical Bayes' are calibrated on average over groups, not group by
         group (:func:`~bayesfair.disaggregated.structured_regression_caveat`,
         :func:`~bayesfair.disaggregated.empirical_bayes_caveat`,
-        :func:`~bayesfair.disaggregated.hierarchical_bayes_caveat`); empty without them."""
+        :func:`~bayesfair.disaggregated.hierarchical_bayes_caveat`), and the metrics whose
+        structured-regression departure variance came out 0 in this evaluation set (their
+        intervals carry the fitted surface's uncertainty alone); empty without them."""
         have = set(self.table["estimator"])
         notes = []
         if "structured" in have:
