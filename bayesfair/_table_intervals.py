@@ -185,8 +185,9 @@ def calibrated_bounds(
 
 
 def with_path_lower(bounds: np.ndarray, path_lower: np.ndarray | None) -> np.ndarray:
-    """Bounds (..., metrics, 2) whose lower ends are at most ``path_lower`` (..., metrics),
-    where it is not NaN."""
+    """Bounds (..., metrics, 2), or (..., metrics, 3) with the truth last, whose lower
+    ends are at most ``path_lower`` (..., metrics), where it is not NaN; the other columns
+    as given."""
     if path_lower is None:
         return bounds
     out = bounds.copy()

@@ -707,10 +707,7 @@ def _with_calibrated(res: np.ndarray, box, mass: np.ndarray, shift: np.ndarray) 
     calibrated interval (the hierarchical one at ``mass``, moved by ``shift``, its lower
     end at most the replicate's path lower end) first, then the methods'."""
     calibrated = at_mass(shifted_mass_rows(res, box, shift), mass, box.level)
-    calibrated = np.concatenate(
-        [with_path_lower(calibrated[..., :2], res[:, PATH_ROW, :, 0]), calibrated[..., 2:]],
-        axis=-1,
-    )
+    calibrated = with_path_lower(calibrated, res[:, PATH_ROW, :, 0])
     return np.concatenate([calibrated[:, None], res[:, : len(METHODS)]], axis=1)
 
 

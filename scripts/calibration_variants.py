@@ -35,18 +35,16 @@ import pandas as pd
 
 import bayesfair as bf
 from bayesfair._table_intervals import (
-    RateIntervals,
     calibrated_bounds,
     calibrated_mass,
     median_bias,
     replicate_bounds,
-    table_metrics,
     with_path_lower,
 )
-from bayesfair._vocabulary import PSEUDO_COUNT
 from bayesfair.models._nested_laplace import grid_posterior
 from bayesfair.replication.intervals import (
     additive_population,
+    draw_replicate,
     fitted_population,
     table_population,
 )
@@ -71,36 +69,23 @@ RULES = {
 
 
 def replicates(population, levels, n_rows, n_replicates, n_calibration, seed) -> list[dict]:
-    """Per outer replicate: its truth, the hierarchical draws of its metrics, the equal-rates
-    p-value, the path's lower ends, the Clopper-Pearson box and every inner scenario's
+    """Per outer replicate: :func:`draw_replicate`'s table, truth, posterior and intervals,
+    with the path's lower ends, the Clopper-Pearson box and every inner scenario's
     :func:`replicate_bounds`."""
     rng = np.random.default_rng(seed)
     codes = np.indices(tuple(levels)).reshape(len(levels), -1)
     out = []
     for _ in range(n_replicates):
-        p, share = population(rng)
-        n = rng.multinomial(n_rows, share)
-        k = rng.binomial(n, p)
-        seen = n > 0
-        box = RateIntervals(n, codes, seen, LEVEL, PSEUDO_COUNT)
-        post = box.hierarchical_draws(k, 2000, rng)
-        bounds, pvalue, hier, _ = box.bounds(k, 2000, rng, post=post, decide=True)
+        rep = draw_replicate(population, codes, n_rows, LEVEL, 2000, rng)
+        box, k, post, pvalue = rep["box"], rep["k"], rep["post"], rep["pvalue"]
         truths = box.truths(k, post) | {"pmean": post.mean(axis=0)}
-        inner = {
+        rep["inner"] = {
             s: replicate_bounds(box, truths[s], n_calibration, 400, rng, methods=False, path=False)
             for s in SCENARIOS
         }
-        out.append(
-            {
-                "box": box,
-                "truth": table_metrics(p[seen], share[seen] / share[seen].sum()),
-                "hier": hier,
-                "pvalue": pvalue,
-                "path": box.path_lower(k, post, pvalue, rng),
-                "clopper_pearson": bounds[2],
-                "inner": inner,
-            }
-        )
+        rep["path"] = box.path_lower(k, post, pvalue, rng)
+        rep["clopper_pearson"] = rep["bounds"][2]
+        out.append(rep)
     return out
 
 

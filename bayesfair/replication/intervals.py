@@ -133,6 +133,41 @@ def fitted_population(
     return lambda rng: (posterior.draw(1, rng)[0], share)
 
 
+def draw_replicate(
+    population: Callable[[np.random.Generator], Population],
+    codes: np.ndarray,
+    n_rows: int,
+    level: float,
+    draws: int,
+    rng: np.random.Generator,
+) -> dict:
+    """One replicate of a coverage study: a population drawn from ``population``, a data
+    set of ``n_rows`` rows from it (multinomial sizes, binomial positives ``k``), its
+    :class:`~bayesfair._table_intervals.RateIntervals` ``box``, hierarchical posterior
+    draws of the rates ``post``, every method's ``bounds``, the equal-rates ``pvalue``
+    (:meth:`~bayesfair._table_intervals.RateIntervals.bounds`), the hierarchical draws of
+    (epsilon, gamma) ``hier``, and the population's ``truth`` over the intersections with
+    rows (shares renormalised). :func:`interval_coverage` calibrates and checks each one;
+    ``scripts/calibration_variants.py`` applies other calibration rules to the same."""
+    p, share = population(rng)
+    n = rng.multinomial(n_rows, share)
+    k = rng.binomial(n, p)
+    seen = n > 0
+    box = RateIntervals(n, codes, seen, level, PSEUDO_COUNT)
+    post = box.hierarchical_draws(k, draws, rng)
+    bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post, decide=True)
+    truth = table_metrics(p[seen], share[seen] / share[seen].sum())
+    return {
+        "box": box,
+        "k": k,
+        "post": post,
+        "bounds": bounds,
+        "pvalue": pvalue,
+        "hier": hier,
+        "truth": truth,
+    }
+
+
 def interval_coverage(
     population: Callable[[np.random.Generator], Population],
     levels: Sequence[int],
@@ -191,13 +226,8 @@ def interval_coverage(
     n_calibration = check_count(n_calibration, "n_calibration", minimum=10)
     inside, width = [], []
     for _ in range(n_replicates):
-        p, share = population(rng)
-        n = rng.multinomial(n_rows, share)
-        k = rng.binomial(n, p)
-        seen = n > 0
-        box = RateIntervals(n, codes, seen, level, PSEUDO_COUNT)
-        post = box.hierarchical_draws(k, draws, rng)
-        bounds, pvalue, hier, _ = box.bounds(k, draws, rng, post=post, decide=True)
+        rep = draw_replicate(population, codes, n_rows, level, draws, rng)
+        box, k, post, pvalue = rep["box"], rep["k"], rep["post"], rep["pvalue"]
         truths = box.truths(k, post)
         inner = {
             s: replicate_bounds(box, truths[s], n_calibration, 400, rng, methods=False, path=False)
@@ -205,10 +235,11 @@ def interval_coverage(
         }
         mass, shift = calibrate(box, inner, level)
         calibrated = with_path_lower(
-            calibrated_bounds(box, hier, pvalue, mass, shift), box.path_lower(k, post, pvalue, rng)
+            calibrated_bounds(box, rep["hier"], pvalue, mass, shift),
+            box.path_lower(k, post, pvalue, rng),
         )
-        bounds = np.concatenate([calibrated[None], bounds])
-        truth = table_metrics(p[seen], share[seen] / share[seen].sum())
+        bounds = np.concatenate([calibrated[None], rep["bounds"]])
+        truth = rep["truth"]
         inside.append((bounds[..., 0] <= truth + 1e-12) & (truth - 1e-12 <= bounds[..., 1]))
         width.append(bounds[..., 1] - bounds[..., 0])
     inside, width = np.array(inside), np.array(width)
