@@ -423,6 +423,12 @@ def simulate(
     and smallest ESS (``pd.DataFrame(sim.attrs["hb_diagnostics"])``).  Instead of a
     warning per draw, one ``SamplerWarning`` at the end counts the fits with problems.
 
+    Structured regression's estimated departure variance of every draw and metric is in
+    ``attrs["structured_departures"]``: records of draw, metric, ``tau2`` and ``phi``
+    (:func:`~bayesfair.disaggregated.structured.departure_variance`), to tell the sets
+    where it came out 0 (whose intervals carry the surface's uncertainty alone) from the
+    others.
+
     Parameters
     ----------
     n_draws : int, default 20
@@ -480,7 +486,7 @@ def simulate(
         estimators = [defaults.get(e, e) if isinstance(e, str) else e for e in estimators]
     hb = resolve_estimators(estimators).get("hierarchical")
     seeds = np.random.SeedSequence(random_state).spawn(n_draws)
-    out, diagnostics = [], []
+    out, diagnostics, departures = [], [], []
     for d in range(n_draws):
         rng = np.random.default_rng(seeds[d])
         ev = _stratified(pop, n_eval, rng, sensitive)
@@ -497,6 +503,9 @@ def simulate(
             )
         for model, diag in res.diagnostics.items():
             diagnostics.append({"draw": d, "model": model, **diag})
+        for metric, info in res.structured.items():
+            tau2, phi = info.get("departure_variance", (np.nan, np.nan))
+            departures.append({"draw": d, "metric": metric, "tau2": tau2, "phi": phi})
         iv = res.intervals.drop(columns="n")
         est = res.table[["group", "n", "metric", "estimator", "estimate", "defined"]]
         long = est.merge(iv, on=["group", "metric", "estimator"], how="left")
@@ -508,6 +517,7 @@ def simulate(
     sim = pd.concat(out, ignore_index=True)
     # records, not a DataFrame: pandas compares attrs when it combines frames
     sim.attrs["hb_diagnostics"] = diagnostics
+    sim.attrs["structured_departures"] = departures
     bad = [r for r in diagnostics if _arviz.sampler_problems(r)]
     if bad:
         r_hats = [r["r_hat_max"] for r in diagnostics if np.isfinite(r["r_hat_max"])]

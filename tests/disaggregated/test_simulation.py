@@ -317,6 +317,11 @@ def test_simulation_harness_runs_on_any_population():
     mae, cov = herlihy.summarise(sim)
     assert set(mae.estimator) == {"standard", "james_stein", "structured"}
     assert cov.coverage.between(0, 1).all()
+    # structured regression's departure variance, one record per draw and metric
+    dv = pd.DataFrame(sim.attrs["structured_departures"])
+    pairs = sorted(zip(dv.draw, dv.metric, strict=True))
+    assert pairs == sorted((d, m) for d in (0, 1) for m in metrics)
+    assert (dv[["tau2", "phi"]] >= 0).all().all()
 
     # without a score column the default metrics leave AUC out (it failed: "AUC needs y_score")
     no_score = herlihy.simulate(
@@ -327,6 +332,7 @@ def test_simulation_harness_runs_on_any_population():
         n_eval=600,
     )
     assert set(no_score.metric) == set(herlihy.METRICS) - {"auc"}
+    assert no_score.attrs["structured_departures"] == []  # no structured regression
     table = herlihy.lasso_path_oracle(2, pop_truth=pop, **roles, n_eval=600, n_lambdas=8)
     assert set(table.metric) == {"selection_rate", "fpr"}
     with pytest.raises(ValueError, match="no row for 15 group"):
