@@ -525,7 +525,7 @@ def test_empirical_bayes_caveat_is_in_the_result_and_its_display():
     notes say so (the words the report gives), and so does its notebook display; without
     empirical Bayes there is no such note."""
     df = _frame(n=1500)
-    kw = dict(protected=["race", "sex"], outcome="y", decision="d", metrics=["fpr"])
+    kw = dict(protected=["race", "sex"], outcome="y", decision="d", metrics=["fpr"], random_state=0)
     res = disaggregated_evaluation(df, estimators=["standard", "empirical_bayes"], **kw)
     (note,) = res.notes
     assert "do not read them group by group" in note and "Prasad and Rao" in note
@@ -577,7 +577,9 @@ def test_structured_regression_caveat_follows_its_options_into_the_result_and_th
     from bayesfair.report.disaggregated import add_disaggregated_section
 
     df = _frame(n=1500)
-    kw = dict(protected=["race", "sex"], outcome="y", decision="d", metrics=["fpr"])
+    # seeded: in about one set in twenty the lasso's residuals show no departure, and the
+    # notes then also name the metric (the next test)
+    kw = dict(protected=["race", "sex"], outcome="y", decision="d", metrics=["fpr"], random_state=0)
     fast = dict(n_resamples=50, n_folds=3, n_lambdas=5)
     res = disaggregated_evaluation(
         df, estimators=["standard", StructuredRegression(**fast), "empirical_bayes"], **kw
