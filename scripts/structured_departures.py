@@ -7,9 +7,9 @@ bootstrap world's truth, so its intervals carry no departure and under-cover sma
 here. For every evaluation set and metric the script prints the estimates of the departures'
 variance beside the true departures' mean squares (small groups with n <= 25, large ones): the
 Fay-Herriot maximum-likelihood estimate of one variance for all groups, ``argmax_tau2 sum_a log
-N(s_a - fit_a; 0, tau2 + sigma2 / n_a)`` (the surface taken as known), which is 0 in every set it
-was run on; and the package's moment estimates of its two parts, ``tau2`` common to all groups
-and ``phi`` growing with a group's sampling variance
+N(s_a - fit_a; 0, tau2 + sigma2 / n_a)`` (the surface taken as known), which is 0 in almost
+every set it was run on; and the package's moment estimates of its two parts, ``tau2`` common
+to all groups and ``phi`` growing with a group's sampling variance
 (:func:`~bayesfair.disaggregated.structured.departure_variance`, here with the pooled binomial
 variance where the package uses the pooled bootstrap variance), in which every group counts
 alike, with the variance they give the small and the large groups on average. The departures are
