@@ -16,10 +16,10 @@ alike, with the variance they give the small and the large groups on average. Th
 not exchangeable (the small groups' mean square is several times the large groups'), which is
 why the package's variance has the second part.
 
-The last table compares the intervals: the published rBLPR at several partial ridge
+The second table compares the intervals: the published rBLPR at several partial ridge
 penalties lam2 (a normal prior of variance sigma2 / (N lam2) on a group's departure, N rows;
 coverage reaches 0.95 only at a lam2 that no quantity of one evaluation set selects), and the
-default, with the departures in the bootstrap world. The last splits the default's coverage,
+default, with the departures in the bootstrap world. The third splits the default's coverage,
 with sets of 5,000 and of 10,000 rows, between the sets whose estimated departure variance came
 out 0 and the others: where it is 0, the intervals carry the surface's uncertainty alone (the
 note of :attr:`~bayesfair.disaggregated.DisaggregatedResult.notes`). Run from the repository's
