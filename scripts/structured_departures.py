@@ -81,6 +81,13 @@ RIDGES = ("groups", 0.02, 0.01, 0.005, "rows")
 DEFAULT = "groups, departures (default)"
 
 
+def structured_intervals(sim: pd.DataFrame) -> pd.DataFrame:
+    """Structured regression's intervals in :func:`simulate`'s result, of the groups with a
+    defined estimate and truth, with ``held``: whether the interval holds the truth."""
+    iv = sim[sim.defined & np.isfinite(sim.truth) & (sim.estimator == "structured")]
+    return iv.assign(held=(iv.lower <= iv.truth) & (iv.truth <= iv.upper))
+
+
 def ridge_sweep(sims: dict) -> pd.DataFrame:
     """Structured regression's 95% coverage (all groups, small ones) and width relative to
     the standard interval's, by partial ridge penalty lam2 (``sims``: :func:`simulate`'s
@@ -90,8 +97,7 @@ def ridge_sweep(sims: dict) -> pd.DataFrame:
     ``"rows"`` for tau2 = sigma2."""
     rows = []
     for ridge, sim in sims.items():
-        iv = sim[sim.defined & np.isfinite(sim.truth) & (sim.estimator == "structured")]
-        held = (iv.lower <= iv.truth) & (iv.truth <= iv.upper)
+        iv = structured_intervals(sim)
         _, cov = herlihy.summarise(sim)
         width = cov.set_index(["estimator", "metric"]).loc["structured", "relative_width"]
         for metric in ("selection_rate", "fpr"):
@@ -101,8 +107,8 @@ def ridge_sweep(sims: dict) -> pd.DataFrame:
                 {
                     "ridge": ridge,
                     "metric": metric,
-                    "coverage": held[m].mean(),
-                    "coverage_small": held[small].mean(),
+                    "coverage": iv.held[m].mean(),
+                    "coverage_small": iv.held[small].mean(),
                     "relative_width": width[metric],
                 }
             )
@@ -154,9 +160,7 @@ def coverage_by_departure(sims: dict) -> pd.DataFrame:
     for n_eval, sim in sims.items():
         dv = pd.DataFrame(sim.attrs["structured_departures"])
         dv["zero"] = (dv.tau2 == 0) & (dv.phi == 0)
-        iv = sim[sim.defined & np.isfinite(sim.truth) & (sim.estimator == "structured")]
-        iv = iv.merge(dv[["draw", "metric", "zero"]], on=["draw", "metric"])
-        iv = iv.assign(held=(iv.lower <= iv.truth) & (iv.truth <= iv.upper))
+        iv = structured_intervals(sim).merge(dv[["draw", "metric", "zero"]], on=["draw", "metric"])
         for (metric, zero), g in iv.groupby(["metric", "zero"]):
             rows.append(
                 {

@@ -504,7 +504,7 @@ def simulate(
         for model, diag in res.diagnostics.items():
             diagnostics.append({"draw": d, "model": model, **diag})
         for metric, info in res.structured.items():
-            tau2, phi = info.get("departure_variance", (np.nan, np.nan))
+            tau2, phi = info["departure_variance"]
             departures.append({"draw": d, "metric": metric, "tau2": tau2, "phi": phi})
         iv = res.intervals.drop(columns="n")
         est = res.table[["group", "n", "metric", "estimator", "estimate", "defined"]]
